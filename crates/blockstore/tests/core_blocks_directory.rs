@@ -1,0 +1,74 @@
+//! Reads the blocks directory Bitcoin Core 30 wrote for the shared regtest chain
+//! (obfuscated with its `xor.dat`), and writes the same blocks back byte for byte.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ibex_blockstore::{
+    block_file_path, read_block_file, read_obfuscation_key, BlockFileWriter, Records,
+    BLOCK_FILE_BYTES_MAX,
+};
+use ibex_primitives::BlockView;
+use std::path::PathBuf;
+
+const REGTEST_MAGIC: [u8; 4] = [0xfa, 0xbf, 0xb5, 0xda];
+const CORE_TIP: &str = "7720e38fed81718c530b96cb43e3e85b0fb52636e94b768340af9f80ec047b87";
+
+fn core_blocks_directory() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix/blocks")
+}
+
+#[test]
+fn core_block_file_decodes_and_rewrites_identically() {
+    let directory = core_blocks_directory();
+    let obfuscation = read_obfuscation_key(&directory).unwrap();
+    assert!(!obfuscation.is_identity(), "Core 30 writes a random key");
+    let image = read_block_file(&block_file_path(&directory, 0), &obfuscation).unwrap();
+    let records: Vec<_> = Records::new(&image, REGTEST_MAGIC).collect();
+    // Genesis, the active chain and every block of the stale branches Core lists.
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(directory.join("../expected.json")).unwrap())
+            .unwrap();
+    let height = expected["getblockchaininfo"]["blocks"].as_u64().unwrap();
+    let tips = expected["getchaintips"].as_array().unwrap();
+    let stale_blocks: u64 = tips.iter().map(|tip| tip["branchlen"].as_u64().unwrap()).sum();
+    assert_eq!(records.len() as u64, 1 + height + stale_blocks);
+    let mut found_tip = false;
+    for record in &records {
+        let block = BlockView::parse(record.bytes).unwrap();
+        let merkle = block.compute_merkle_root();
+        assert_eq!(merkle.root, block.header().merkle_root);
+        assert!(!merkle.mutated);
+        assert_eq!(ibex_primitives::check_witness_commitment(&block), Ok(()));
+        found_tip |= block.block_hash().to_hex() == CORE_TIP;
+    }
+    assert!(found_tip);
+
+    // Writing the same blocks with the same key reproduces Core's file.
+    let output = tempfile::tempdir().unwrap();
+    let mut writer =
+        BlockFileWriter::new(output.path(), REGTEST_MAGIC, obfuscation, BLOCK_FILE_BYTES_MAX, 0)
+            .unwrap();
+    for record in &records {
+        let position = writer.append(record.bytes).unwrap();
+        assert_eq!(position.data_offset, record.data_offset);
+    }
+    writer.sync().unwrap();
+    let ours = std::fs::read(block_file_path(output.path(), 0)).unwrap();
+    let core = std::fs::read(block_file_path(&directory, 0)).unwrap();
+    assert_eq!(&core[..ours.len()], &ours[..]);
+}
+
+#[test]
+fn writer_starts_a_new_file_at_the_size_limit() {
+    let output = tempfile::tempdir().unwrap();
+    let key = ibex_blockstore::Obfuscation::new([9, 8, 7, 6, 5, 4, 3, 2]);
+    let mut writer = BlockFileWriter::new(output.path(), REGTEST_MAGIC, key, 1000, 0).unwrap();
+    let block = vec![0x55u8; 400];
+    let positions: Vec<_> = (0..5).map(|_| writer.append(&block).unwrap()).collect();
+    writer.sync().unwrap();
+    assert_eq!(positions.iter().map(|p| p.file_number).collect::<Vec<_>>(), [0, 0, 1, 1, 2]);
+    for number in 0..3 {
+        let image = read_block_file(&block_file_path(output.path(), number), &key).unwrap();
+        assert!(Records::new(&image, REGTEST_MAGIC).all(|record| record.bytes == &block[..]));
+    }
+    assert!(writer.append(&vec![0u8; 1000]).is_err(), "a record over the file limit is refused");
+}
