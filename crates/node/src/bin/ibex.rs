@@ -1,1 +1,55 @@
-fn main() {}
+//! `ibex`: Ibex's command-line tools.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ibex", version, about = "Ibex tools: inspect blocks, generate chains, benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a JSON summary of a serialised block (raw bytes, or hex with --hex).
+    Block {
+        /// The block file.
+        file: PathBuf,
+        /// The file holds the block as hex text (as `getblock HASH 0` prints it).
+        #[arg(long)]
+        hex: bool,
+    },
+}
+
+fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
+    let name = file.display();
+    let contents = std::fs::read(file).map_err(|error| format!("{name}: {error}"))?;
+    let bytes = if hex {
+        let text = String::from_utf8_lossy(&contents);
+        ibex_primitives::hex::decode(text.trim()).map_err(|error| format!("{name}: {error}"))?
+    } else {
+        contents
+    };
+    let summary = ibex_node::block_summary::block_summary(&bytes)
+        .map_err(|error| format!("{name}: invalid block: {error}"))?;
+    serde_json::to_string_pretty(&summary).map_err(|error| format!("{name}: {error}"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Block { file, hex } => run_block(file, *hex),
+    };
+    match result {
+        Ok(output) => {
+            println!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
