@@ -12,3 +12,15 @@ pub mod flags;
 pub use checker::{ExecutionData, NoSignatures, SigVersion, SignatureChecker};
 pub use error::ScriptError;
 pub use flags::VerifyFlags;
+
+// Signature side: sighashes, precomputed transaction data, libsecp256k1
+// signatures, the signature cache and the transaction checker.
+pub mod cache;
+pub mod precomputed;
+pub mod sighash;
+pub mod signature;
+pub mod transaction_checker;
+
+pub use cache::SignatureCache;
+pub use precomputed::{PrecomputedTransactionData, SpentOutput};
+pub use transaction_checker::TransactionChecker;
