@@ -9,9 +9,21 @@ pub mod checker;
 pub mod error;
 pub mod flags;
 
+// Interpreter side: opcodes, numbers, script reading, sigop counting, the
+// interpreter, taproot commitments and input verification.
+pub mod interpreter;
+pub mod number;
+pub mod opcodes;
+pub mod script;
+pub mod sigops;
+pub mod taproot;
+pub mod verify;
+
 pub use checker::{ExecutionData, NoSignatures, SigVersion, SignatureChecker};
 pub use error::ScriptError;
 pub use flags::VerifyFlags;
+pub use interpreter::eval_script;
+pub use verify::{verify_input, verify_script};
 
 // Signature side: sighashes, precomputed transaction data, libsecp256k1
 // signatures, the signature cache and the transaction checker.
