@@ -11,6 +11,7 @@ pub mod flags;
 
 // Interpreter side: opcodes, numbers, script reading, sigop counting, the
 // interpreter, taproot commitments and input verification.
+pub mod assembly;
 pub mod interpreter;
 pub mod number;
 pub mod opcodes;

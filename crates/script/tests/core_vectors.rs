@@ -7,5 +7,7 @@ mod common;
 
 #[path = "core_vectors/bip341.rs"]
 mod bip341;
+#[path = "core_vectors/script_tests.rs"]
+mod script_tests;
 #[path = "core_vectors/sighash.rs"]
 mod sighash;
