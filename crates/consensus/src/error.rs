@@ -1,0 +1,175 @@
+//! Rule violations, each with Bitcoin Core's reject reason
+//! ([`TransactionError::reject_reason`]) so logs and RPC speak Core's language.
+
+use ibex_primitives::Txid;
+use thiserror::Error;
+
+/// Why a transaction breaks a rule. Context (txid, block height) is added by
+/// [`BlockError`] where the transaction sits in a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum TransactionError {
+    /// No inputs.
+    #[error("bad-txns-vin-empty")]
+    NoInputs,
+    /// No outputs.
+    #[error("bad-txns-vout-empty")]
+    NoOutputs,
+    /// Witness-free size times four above the block weight limit.
+    #[error("bad-txns-oversize: {base_bytes} bytes without witness")]
+    Oversize {
+        /// Witness-free serialised size.
+        base_bytes: usize,
+    },
+    /// An output value below zero.
+    #[error("bad-txns-vout-negative: output {output}")]
+    NegativeOutput {
+        /// Output index.
+        output: usize,
+    },
+    /// An output value above MAX_MONEY.
+    #[error("bad-txns-vout-toolarge: output {output}")]
+    OutputTooLarge {
+        /// Output index.
+        output: usize,
+    },
+    /// The sum of outputs above MAX_MONEY.
+    #[error("bad-txns-txouttotal-toolarge")]
+    OutputTotalTooLarge,
+    /// Two inputs spend the same outpoint.
+    #[error("bad-txns-inputs-duplicate: input {input}")]
+    DuplicateInputs {
+        /// Index of one of the duplicated inputs.
+        input: usize,
+    },
+    /// Coinbase scriptSig outside 2..=100 bytes.
+    #[error("bad-cb-length: {length} bytes")]
+    CoinbaseLength {
+        /// scriptSig length.
+        length: usize,
+    },
+    /// A non-coinbase input spends the null outpoint.
+    #[error("bad-txns-prevout-null: input {input}")]
+    NullPrevout {
+        /// Input index.
+        input: usize,
+    },
+    /// An input spends a coin that is missing or already spent.
+    #[error("bad-txns-inputs-missingorspent: input {input}")]
+    MissingOrSpent {
+        /// Input index.
+        input: usize,
+    },
+    /// A coinbase output spent before 100 confirmations.
+    #[error("bad-txns-premature-spend-of-coinbase: input {input}, {depth} confirmations")]
+    PrematureCoinbaseSpend {
+        /// Input index.
+        input: usize,
+        /// Blocks between the coin and the spend.
+        depth: u32,
+    },
+    /// A spent value, or the running input sum, outside the money range.
+    #[error("bad-txns-inputvalues-outofrange: input {input}")]
+    InputValuesOutOfRange {
+        /// Input index.
+        input: usize,
+    },
+    /// Outputs worth more than inputs.
+    #[error("bad-txns-in-belowout: in {value_in}, out {value_out}")]
+    InputsBelowOutputs {
+        /// Sum of spent values.
+        value_in: i64,
+        /// Sum of output values.
+        value_out: i64,
+    },
+    /// The fee is outside the money range.
+    #[error("bad-txns-fee-outofrange")]
+    FeeOutOfRange,
+    /// Not final at this height and time (BIP113 cutoff).
+    #[error("bad-txns-nonfinal")]
+    NonFinal,
+    /// A BIP68 relative lock time is not met.
+    #[error("bad-txns-nonfinal: sequence lock not satisfied")]
+    SequenceLocks,
+}
+
+impl TransactionError {
+    /// Core's reject reason.
+    pub fn reject_reason(&self) -> &'static str {
+        use TransactionError::*;
+        match self {
+            NoInputs => "bad-txns-vin-empty",
+            NoOutputs => "bad-txns-vout-empty",
+            Oversize { .. } => "bad-txns-oversize",
+            NegativeOutput { .. } => "bad-txns-vout-negative",
+            OutputTooLarge { .. } => "bad-txns-vout-toolarge",
+            OutputTotalTooLarge => "bad-txns-txouttotal-toolarge",
+            DuplicateInputs { .. } => "bad-txns-inputs-duplicate",
+            CoinbaseLength { .. } => "bad-cb-length",
+            NullPrevout { .. } => "bad-txns-prevout-null",
+            MissingOrSpent { .. } => "bad-txns-inputs-missingorspent",
+            PrematureCoinbaseSpend { .. } => "bad-txns-premature-spend-of-coinbase",
+            InputValuesOutOfRange { .. } => "bad-txns-inputvalues-outofrange",
+            InputsBelowOutputs { .. } => "bad-txns-in-belowout",
+            FeeOutOfRange => "bad-txns-fee-outofrange",
+            NonFinal | SequenceLocks => "bad-txns-nonfinal",
+        }
+    }
+}
+
+/// A transaction error located in a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("transaction {index} ({txid}): {source}")]
+pub struct LocatedTransactionError {
+    /// Position in the block.
+    pub index: usize,
+    /// The transaction's id.
+    pub txid: Txid,
+    /// What is wrong.
+    pub source: TransactionError,
+}
+
+/// Why a block breaks a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum BlockError {
+    /// The header's merkle root is not the transactions' root.
+    #[error("bad-txnmrklroot")]
+    BadMerkleRoot,
+    /// The transaction list has duplicated merkle siblings (CVE-2012-2459).
+    #[error("bad-txns-duplicate")]
+    DuplicateTransactions,
+    /// No transactions, or too many, or too large without witness data.
+    #[error("bad-blk-length")]
+    BadLength,
+    /// The first transaction is not a coinbase.
+    #[error("bad-cb-missing")]
+    CoinbaseMissing,
+    /// A coinbase after the first transaction.
+    #[error("bad-cb-multiple")]
+    CoinbaseMultiple,
+    /// Too many signature operations.
+    #[error("bad-blk-sigops: cost {cost}")]
+    Sigops {
+        /// The block's sigop cost.
+        cost: u64,
+    },
+    /// A transaction breaks a rule.
+    #[error("{0}")]
+    Transaction(LocatedTransactionError),
+}
+
+impl BlockError {
+    /// Core's reject reason.
+    pub fn reject_reason(&self) -> &'static str {
+        match self {
+            BlockError::BadMerkleRoot => "bad-txnmrklroot",
+            BlockError::DuplicateTransactions => "bad-txns-duplicate",
+            BlockError::BadLength => "bad-blk-length",
+            BlockError::CoinbaseMissing => "bad-cb-missing",
+            BlockError::CoinbaseMultiple => "bad-cb-multiple",
+            BlockError::Sigops { .. } => "bad-blk-sigops",
+            BlockError::Transaction(located) => located.source.reject_reason(),
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Bitcoin's consensus rules as pure functions, matching Bitcoin Core.
+//!
+//! Every function takes the block or transaction view, the spent coins, the
+//! parameters and the flags as arguments: no I/O, no globals, no locks. Errors
+//! carry Core's reject reasons (`bad-txns-inputs-missingorspent`, ...).
+
+pub mod block;
+pub mod error;
+pub mod finality;
+pub mod inputs;
+pub mod limits;
+pub mod subsidy;
+pub mod transaction;
+
+pub use block::check_block;
+pub use error::{BlockError, LocatedTransactionError, TransactionError};
+pub use inputs::{check_transaction_inputs, SpentCoin};
+pub use transaction::check_transaction;
