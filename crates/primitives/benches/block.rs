@@ -1,1 +1,124 @@
-fn main() {}
+//! Block decoding and encoding on real mainnet blocks, set against Bitcoin Core's
+//! `bench_bitcoin` figures in `../shared/anchors.md` (block 413567 is the block
+//! Core's own benchmarks use; 702861 adds segwit).
+//!
+//! - `parse`: [`BlockView::parse`], the zero-copy walk of every transaction.
+//! - `parse_txids_merkle`: parse, every txid, the merkle root (Core's
+//!   DeserializeAndCheckBlockTest also runs CheckTransaction and counts sigops).
+//! - `encode_owned`: [`Block::encode`] of an owned block plus its `size()` and
+//!   `stripped_size()` (Core's WriteBlockBench also writes to a file).
+//! - `to_owned`: decode into owned types, parse included (Core's
+//!   DeserializeBlockTest, which builds a `CBlock`).
+//! - `to_owned_hashed`: `to_owned` plus every txid and wtxid, which Core's
+//!   `CTransaction` constructor computes during DeserializeBlockTest.
+//!
+//! Run: `cargo bench -p ibex-primitives --bench block -- --warm-up-time 1 --measurement-time 5`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use ibex_primitives::{Block, BlockView, Wtxid};
+use std::path::PathBuf;
+
+const BLOCKS: [&str; 2] = ["413567", "702861"];
+
+fn mainnet_block(height: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/vectors/blocks")
+        .join(format!("mainnet-{height}.raw"));
+    std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+fn parse(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("parse");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let block = BlockView::parse(black_box(&bytes)).unwrap();
+                black_box(block.input_count() + block.output_count())
+            })
+        });
+    }
+    group.finish();
+}
+
+fn parse_txids_merkle(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("parse_txids_merkle");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        let expected = BlockView::parse(&bytes).unwrap().header().merkle_root;
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let block = BlockView::parse(black_box(&bytes)).unwrap();
+                let txids = block.txids();
+                let merkle =
+                    ibex_primitives::merkle_root(txids.iter().map(|txid| txid.0).collect());
+                assert!(merkle.root == expected && !merkle.mutated);
+                black_box(txids)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn encode_owned(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("encode_owned");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        let block = Block::decode(&bytes).unwrap();
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let block = black_box(&block);
+                let encoded = block.encode();
+                black_box((block.size(), block.stripped_size()));
+                black_box(encoded)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn to_owned(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("to_owned");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| black_box(BlockView::parse(black_box(&bytes)).unwrap().to_owned()))
+        });
+    }
+    group.finish();
+}
+
+fn to_owned_hashed(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("to_owned_hashed");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let view = BlockView::parse(black_box(&bytes)).unwrap();
+                let hashes: Vec<_> = view
+                    .transactions()
+                    .map(|transaction| {
+                        // As Core: a transaction without witness has wtxid = txid.
+                        let txid = transaction.txid();
+                        let wtxid = match transaction.has_witness() {
+                            true => transaction.wtxid(),
+                            false => Wtxid(txid.0),
+                        };
+                        (txid, wtxid)
+                    })
+                    .collect();
+                black_box((view.to_owned(), hashes))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, parse_txids_merkle, encode_owned, to_owned, to_owned_hashed);
+criterion_main!(benches);
