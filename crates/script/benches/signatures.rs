@@ -13,10 +13,12 @@ use ibex_script::sighash::legacy::legacy_sighash;
 use ibex_script::sighash::segwit_v0::segwit_v0_sighash;
 use ibex_script::sighash::taproot::{taproot_sighash, TaprootInput};
 use ibex_script::{
-    ExecutionData, PrecomputedTransactionData, SigVersion, SignatureCache, SignatureChecker,
-    SpentOutput, TransactionChecker,
+    verify_input, ExecutionData, PrecomputedTransactionData, SigVersion, SignatureCache,
+    SignatureChecker, SpentOutput, TransactionChecker, VerifyFlags,
 };
+use ripemd::Ripemd160;
 use secp256k1::{Keypair, Message, Secp256k1, SecretKey};
+use sha2::{Digest, Sha256};
 
 /// A version 2 transaction with `input_count` witness inputs and two outputs.
 fn transaction_bytes(input_count: usize) -> Vec<u8> {
@@ -133,6 +135,102 @@ fn input_verification(criterion: &mut Criterion) {
     });
 }
 
+/// Consensus flags of a block after taproot activation.
+const BLOCK_FLAGS: VerifyFlags = VerifyFlags(
+    VerifyFlags::P2SH.0
+        | VerifyFlags::DERSIG.0
+        | VerifyFlags::NULLDUMMY.0
+        | VerifyFlags::CHECKLOCKTIMEVERIFY.0
+        | VerifyFlags::CHECKSEQUENCEVERIFY.0
+        | VerifyFlags::WITNESS.0
+        | VerifyFlags::TAPROOT.0,
+);
+
+fn hash160(data: &[u8]) -> [u8; 20] {
+    Ripemd160::digest(Sha256::digest(data)).into()
+}
+
+/// Whole inputs through `verify_input`: script interpretation, sighash, key
+/// and signature parsing, verification.
+fn full_input_verification(criterion: &mut Criterion) {
+    let context = Secp256k1::new();
+    let secret = SecretKey::from_byte_array([0x6b; 32]).unwrap();
+    let public = secret.public_key(&context).serialize();
+    let keypair = Keypair::from_secret_key(&context, &secret);
+    let x_only = keypair.x_only_public_key().0.serialize();
+    let key_hash = hash160(&public);
+    let p2wpkh_script = [&[0x00, 0x14][..], &key_hash[..]].concat();
+    let p2tr_script = [&[0x51, 0x20][..], &x_only[..]].concat();
+    let p2wpkh = SpentOutput { amount: 100_000, script_pubkey: &p2wpkh_script };
+    let p2tr = SpentOutput { amount: 200_000, script_pubkey: &p2tr_script };
+
+    // Sign against the unsigned transaction: witnesses are not part of any sighash.
+    let unsigned = transaction_bytes(2);
+    let parsed = ParsedTransaction::parse(&unsigned).unwrap();
+    let view = parsed.view();
+    let precomputed = PrecomputedTransactionData::new(&view, &[p2wpkh, p2tr]).unwrap();
+    let script_code = p2pkh_script_code(&key_hash);
+    let sighash =
+        segwit_v0_sighash(&view, 0, &script_code, 100_000, 1, precomputed.bip143().unwrap());
+    let mut ecdsa =
+        context.sign_ecdsa(Message::from_digest(sighash), &secret).serialize_der().to_vec();
+    ecdsa.push(1);
+    let execution = ExecutionData { annex: Some(None), ..ExecutionData::default() };
+    let input = TaprootInput {
+        input_index: 1,
+        spent_output: p2tr,
+        sig_version: SigVersion::Taproot,
+        execution: &execution,
+    };
+    let sighash = taproot_sighash(&view, &input, 0, precomputed.bip341()).unwrap();
+    let schnorr = context.sign_schnorr_no_aux_rand(&sighash, &keypair).to_byte_array();
+
+    let mut signed = Transaction::decode(&unsigned).unwrap();
+    signed.inputs[0].witness = vec![ecdsa, public.to_vec()];
+    signed.inputs[1].witness = vec![schnorr.to_vec()];
+    let signed_bytes = signed.encode();
+    let parsed = ParsedTransaction::parse(&signed_bytes).unwrap();
+    let view = parsed.view();
+    let precomputed = PrecomputedTransactionData::new(&view, &[p2wpkh, p2tr]).unwrap();
+    let inputs = view.inputs();
+    let p2wpkh_checker = TransactionChecker::new(view, 0, p2wpkh, &precomputed).unwrap();
+    let p2tr_checker = TransactionChecker::new(view, 1, p2tr, &precomputed).unwrap();
+    verify_input(
+        inputs[0].script_sig,
+        &p2wpkh_script,
+        inputs[0].witness,
+        BLOCK_FLAGS,
+        &p2wpkh_checker,
+    )
+    .unwrap();
+    verify_input(inputs[1].script_sig, &p2tr_script, inputs[1].witness, BLOCK_FLAGS, &p2tr_checker)
+        .unwrap();
+    criterion.bench_function("p2wpkh input verify_input (interpreter + checker)", |bench| {
+        bench.iter(|| {
+            verify_input(
+                inputs[0].script_sig,
+                black_box(&p2wpkh_script),
+                inputs[0].witness,
+                BLOCK_FLAGS,
+                &p2wpkh_checker,
+            )
+            .unwrap()
+        })
+    });
+    criterion.bench_function("p2tr key path verify_input (interpreter + checker)", |bench| {
+        bench.iter(|| {
+            verify_input(
+                inputs[1].script_sig,
+                black_box(&p2tr_script),
+                inputs[1].witness,
+                BLOCK_FLAGS,
+                &p2tr_checker,
+            )
+            .unwrap()
+        })
+    });
+}
+
 fn thousand_input_sighashes(criterion: &mut Criterion) {
     const INPUTS: usize = 1_000;
     let bytes = transaction_bytes(INPUTS);
@@ -164,5 +262,11 @@ fn thousand_input_sighashes(criterion: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, bare_verification, input_verification, thousand_input_sighashes);
+criterion_group!(
+    benches,
+    bare_verification,
+    input_verification,
+    full_input_verification,
+    thousand_input_sighashes
+);
 criterion_main!(benches);

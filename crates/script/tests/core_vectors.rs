@@ -11,3 +11,5 @@ mod bip341;
 mod script_tests;
 #[path = "core_vectors/sighash.rs"]
 mod sighash;
+#[path = "core_vectors/transactions.rs"]
+mod transactions;
