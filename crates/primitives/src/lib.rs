@@ -33,3 +33,5 @@ pub use owned::{Block, Transaction, TxInput, TxOutput};
 pub use transaction::{
     InputView, OutPoint, OutputView, ParsedTransaction, TransactionView, WitnessView,
 };
+pub mod muhash;
+pub mod txoutset;
