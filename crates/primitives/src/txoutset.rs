@@ -70,3 +70,6 @@ mod running;
 
 pub use hasher::{CoinOrderError, TxOutSetHashType, TxOutSetHasher, TxOutSetStats};
 pub use running::RunningTxOutSetStats;
+
+#[cfg(test)]
+mod tests;

@@ -17,7 +17,7 @@ const _: () = assert!(LIMBS * 8 == NUMBER_BYTES);
 /// A number in `0..2^3072` as little-endian 64-bit limbs. Results of
 /// [`Num3072::multiply`] are always fully reduced (below the modulus); numbers
 /// made from bytes may not be, which every operation accepts.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Num3072 {
     pub(crate) limbs: [u64; LIMBS],
 }
@@ -197,5 +197,58 @@ mod tests {
         }
         assert_eq!(Num3072::from_le_bytes(&bytes).to_le_bytes(), bytes);
         assert_eq!(Num3072::ONE.to_le_bytes()[0], 1);
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any 3072-bit number, biased towards the edges: small, near the modulus
+    /// and above it.
+    fn any_number() -> impl Strategy<Value = Num3072> {
+        (proptest::collection::vec(any::<u64>(), LIMBS), 0..4u8).prop_map(|(limbs, shape)| {
+            let mut number = Num3072 { limbs: [0; LIMBS] };
+            number.limbs.copy_from_slice(&limbs);
+            match shape {
+                0 => number.limbs[1..].fill(0),
+                1 => number.limbs[1..].fill(u64::MAX),
+                _ => {}
+            }
+            number
+        })
+    }
+
+    fn product(left: &Num3072, right: &Num3072) -> Num3072 {
+        let mut result = *left;
+        result.multiply(right);
+        result
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn products_are_reduced_and_commute(left in any_number(), right in any_number()) {
+            let forward = product(&left, &right);
+            prop_assert!(!forward.is_at_least_modulus());
+            prop_assert!(forward == product(&right, &left));
+        }
+
+        #[test]
+        fn products_associate(a in any_number(), b in any_number(), c in any_number()) {
+            prop_assert!(product(&product(&a, &b), &c) == product(&a, &product(&b, &c)));
+        }
+
+        #[test]
+        fn inverses_multiply_to_one(number in any_number()) {
+            let mut reduced = number;
+            reduced.reduce_below_modulus();
+            prop_assume!(reduced.limbs.iter().any(|&limb| limb != 0));
+            let inverse = super::super::inverse::inverse(&reduced);
+            prop_assert!(!inverse.is_at_least_modulus());
+            prop_assert!(product(&inverse, &number) == Num3072::ONE);
+        }
     }
 }
