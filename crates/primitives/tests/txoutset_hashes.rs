@@ -2,11 +2,13 @@
 //! regtest chain `core-wallet-mix`: the active chain is replayed into a plain
 //! in-memory UTXO map, and `muhash`, `txouts`, `bogosize` and `total_amount` are
 //! compared at every height Core reported (`expected.json` holds 11 of them),
-//! `hash_serialized_3` and `transactions` at the tip.
+//! `hash_serialized_3` and `transactions` at the tip. At every height the running
+//! statistics are also checked against a fresh walk of the whole set, and at the
+//! reported heights the walked MuHash against the running one.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ibex_primitives::txoutset::{
-    is_unspendable, Coin, RunningTxOutSetStats, TxOutSetHashType, TxOutSetHasher,
+    is_unspendable, Coin, RunningTxOutSetStats, TxOutSetHashType, TxOutSetHasher, TxOutSetStats,
 };
 use ibex_primitives::{Amount, BlockHash, BlockView, OutPoint};
 use serde_json::Value;
@@ -84,7 +86,7 @@ impl StoredCoin {
 fn connect(
     block: &BlockView<'_>,
     height: u32,
-    utxos: &mut HashMap<OutPoint, StoredCoin>,
+    utxos: &mut BTreeMap<OutPoint, StoredCoin>,
     stats: &mut RunningTxOutSetStats,
 ) {
     for transaction in block.transactions() {
@@ -127,17 +129,27 @@ fn check_height(expected: &Value, height: u32, stats: &RunningTxOutSetStats, bes
     assert_eq!(Some(satoshis(&expected["total_amount"])), stats.total_amount(), "height {height}");
 }
 
-/// The whole-set walk in database order, both hash types.
-fn check_tip(expected: &Value, utxos: &HashMap<OutPoint, StoredCoin>, running_muhash: &str) {
-    let sorted: BTreeMap<&OutPoint, &StoredCoin> = utxos.iter().collect();
-    let mut serialized = TxOutSetHasher::new(TxOutSetHashType::HashSerialized3);
-    let mut muhash = TxOutSetHasher::new(TxOutSetHashType::MuHash);
-    for (outpoint, stored) in &sorted {
-        serialized.add_coin(&stored.coin(**outpoint)).unwrap();
-        muhash.add_coin(&stored.coin(**outpoint)).unwrap();
+/// Walks the set in database order (the map's order) as `gettxoutsetinfo` does.
+fn walk(utxos: &BTreeMap<OutPoint, StoredCoin>, hash_type: TxOutSetHashType) -> TxOutSetStats {
+    let mut hasher = TxOutSetHasher::new(hash_type);
+    for (outpoint, stored) in utxos {
+        hasher.add_coin(&stored.coin(*outpoint)).unwrap();
     }
-    let serialized = serialized.finish();
-    let muhash = muhash.finish();
+    hasher.finish()
+}
+
+/// The running statistics agree with a fresh walk of the whole set.
+fn check_walk_agrees(utxos: &BTreeMap<OutPoint, StoredCoin>, running: &RunningTxOutSetStats) {
+    let stats = walk(utxos, TxOutSetHashType::None);
+    assert_eq!(stats.txouts, running.txouts());
+    assert_eq!(stats.bogosize, running.bogosize());
+    assert_eq!(stats.total_amount, running.total_amount());
+}
+
+/// `hash_serialized_3`, `transactions` and the walked muhash at the tip.
+fn check_tip(expected: &Value, utxos: &BTreeMap<OutPoint, StoredCoin>, running_muhash: &str) {
+    let serialized = walk(utxos, TxOutSetHashType::HashSerialized3);
+    let muhash = walk(utxos, TxOutSetHashType::MuHash);
     assert_eq!(serialized.hash.unwrap().to_hex(), expected["hash_serialized_3"].as_str().unwrap());
     assert_eq!(muhash.hash.unwrap().to_hex(), running_muhash);
     for stats in [serialized, muhash] {
@@ -162,7 +174,7 @@ fn utxo_set_hashes_match_core_on_the_regtest_chain() {
     assert!(blocks.len() > chain.len(), "the file's stale blocks are skipped");
 
     let by_height = expected["gettxoutsetinfo"].as_object().unwrap();
-    let mut utxos = HashMap::new();
+    let mut utxos = BTreeMap::new();
     let mut stats = RunningTxOutSetStats::new();
     let mut heights_checked = 0;
     for (height, bytes) in chain.iter().enumerate() {
@@ -174,8 +186,11 @@ fn utxo_set_hashes_match_core_on_the_regtest_chain() {
         } else {
             connect(&block, height, &mut utxos, &mut stats);
         }
+        check_walk_agrees(&utxos, &stats);
         if let Some(reported) = by_height.get(&height.to_string()) {
             check_height(&reported["muhash"], height, &stats, block.block_hash());
+            let walked = walk(&utxos, TxOutSetHashType::MuHash).hash.unwrap();
+            assert_eq!(walked, stats.muhash(), "height {height}");
             heights_checked += 1;
         }
     }
