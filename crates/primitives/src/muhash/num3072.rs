@@ -110,7 +110,7 @@ impl Num3072 {
     /// `self = self * other mod p`, fully reduced. Either input may be any number
     /// below 2^3072.
     pub(crate) fn multiply(&mut self, other: &Num3072) {
-        let product = wide_product(&self.limbs, &other.limbs);
+        let product = super::product::wide_product(&self.limbs, &other.limbs);
         let (low, high) = product.split_at(LIMBS);
         // low + high * 2^3072 ≡ low + high * 1103717.
         let mut carry = 0u64;
@@ -123,29 +123,6 @@ impl Num3072 {
         }
         self.fold_and_reduce(carry);
     }
-}
-
-/// The 6144-bit product of two 3072-bit numbers, by schoolbook rows.
-///
-/// 48 × 48 = 2,304 64-bit multiplies; each row is a carry chain the compiler
-/// turns into `mul`/`adc` sequences.
-#[inline]
-fn wide_product(left: &[u64; LIMBS], right: &[u64; LIMBS]) -> [u64; 2 * LIMBS] {
-    let mut product = [0u64; 2 * LIMBS];
-    for (offset, &left_limb) in left.iter().enumerate() {
-        let mut carry = 0u64;
-        let left_wide = u128::from(left_limb);
-        let row = product.iter_mut().skip(offset);
-        for (slot, &right_limb) in row.zip(right.iter()) {
-            let wide = left_wide * u128::from(right_limb) + u128::from(*slot) + u128::from(carry);
-            *slot = wide as u64;
-            carry = (wide >> 64) as u64;
-        }
-        if let Some(slot) = product.get_mut(offset + LIMBS) {
-            *slot = carry;
-        }
-    }
-    product
 }
 
 #[cfg(test)]
