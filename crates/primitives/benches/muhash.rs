@@ -5,6 +5,8 @@
 //!   what every created or spent coin costs a running MuHash.
 //! - `muhash/running_add_coin`: [`RunningTxOutSetStats::add_coin`] (serialise,
 //!   insert, counters).
+//! - `muhash/combine_two_multiplies`: [`MuHash3072::combine`], two 3072-bit
+//!   modular multiplies and nothing else.
 //! - `muhash/finalize`: one digest (a modular inverse and a multiply).
 //! - `txoutset/hash_serialized_3` and `txoutset/muhash`: [`TxOutSetHasher`] over
 //!   10,000 coins in database order, as `gettxoutsetinfo` walks them.
@@ -71,6 +73,10 @@ fn per_coin(criterion: &mut Criterion) {
             next = (next + 1) % COINS;
             running.add_coin(black_box(&coin(outpoints[next], &script)));
         });
+    });
+    let other = MuHash3072::singleton(&[1, 2, 3]);
+    group.bench_function("combine_two_multiplies", |bencher| {
+        bencher.iter(|| set.combine(black_box(&other)));
     });
     // A removal makes the denominator a full-size number, as in any real set.
     set.remove(&bytes);

@@ -14,8 +14,9 @@
 //! of them, one insert or remove each. An insert is SHA-256 of ~70 bytes
 //! (~0.2 µs), 6 ChaCha20 blocks (the `chacha20` crate's AVX2 backend makes 8,
 //! ~0.4 µs) and one 3072-bit modular multiply (two Karatsuba levels: 1,296
-//! 64×64→128-bit multiplies plus a 48-multiply fold, ~1.3 µs): ~1.9 µs on this
-//! 2-core Zen 4 machine at best, ~3.6 µs in criterion under the shared load.
+//! 64×64→128-bit multiplies plus a 48-multiply fold, ~1.3–2.5 µs): 2.9–3.9 µs
+//! in criterion on this 2-core Zen 4 machine under a shared load of ~5
+//! (`docs/benchmarks.md`, "UTXO set hashes"), ~2 µs when it runs alone.
 //! Hashing the whole mainnet set from scratch is then ~180M × ~2 µs ≈ 6 minutes
 //! on one core (it splits across cores: [`MuHash3072::combine`] merges partial
 //! sets); keeping it per block during IBD is ~3 billion × ~2 µs ≈ 1.7
