@@ -21,6 +21,8 @@ enum Command {
         #[arg(long)]
         hex: bool,
     },
+    /// Generate a valid, realistic regtest chain as Core block files.
+    Gen(ibex_generator::cli::GenArguments),
 }
 
 fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Block { file, hex } => run_block(file, *hex),
+        Command::Gen(arguments) => ibex_generator::cli::run(arguments),
     };
     match result {
         Ok(output) => {

@@ -1,0 +1,36 @@
+//! `ibex gen`: realistic, valid regtest chains, made fast and byte for byte
+//! reproducible from a seed.
+//!
+//! The pipeline per block: [`planner`] picks coins from the [`wallet`] and
+//! shapes unsigned transactions (payments, batch payouts, consolidations,
+//! OP_RETURN, lock times); [`signer`] signs them on all cores;
+//! [`block_builder`] adds the coinbase (BIP34 height, subsidy plus fees,
+//! witness commitment) and grinds the regtest proof of work; [`output`]
+//! writes Core-format block files. [`invalid`] and [`forks`] append blocks
+//! broken in one documented way and competing branches.
+
+pub mod block_builder;
+pub mod chain;
+pub mod cli;
+pub mod error;
+pub mod forks;
+pub mod generate;
+pub mod invalid;
+pub mod invalid_class;
+pub mod keys;
+pub mod locks;
+pub mod manifest;
+pub mod options;
+pub mod output;
+pub mod planner;
+pub mod random;
+pub mod regtest;
+pub mod script_kind;
+pub mod signer;
+pub mod statistics;
+pub mod wallet;
+
+pub use error::GeneratorError;
+pub use generate::{generate, GenerationReport};
+pub use manifest::Manifest;
+pub use options::{GeneratorOptions, Profile};

@@ -1,0 +1,158 @@
+//! Profiles and options.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::planner::TrafficMix;
+
+/// A preset size and shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// A few hundred small blocks in seconds, for unit tests.
+    Tiny,
+    /// About 2,000 blocks and 50 MB, for integration tests in CI.
+    Small,
+    /// Several GB and millions of coins, full blocks, for benchmarks.
+    Bench,
+}
+
+impl Profile {
+    /// Parses a profile name.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "tiny" => Some(Profile::Tiny),
+            "small" => Some(Profile::Small),
+            "bench" => Some(Profile::Bench),
+            _ => None,
+        }
+    }
+
+    /// Blocks after genesis.
+    pub const fn default_blocks(self) -> u32 {
+        match self {
+            Profile::Tiny => 260,
+            Profile::Small => 2_000,
+            Profile::Bench => 2_400,
+        }
+    }
+
+    /// Weight blocks fill toward.
+    pub const fn default_target_weight(self) -> usize {
+        match self {
+            Profile::Tiny => 40_000,
+            Profile::Small => 80_000,
+            Profile::Bench => 3_990_000,
+        }
+    }
+
+    /// Keys in the pool.
+    pub const fn key_count(self) -> usize {
+        match self {
+            Profile::Tiny => 64,
+            Profile::Small => 512,
+            Profile::Bench => 4_096,
+        }
+    }
+
+    /// The traffic mix: smaller batches and consolidations on small blocks.
+    pub fn traffic_mix(self) -> TrafficMix {
+        let mut mix = TrafficMix::mainnet_like();
+        if self == Profile::Tiny {
+            mix.batch_outputs = (20, 120);
+            mix.consolidation_inputs = (20, 100);
+            mix.shape_weights = [1_000, 40, 20];
+        }
+        mix
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratorOptions {
+    /// The preset.
+    pub profile: Profile,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Output directory (created; must not already hold block files).
+    pub out: PathBuf,
+    /// Blocks after genesis (the profile's default when `None`).
+    pub blocks: Option<u32>,
+    /// Weight to fill blocks toward (the profile's default when `None`).
+    pub target_weight: Option<usize>,
+    /// Write an all-zero `xor.dat` (no obfuscation).
+    pub xor_zero: bool,
+    /// Append invalid blocks after the valid chain.
+    pub invalid: bool,
+    /// Also write a reorged branch and a stale block.
+    pub forks: bool,
+    /// Signing threads (all cores when `None`).
+    pub threads: Option<usize>,
+}
+
+impl GeneratorOptions {
+    /// Options for `profile` with `seed`, writing to `out`, nothing else set.
+    pub fn new(profile: Profile, seed: u64, out: PathBuf) -> GeneratorOptions {
+        GeneratorOptions {
+            profile,
+            seed,
+            out,
+            blocks: None,
+            target_weight: None,
+            xor_zero: false,
+            invalid: false,
+            forks: false,
+            threads: None,
+        }
+    }
+
+    /// Blocks to generate after genesis.
+    pub fn block_count(&self) -> u32 {
+        self.blocks.unwrap_or(self.profile.default_blocks())
+    }
+
+    /// The weight target, capped at the consensus limit.
+    pub fn weight_target(&self) -> usize {
+        self.target_weight
+            .unwrap_or(self.profile.default_target_weight())
+            .min(crate::chain::BLOCK_WEIGHT_MAX)
+    }
+}
+
+/// The options as the manifest records them (without the output path, so
+/// two runs into different directories have identical manifests).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RecordedOptions {
+    /// The preset.
+    pub profile: Profile,
+    /// Blocks after genesis.
+    pub blocks: u32,
+    /// Weight target.
+    pub target_weight: usize,
+    /// All-zero obfuscation key.
+    pub xor_zero: bool,
+    /// Invalid blocks appended.
+    pub invalid: bool,
+    /// Fork branches written.
+    pub forks: bool,
+    /// Keys in the pool.
+    pub key_count: usize,
+    /// The traffic mix.
+    pub traffic: TrafficMix,
+}
+
+impl From<&GeneratorOptions> for RecordedOptions {
+    fn from(options: &GeneratorOptions) -> RecordedOptions {
+        RecordedOptions {
+            profile: options.profile,
+            blocks: options.block_count(),
+            target_weight: options.weight_target(),
+            xor_zero: options.xor_zero,
+            invalid: options.invalid,
+            forks: options.forks,
+            key_count: options.profile.key_count(),
+            traffic: options.profile.traffic_mix(),
+        }
+    }
+}
