@@ -31,6 +31,7 @@ impl Num3072 {
     };
 
     /// The modulus `2^3072 - 1103717` itself (as a number below 2^3072).
+    #[cfg(test)]
     pub(crate) const MODULUS: Num3072 = {
         let mut limbs = [u64::MAX; LIMBS];
         limbs[0] = u64::MAX - PRIME_DIFFERENCE + 1;
