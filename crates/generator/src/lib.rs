@@ -25,6 +25,7 @@ pub mod output;
 pub mod planner;
 pub mod random;
 pub mod regtest;
+pub mod replay;
 pub mod script_kind;
 pub mod signer;
 pub mod statistics;

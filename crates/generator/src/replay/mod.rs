@@ -1,0 +1,157 @@
+//! An independent re-validation of generated block files, for tests and for
+//! checking a chain before benchmarking on it: every block is decoded with
+//! `ibex_primitives`, checked with `ibex_consensus` (context-free checks,
+//! finality, BIP68, inputs, subsidy) and every input's script is verified
+//! with `ibex_script` under full consensus flags. Each failure is reported
+//! with the reject reason Core gives, so the invalid blocks' documented
+//! reasons can be checked.
+//!
+//! It keeps a UTXO map per retained tip (parents of forks) in memory, so it
+//! is meant for the `tiny` and `small` profiles, not for `bench`.
+
+mod connect;
+mod context;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use ibex_blockstore::files::{block_file_path, read_block_file, read_obfuscation_key};
+use ibex_blockstore::Records;
+use ibex_primitives::{BlockHash, BlockView, OutPoint};
+
+use crate::error::GeneratorError;
+
+/// A coin in the replayed UTXO set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCoin {
+    /// Value in satoshis.
+    pub value: i64,
+    /// The locking script.
+    pub script_pubkey: Vec<u8>,
+    /// Height of the block that created it.
+    pub height: u32,
+    /// Whether a coinbase created it.
+    pub is_coinbase: bool,
+}
+
+/// The state of the chain ending at one block.
+#[derive(Debug, Clone, Default)]
+pub struct ChainView {
+    /// Height of its tip.
+    pub height: u32,
+    /// Median time past by height.
+    pub median_time_past: Vec<i64>,
+    /// nTime by height.
+    pub times: Vec<u32>,
+    /// Unspent outputs.
+    pub coins: HashMap<OutPoint, StoredCoin>,
+}
+
+/// Why a block was refused: Core's reject reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Rejection {
+    /// The reject reason, as Core words it.
+    pub reason: String,
+}
+
+impl Rejection {
+    /// A rejection for `reason`.
+    pub fn new(reason: impl Into<String>) -> Rejection {
+        Rejection { reason: reason.into() }
+    }
+}
+
+/// What connecting a block changes.
+#[derive(Debug, Default)]
+pub(crate) struct BlockChanges {
+    pub(crate) spent: Vec<OutPoint>,
+    pub(crate) created: Vec<(OutPoint, StoredCoin)>,
+    pub(crate) inputs_verified: u64,
+}
+
+/// Replays blocks in file order.
+#[derive(Debug)]
+pub struct Replay {
+    states: HashMap<BlockHash, ChainView>,
+    retain: HashSet<BlockHash>,
+    genesis_hash: BlockHash,
+    /// Inputs whose scripts verified.
+    pub inputs_verified: u64,
+}
+
+impl Replay {
+    /// A replay of the chain starting at `genesis_hash`, keeping the state
+    /// after each block in `retain` (the parents of forks and invalid blocks).
+    pub fn new(genesis_hash: BlockHash, retain: HashSet<BlockHash>) -> Replay {
+        Replay { states: HashMap::new(), retain, genesis_hash, inputs_verified: 0 }
+    }
+
+    /// Validates one block and, if valid, connects it on its parent.
+    pub fn process(&mut self, bytes: &[u8]) -> Result<BlockHash, Rejection> {
+        let block = BlockView::parse(bytes).map_err(|_| Rejection::new("block-decode"))?;
+        let hash = block.block_hash();
+        let time = block.header().time;
+        if hash == self.genesis_hash {
+            let genesis = ChainView {
+                height: 0,
+                median_time_past: vec![i64::from(time)],
+                times: vec![time],
+                coins: HashMap::new(),
+            };
+            self.states.insert(hash, genesis);
+            return Ok(hash);
+        }
+        let parent = block.header().previous_block_hash;
+        let base = self.states.get(&parent).ok_or_else(|| Rejection::new("prev-blk-not-found"))?;
+        context::check_header_and_context(base, &block)?;
+        let changes = connect::connect(base, &block)?;
+        let mut next = if self.retain.contains(&parent) {
+            base.clone()
+        } else {
+            self.states.remove(&parent).unwrap_or_default()
+        };
+        self.inputs_verified += changes.inputs_verified;
+        apply(&mut next, changes, time);
+        self.states.insert(hash, next);
+        Ok(hash)
+    }
+
+    /// The state after block `hash`, if kept.
+    pub fn state(&self, hash: &BlockHash) -> Option<&ChainView> {
+        self.states.get(hash)
+    }
+}
+
+fn apply(view: &mut ChainView, changes: BlockChanges, time: u32) {
+    for outpoint in &changes.spent {
+        view.coins.remove(outpoint);
+    }
+    let spent: HashSet<OutPoint> = changes.spent.into_iter().collect();
+    for (outpoint, coin) in changes.created {
+        if !spent.contains(&outpoint) {
+            view.coins.insert(outpoint, coin);
+        }
+    }
+    view.height += 1;
+    view.times.push(time);
+    let start = view.times.len().saturating_sub(11);
+    let mut window = view.times[start..].to_vec();
+    window.sort_unstable();
+    view.median_time_past.push(i64::from(window[window.len() / 2]));
+}
+
+/// Every block record of the blocks directory, de-obfuscated, in file order.
+pub fn read_blocks(directory: &Path, magic: [u8; 4]) -> Result<Vec<Vec<u8>>, GeneratorError> {
+    let obfuscation = read_obfuscation_key(directory)?;
+    let mut blocks = Vec::new();
+    for number in 0.. {
+        let path = block_file_path(directory, number);
+        if !path.exists() {
+            break;
+        }
+        let data = read_block_file(&path, &obfuscation)?;
+        blocks.extend(Records::new(&data, magic).map(|record| record.bytes.to_vec()));
+    }
+    Ok(blocks)
+}
