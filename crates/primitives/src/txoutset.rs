@@ -10,10 +10,11 @@
 //!   `transactions` (distinct txids among the coins).
 //!
 //! # Napkin math
-//! Serialising a coin is ~80 bytes; hashing ~180M mainnet coins is ~15 GB through
-//! SHA-256 (~1.5 GB/s with SHA-NI), ~10 s of CPU: reading the coins database is
-//! the bottleneck for `hash_serialized_3`. MuHash costs ~3 µs a coin instead (see
-//! [`crate::muhash`]), ~9 minutes for the whole set.
+//! Serialising a coin is ~70-80 bytes; hashing ~180M mainnet coins is ~14 GB
+//! through SHA-256, measured at 0.1-0.2 µs a coin (`docs/benchmarks.md`), so
+//! ~20-35 s of CPU: reading the coins database is the bottleneck for
+//! `hash_serialized_3`. MuHash costs ~2 µs a coin instead (see
+//! [`crate::muhash`]), ~6 minutes for the whole set on one core.
 
 use crate::amount::Amount;
 use crate::encode::write_compact_size;

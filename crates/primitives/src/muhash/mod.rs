@@ -21,8 +21,8 @@
 //! on one core (it splits across cores: [`MuHash3072::combine`] merges partial
 //! sets); keeping it per block during IBD is ~3 billion × ~2 µs ≈ 1.7
 //! core-hours, which is why it belongs in an optional index off the critical
-//! path. The multiply is the bottleneck; finalizing (one ~0.35 ms inverse) is
-//! rare: once per block in an index is ~5 minutes over mainnet's ~900k blocks.
+//! path. The multiply is the bottleneck; finalizing (one ~30 µs inverse) is
+//! rare: once per block in an index is ~25 s over mainnet's ~900k blocks.
 
 mod inverse;
 mod num3072;

@@ -60,7 +60,7 @@ impl RunningTxOutSetStats {
             self.total_amount.and_then(|total| total.checked_sub(coin.value.to_sat()));
     }
 
-    /// The set's MuHash3072 digest (one modular inverse, ~0.2 ms).
+    /// The set's MuHash3072 digest (one modular inverse, ~30 µs).
     pub fn muhash(&self) -> Hash256 {
         self.muhash.finalize()
     }
