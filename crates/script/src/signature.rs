@@ -182,28 +182,6 @@ pub fn verify_schnorr(
     verification_context().verify_schnorr(&signature, sighash, &key).is_ok()
 }
 
-/// `XOnlyPubKey::CheckTapTweak`: whether `output_key` is `internal_key` tweaked
-/// by `tweak` (BIP341's TapTweak hash) with Y parity `parity` (the control
-/// block's low bit).
-pub fn check_tap_tweak(
-    output_key: &[u8; X_ONLY_PUBLIC_KEY_BYTES],
-    internal_key: &[u8; X_ONLY_PUBLIC_KEY_BYTES],
-    tweak: &[u8; 32],
-    parity: bool,
-) -> bool {
-    let Ok(internal) = XOnlyPublicKey::from_byte_array(*internal_key) else {
-        return false;
-    };
-    let Ok(output) = XOnlyPublicKey::from_byte_array(*output_key) else {
-        return false;
-    };
-    let Ok(tweak) = secp256k1::Scalar::from_be_bytes(*tweak) else {
-        return false;
-    };
-    let parity = if parity { secp256k1::Parity::Odd } else { secp256k1::Parity::Even };
-    internal.tweak_add_check(verification_context(), &output, parity, tweak)
-}
-
 /// `CPubKey::CheckLowS` on a DER signature without hash type: whether its S
 /// is at most half the curve order (unparseable signatures are not low S).
 pub fn has_low_s(signature_der: &[u8]) -> bool {

@@ -11,6 +11,9 @@
 //! Napkin math: with [`Bip341Hashes`] precomputed the message is at most 206
 //! bytes, four compressions after the cloned tag midstate, ~0.3 µs; the
 //! Schnorr verification that follows is ~50 µs, so hashing is noise.
+//!
+//! Leaf, branch and tweak hashes of taproot commitments live in
+//! [`crate::taproot`].
 
 use std::sync::LazyLock;
 
@@ -182,35 +185,4 @@ pub fn write_taproot_message(
 /// SHA-256 of an annex with its compact-size length prefix (what BIP341 signs).
 pub fn annex_hash(annex: &[u8]) -> [u8; 32] {
     sha256_of(|hasher| hasher.write_var_bytes(annex))
-}
-
-/// BIP341 leaf hash: tagged "TapLeaf" over leaf version and the serialised script.
-pub fn tapleaf_hash(leaf_version: u8, script: &[u8]) -> [u8; 32] {
-    static PRIMED: LazyLock<Sha256> = LazyLock::new(|| tagged_hasher(b"TapLeaf"));
-    let mut hasher = PRIMED.clone();
-    hasher.write(&[leaf_version]);
-    hasher.write_var_bytes(script);
-    hasher.finalize().into()
-}
-
-/// BIP341 branch hash: tagged "TapBranch" over the two children, smaller first.
-pub fn tapbranch_hash(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
-    static PRIMED: LazyLock<Sha256> = LazyLock::new(|| tagged_hasher(b"TapBranch"));
-    let mut hasher = PRIMED.clone();
-    let (first, second) = if left <= right { (left, right) } else { (right, left) };
-    hasher.update(first);
-    hasher.update(second);
-    hasher.finalize().into()
-}
-
-/// BIP341 tweak: tagged "TapTweak" over the internal key and, when the output
-/// commits to scripts, the merkle root (Core's `ComputeTapTweakHash`).
-pub fn tap_tweak_hash(internal_key: &[u8; 32], merkle_root: Option<&[u8; 32]>) -> [u8; 32] {
-    static PRIMED: LazyLock<Sha256> = LazyLock::new(|| tagged_hasher(b"TapTweak"));
-    let mut hasher = PRIMED.clone();
-    hasher.update(internal_key);
-    if let Some(root) = merkle_root {
-        hasher.update(root);
-    }
-    hasher.finalize().into()
 }

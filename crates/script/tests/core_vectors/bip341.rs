@@ -3,11 +3,10 @@
 //! sighashes, tweaked keys and BIP340 signatures with zero aux randomness).
 
 use ibex_primitives::ParsedTransaction;
-use ibex_script::sighash::taproot::{
-    tap_tweak_hash, tapbranch_hash, tapleaf_hash, taproot_sighash, write_taproot_message,
-    TaprootInput,
+use ibex_script::sighash::taproot::{taproot_sighash, write_taproot_message, TaprootInput};
+use ibex_script::taproot::{
+    check_tap_tweak, tapbranch_hash, tapleaf_hash, taptweak_hash as tap_tweak_hash,
 };
-use ibex_script::signature::check_tap_tweak;
 use ibex_script::{
     ExecutionData, PrecomputedTransactionData, SigVersion, SignatureChecker, SpentOutput,
     TransactionChecker,
