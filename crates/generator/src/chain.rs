@@ -34,6 +34,11 @@ const BLOCK_WEIGHT_RESERVED: usize = 4_000;
 const BLOCK_SIGOPS_RESERVED: u64 = 400;
 /// Planning stops after this many transactions in a row did not fit.
 const PLAN_FAILURES_MAX: u32 = 8;
+/// A block spends at most 1/this of the spendable coins.
+const SPENDABLE_SHARE_DIVISOR: usize = 4;
+/// The wallet wants one spendable coin per this much block weight (a full
+/// block spends ~1 coin per 500 WU; keeping 5x that lets coins age).
+const WEIGHT_PER_WANTED_COIN: usize = 100;
 /// Blocks in the median-time-past window (BIP113).
 const MEDIAN_TIME_SPAN_BLOCKS: usize = 11;
 
@@ -156,10 +161,19 @@ impl BlockMaker<'_> {
             previous_median_time_past: state.tip_median_time_past(),
             median_time_past_by_height: &state.median_time_past,
         };
-        let planner = Planner { mix: self.mix, key_count: self.signer.keys.len() as u32, locks };
+        let planner = Planner {
+            mix: self.mix,
+            key_count: self.signer.keys.len() as u32,
+            locks,
+            coins_wanted: weight_budget / WEIGHT_PER_WANTED_COIN,
+        };
         let (mut weight, mut sigops, mut failures) = (0usize, 0u64, 0u32);
+        // Spend at most a share of the coins per block, so coins age and the
+        // set grows as on the main chain.
+        let inputs_budget = (state.wallet.spendable_count() / SPENDABLE_SHARE_DIVISOR).max(1);
+        let mut inputs = 0usize;
         let mut planned = Vec::new();
-        while failures < PLAN_FAILURES_MAX && state.wallet.spendable_count() > 0 {
+        while failures < PLAN_FAILURES_MAX && inputs < inputs_budget {
             let Some(transaction) =
                 planner.plan(&mut state.rng, &mut state.wallet, self.signer.keys)
             else {
@@ -175,6 +189,8 @@ impl BlockMaker<'_> {
             }
             weight += transaction.weight_estimate;
             sigops += transaction.sigop_cost;
+            inputs += transaction.spent.len();
+            failures = 0;
             planned.push(transaction);
         }
         planned

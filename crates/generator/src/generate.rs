@@ -12,6 +12,7 @@ use crate::forks::{build_branch, ForkPlan, REORG_BRANCH_BLOCKS};
 use crate::invalid::{build_invalid_block, InvalidClass};
 use crate::keys::KeyPool;
 use crate::manifest::{ForkBlockRecord, InvalidBlockRecord, Manifest, GENERATOR_VERSION};
+use crate::nonce_pool::NoncePool;
 use crate::options::{GeneratorOptions, RecordedOptions};
 use crate::output::{write_manifest, ChainWriter};
 use crate::random::DeterministicRng;
@@ -25,6 +26,8 @@ const STREAM_KEYS: u64 = 1;
 const STREAM_CHAIN: u64 = 2;
 /// Random stream of the obfuscation key.
 const STREAM_OBFUSCATION: u64 = 3;
+/// Random stream of the nonce pool.
+const STREAM_NONCES: u64 = 5;
 
 /// What a run produced and how long it took (the timing is not in the manifest,
 /// which must not change from run to run).
@@ -145,6 +148,7 @@ fn generate_in_pool(options: &GeneratorOptions) -> Result<GenerationReport, Gene
         options.profile.key_count(),
     )?;
     let secp = Secp256k1::new();
+    let nonces = NoncePool::new(&secp, &mut DeterministicRng::new(options.seed, STREAM_NONCES));
     let mix = options.profile.traffic_mix();
     let key = obfuscation_key(options);
     let mut writer = ChainWriter::create(&options.out, params.message_start, key)?;
@@ -152,7 +156,7 @@ fn generate_in_pool(options: &GeneratorOptions) -> Result<GenerationReport, Gene
     let mut run = Run {
         maker: BlockMaker {
             params: &params,
-            signer: Signer { keys: &keys, secp: &secp },
+            signer: Signer { keys: &keys, secp: &secp, nonces: &nonces },
             mix: &mix,
             target_weight: options.weight_target(),
         },

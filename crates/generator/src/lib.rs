@@ -20,6 +20,7 @@ pub mod invalid_class;
 pub mod keys;
 pub mod locks;
 pub mod manifest;
+pub mod nonce_pool;
 pub mod options;
 pub mod output;
 pub mod planner;

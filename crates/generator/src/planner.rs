@@ -15,6 +15,12 @@ use crate::wallet::{Coin, Wallet};
 
 /// Smallest output the generator creates, in satoshis (about the dust limit).
 pub const OUTPUT_VALUE_MIN_SATOSHIS: i64 = 1_000;
+/// Weight of an input with an empty scriptSig and no witness.
+const UNSIGNED_INPUT_WEIGHT: usize = 41 * 4;
+/// Outputs get at least this many times the minimum on average.
+const OUTPUT_SHARE_MIN_FACTOR: i64 = 20;
+/// Coins under this value that fail to pay for a transaction are left as dust.
+const DUST_VALUE_SATOSHIS: i64 = 20_000;
 /// Serialised size of an output paying to at most a 34-byte script, plus slack.
 const OUTPUT_WEIGHT_ESTIMATE: usize = (8 + 1 + 34) * 4;
 
@@ -82,7 +88,7 @@ impl TrafficMix {
     /// legacy, a growing taproot share.
     pub fn mainnet_like() -> TrafficMix {
         TrafficMix {
-            shape_weights: [1_000, 25, 6],
+            shape_weights: [1_000, 30, 3],
             kind_weights: [10, 190, 40, 80, 420, 60, 170, 30],
             batch_outputs: (50, 400),
             consolidation_inputs: (100, 400),
@@ -137,13 +143,15 @@ pub struct Planner<'a> {
     pub key_count: u32,
     /// Lock-time context of the block being built.
     pub locks: LockContext<'a>,
+    /// Below this many spendable coins, half the transactions fan out.
+    pub coins_wanted: usize,
 }
 
 impl Planner<'_> {
     /// Picks a shape; a wallet short of coins fans out more to grow its set.
     fn choose_shape(&self, rng: &mut DeterministicRng, wallet: &Wallet) -> Shape {
         let mut weights = self.mix.shape_weights;
-        if wallet.spendable_count() < 2_000 {
+        if wallet.spendable_count() < self.coins_wanted {
             weights = [weights[0], weights[0].max(1), 0];
         }
         match rng.weighted(&weights) {
@@ -180,6 +188,11 @@ impl Planner<'_> {
         if spent.is_empty() {
             return None;
         }
+        let total_in: i64 = spent.iter().map(|coin| coin.value_satoshis).sum();
+        // Each output gets on average at least OUTPUT_SHARE_MIN_FACTOR times
+        // the minimum, so splitting never grinds coins down to dust.
+        let affordable = (total_in / (OUTPUT_VALUE_MIN_SATOSHIS * OUTPUT_SHARE_MIN_FACTOR)).max(1);
+        let output_count = output_count.min(affordable as u64);
         let mut outputs: Vec<PlannedOutput> =
             (0..output_count).map(|_| self.output_kind(rng)).collect();
         if shape == Shape::Payment && rng.chance_per_mille(self.mix.op_return_per_mille) {
@@ -188,30 +201,22 @@ impl Planner<'_> {
         let lock = choose_lock_policy(rng, &self.locks, &spent);
         let (low, high) = self.mix.fee_rate_satoshis_per_vbyte;
         let fee_rate = rng.between(low, high) as i64;
-        let total_in: i64 = spent.iter().map(|coin| coin.value_satoshis).sum();
-        loop {
-            let weight = estimate_weight(&spent, outputs.len());
-            let fee = (weight as i64 + 3) / 4 * fee_rate;
-            let spendable_outputs =
-                outputs.iter().filter(|output| **output != PlannedOutput::OpReturn).count();
-            let available = total_in - fee;
-            if available >= OUTPUT_VALUE_MIN_SATOSHIS * spendable_outputs as i64
-                && spendable_outputs > 0
-            {
-                let values = split_value(rng, available, spendable_outputs);
-                return Some(self.assemble(rng, keys, spent, outputs, values, lock, fee, weight));
-            }
-            if spendable_outputs <= 1 {
-                wallet.put_back(spent);
-                return None;
-            }
-            // Too little for this many outputs: drop one and try again.
-            if let Some(position) =
-                outputs.iter().position(|output| *output != PlannedOutput::OpReturn)
-            {
-                outputs.remove(position);
-            }
+        let weight = estimate_weight(&spent, outputs.len());
+        let fee = (weight as i64 + 3) / 4 * fee_rate;
+        let spendable_outputs =
+            outputs.iter().filter(|output| **output != PlannedOutput::OpReturn).count();
+        let available = total_in - fee;
+        if available < OUTPUT_VALUE_MIN_SATOSHIS * spendable_outputs as i64 {
+            // Coins too small to pay for their own spending stay unspent for
+            // good, like the main chain's dust.
+            let (dust, usable): (Vec<Coin>, Vec<Coin>) =
+                spent.into_iter().partition(|coin| coin.value_satoshis < DUST_VALUE_SATOSHIS);
+            wallet.retire_dust(dust.len());
+            wallet.put_back(usable);
+            return None;
         }
+        let values = split_value(rng, available, spendable_outputs);
+        Some(self.assemble(rng, keys, spent, outputs, values, lock, fee, weight))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -261,6 +266,10 @@ impl Planner<'_> {
             outputs: tx_outputs,
             lock_time: lock.lock_time,
         };
+        // Exact unsigned weight plus each input's unlocking data at most.
+        let unlocking: usize =
+            spent.iter().map(|coin| coin.kind.input_weight_max() - UNSIGNED_INPUT_WEIGHT).sum();
+        let weight_estimate = weight_estimate.min(transaction.weight() + unlocking + 2);
         PlannedTransaction {
             transaction,
             spent,

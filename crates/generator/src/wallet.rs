@@ -44,6 +44,7 @@ pub struct Coin {
 pub struct Wallet {
     spendable: Vec<Coin>,
     maturing: VecDeque<Coin>,
+    dust_count: usize,
 }
 
 impl Wallet {
@@ -55,7 +56,18 @@ impl Wallet {
     /// Number of coins, spendable or maturing: the chain's UTXO set size as
     /// Core counts it (OP_RETURN outputs are never added).
     pub fn coin_count(&self) -> usize {
-        self.spendable.len() + self.maturing.len()
+        self.spendable.len() + self.maturing.len() + self.dust_count
+    }
+
+    /// Coins left unspent for good because they are worth less than spending
+    /// them costs (still in the UTXO set).
+    pub fn dust_count(&self) -> usize {
+        self.dust_count
+    }
+
+    /// Records `count` taken coins as dust: never spent, still counted.
+    pub fn retire_dust(&mut self, count: usize) {
+        self.dust_count += count;
     }
 
     /// Number of coins that may be spent now.
