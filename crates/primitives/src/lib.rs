@@ -33,5 +33,9 @@ pub use owned::{Block, Transaction, TxInput, TxOutput};
 pub use transaction::{
     InputView, OutPoint, OutputView, ParsedTransaction, TransactionView, WitnessView,
 };
+pub mod params;
+pub mod pow;
+pub use params::{Network, Params};
+pub use pow::{ChainWork, CompactTarget, Target, U256};
 pub mod muhash;
 pub mod txoutset;
