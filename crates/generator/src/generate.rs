@@ -204,6 +204,7 @@ fn finish_run(
         utxo_count: run.state.wallet.coin_count() as u64,
         lock_time_transactions: 0,
         relative_lock_inputs: 0,
+        spend_age_blocks: run.statistics.spend_ages_named(),
         obfuscation_key: ibex_primitives::hex::encode(&key),
         invalid_blocks: run.invalid_blocks,
         fork_blocks: run.fork_blocks,

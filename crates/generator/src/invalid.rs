@@ -93,6 +93,38 @@ fn first_plan(draft: &mut Draft) -> Result<&mut PlannedTransaction, GeneratorErr
         .ok_or(GeneratorError::InvalidOption("no coins to build an invalid block with"))
 }
 
+/// The coin a class spends in an extra transaction, if it adds one.
+fn extra_spend_coin(
+    class: InvalidClass,
+    draft: &mut Draft,
+    key_index: u32,
+) -> Result<Option<Coin>, GeneratorError> {
+    let coin = match class {
+        InvalidClass::DoubleSpend => {
+            *first_plan(draft)?.spent.first().ok_or(GeneratorError::InvalidOption("empty plan"))?
+        }
+        InvalidClass::MissingCoin => Coin {
+            outpoint: missing_outpoint(&mut draft.state.rng),
+            value_satoshis: 1_000_000,
+            kind: ScriptKind::P2wpkh,
+            key_index,
+            height: draft.place.height.saturating_sub(1),
+            is_coinbase: false,
+        },
+        InvalidClass::PrematureCoinbaseSpend => draft
+            .state
+            .wallet
+            .youngest_maturing()
+            .ok_or(GeneratorError::InvalidOption("no maturing coinbase"))?,
+        InvalidClass::InvalidSignature => {
+            take_coin_of_kind(&mut draft.state.wallet, &mut draft.state.rng, ScriptKind::P2wpkh)
+                .ok_or(GeneratorError::InvalidOption("no P2WPKH coin to sign badly"))?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(coin))
+}
+
 /// Changes transactions before signing.
 fn break_transactions(
     maker: &BlockMaker<'_>,
@@ -100,50 +132,18 @@ fn break_transactions(
     draft: &mut Draft,
 ) -> Result<(), GeneratorError> {
     let height = draft.place.height;
-    let keys = maker.signer.keys.len() as u64;
-    let key_index = draft.state.rng.below(keys) as u32;
+    let key_index = draft.state.rng.below(maker.signer.keys.len() as u64) as u32;
+    if let Some(coin) = extra_spend_coin(class, draft, key_index)? {
+        draft.planned.push(single_spend(maker, coin, key_index));
+        return Ok(());
+    }
     match class {
-        InvalidClass::DoubleSpend => {
-            let coin = *first_plan(draft)?
-                .spent
-                .first()
-                .ok_or(GeneratorError::InvalidOption("empty plan"))?;
-            draft.planned.push(single_spend(maker, coin, key_index));
-        }
-        InvalidClass::MissingCoin => {
-            let coin = Coin {
-                outpoint: missing_outpoint(&mut draft.state.rng),
-                value_satoshis: 1_000_000,
-                kind: ScriptKind::P2wpkh,
-                key_index,
-                height: height.saturating_sub(1),
-                is_coinbase: false,
-            };
-            draft.planned.push(single_spend(maker, coin, key_index));
-        }
         InvalidClass::OutputsExceedInputs => {
             let plan = first_plan(draft)?;
             let total_in: i64 = plan.spent.iter().map(|coin| coin.value_satoshis).sum();
             if let Some(output) = plan.transaction.outputs.first_mut() {
                 output.value += total_in;
             }
-        }
-        InvalidClass::PrematureCoinbaseSpend => {
-            let coin = draft
-                .state
-                .wallet
-                .youngest_maturing()
-                .ok_or(GeneratorError::InvalidOption("no maturing coinbase"))?;
-            draft.planned.push(single_spend(maker, coin, key_index));
-        }
-        InvalidClass::InvalidSignature => {
-            let coin = take_coin_of_kind(
-                &mut draft.state.wallet,
-                &mut draft.state.rng,
-                ScriptKind::P2wpkh,
-            )
-            .ok_or(GeneratorError::InvalidOption("no P2WPKH coin to sign badly"))?;
-            draft.planned.push(single_spend(maker, coin, key_index));
         }
         InvalidClass::TooManySigops => {
             let plan = first_plan(draft)?;

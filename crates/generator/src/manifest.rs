@@ -74,6 +74,8 @@ pub struct Manifest {
     pub lock_time_transactions: u64,
     /// Inputs under a BIP68 relative lock.
     pub relative_lock_inputs: u64,
+    /// Spent coins by age in blocks (`00001-00001` = spent in the next block).
+    pub spend_age_blocks: NamedCounts,
     /// `xor.dat` as hex.
     pub obfuscation_key: String,
     /// Invalid blocks, in file order.
@@ -92,5 +94,6 @@ impl Manifest {
         self.total_weight = statistics.block_weight;
         self.lock_time_transactions = statistics.lock_time_transactions;
         self.relative_lock_inputs = statistics.relative_lock_inputs;
+        self.spend_age_blocks = statistics.spend_ages_named();
     }
 }

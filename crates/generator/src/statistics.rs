@@ -34,7 +34,15 @@ pub struct ChainStatistics {
     pub lock_time_transactions: u64,
     /// Inputs with a BIP68 relative lock.
     pub relative_lock_inputs: u64,
+    /// Spends by the age of the coin in blocks: bucket `b` counts ages in
+    /// `2^b..2^(b+1)` (the last bucket everything older).
+    pub spend_age_buckets: [u64; SPEND_AGE_BUCKETS],
+    /// Oldest coin spent, in blocks.
+    pub spend_age_max_blocks: u64,
 }
+
+/// Buckets of the spend-age histogram (the last holds 2^15 blocks and older).
+pub const SPEND_AGE_BUCKETS: usize = 16;
 
 /// Counts keyed by name, for the manifest.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -55,6 +63,10 @@ impl ChainStatistics {
         for plan in &built.planned {
             for coin in &plan.spent {
                 self.inputs_by_kind[coin.kind.index()] += 1;
+                let age = u64::from(built.height.saturating_sub(coin.height)).max(1);
+                let bucket = (63 - age.leading_zeros() as usize).min(SPEND_AGE_BUCKETS - 1);
+                self.spend_age_buckets[bucket] += 1;
+                self.spend_age_max_blocks = self.spend_age_max_blocks.max(age);
             }
             for output in &plan.outputs {
                 match output {
@@ -93,6 +105,24 @@ impl ChainStatistics {
         counts.insert("witness_commitment".to_owned(), self.witness_commitment_outputs);
         let total = counts.values().sum();
         counts.insert("total".to_owned(), total);
+        NamedCounts(counts)
+    }
+}
+
+impl ChainStatistics {
+    /// The spend-age histogram keyed by age range in blocks, with `max`.
+    pub fn spend_ages_named(&self) -> NamedCounts {
+        let mut counts = BTreeMap::new();
+        for (bucket, &count) in self.spend_age_buckets.iter().enumerate() {
+            let low = 1u64 << bucket;
+            let name = if bucket + 1 == SPEND_AGE_BUCKETS {
+                format!("{low:05}+")
+            } else {
+                format!("{low:05}-{:05}", (low << 1) - 1)
+            };
+            counts.insert(name, count);
+        }
+        counts.insert("max".to_owned(), self.spend_age_max_blocks);
         NamedCounts(counts)
     }
 }

@@ -120,11 +120,64 @@ fn find_coins<'a>(
         .collect()
 }
 
+/// `CheckTxInputs` and BIP68 for one transaction spending `coins`; its fee.
+fn check_spend(
+    base: &ChainView,
+    transaction: &TransactionView<'_>,
+    coins: &[&StoredCoin],
+) -> Result<i64, Rejection> {
+    let height = base.height + 1;
+    let spent_coins: Vec<SpentCoin<'_>> = coins
+        .iter()
+        .map(|coin| SpentCoin {
+            value: coin.value,
+            script_pubkey: &coin.script_pubkey,
+            height: coin.height,
+            is_coinbase: coin.is_coinbase,
+        })
+        .collect();
+    let fee = check_transaction_inputs(transaction, &spent_coins, height)
+        .map_err(|error| Rejection::new(error.reject_reason()))?;
+    let heights: Vec<u32> = coins.iter().map(|coin| coin.height).collect();
+    let median_time_past_of =
+        |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
+    let locks = sequence_locks(transaction, true, &heights, median_time_past_of);
+    let previous_median_time_past = base.median_time_past.last().copied().unwrap_or(0);
+    if !sequence_locks_satisfied(locks, height, previous_median_time_past) {
+        return Err(Rejection::new("bad-txns-nonfinal"));
+    }
+    Ok(fee)
+}
+
+/// Adds a transaction's spendable outputs to the block's new coins.
+fn add_outputs(
+    transaction: &TransactionView<'_>,
+    height: u32,
+    is_coinbase: bool,
+    created: &mut HashMap<OutPoint, StoredCoin>,
+    changes: &mut BlockChanges,
+) {
+    let txid = transaction.txid();
+    for (vout, output) in transaction.outputs().iter().enumerate() {
+        if is_unspendable(output.script_pubkey) {
+            continue;
+        }
+        let coin = StoredCoin {
+            value: output.value,
+            script_pubkey: output.script_pubkey.to_vec(),
+            height,
+            is_coinbase,
+        };
+        let outpoint = OutPoint { txid, vout: vout as u32 };
+        created.insert(outpoint, coin.clone());
+        changes.created.push((outpoint, coin));
+    }
+}
+
 /// Connects `block` on `base` without changing it; returns what it would change.
 pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockChanges, Rejection> {
     let flags = consensus_flags();
     let height = base.height + 1;
-    let median_time_past = base.median_time_past.last().copied().unwrap_or(0);
     let mut created: HashMap<OutPoint, StoredCoin> = HashMap::new();
     let mut spent: HashSet<OutPoint> = HashSet::new();
     let mut changes = BlockChanges::default();
@@ -133,23 +186,7 @@ pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockCh
     for (index, transaction) in block.transactions().enumerate() {
         if index > 0 {
             let coins = find_coins(base, &created, &spent, &transaction)?;
-            let spent_coins: Vec<SpentCoin<'_>> = coins
-                .iter()
-                .map(|coin| SpentCoin {
-                    value: coin.value,
-                    script_pubkey: &coin.script_pubkey,
-                    height: coin.height,
-                    is_coinbase: coin.is_coinbase,
-                })
-                .collect();
-            fees += check_transaction_inputs(&transaction, &spent_coins, height)
-                .map_err(|error| Rejection::new(error.reject_reason()))?;
-            let heights: Vec<u32> = coins.iter().map(|coin| coin.height).collect();
-            let mtp_of = |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
-            let locks = sequence_locks(&transaction, true, &heights, mtp_of);
-            if !sequence_locks_satisfied(locks, height, median_time_past) {
-                return Err(Rejection::new("bad-txns-nonfinal"));
-            }
+            fees += check_spend(base, &transaction, &coins)?;
             sigops += sigop_cost(&transaction, &coins, flags);
             match verify_inputs(&transaction, &coins, flags) {
                 Ok(count) => changes.inputs_verified += count,
@@ -165,21 +202,7 @@ pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockCh
         if sigops > BLOCK_SIGOPS_COST_MAX {
             return Err(Rejection::new("bad-blk-sigops"));
         }
-        let txid = transaction.txid();
-        for (vout, output) in transaction.outputs().iter().enumerate() {
-            if is_unspendable(output.script_pubkey) {
-                continue;
-            }
-            let coin = StoredCoin {
-                value: output.value,
-                script_pubkey: output.script_pubkey.to_vec(),
-                height,
-                is_coinbase: index == 0,
-            };
-            let outpoint = OutPoint { txid, vout: vout as u32 };
-            created.insert(outpoint, coin.clone());
-            changes.created.push((outpoint, coin));
-        }
+        add_outputs(&transaction, height, index == 0, &mut created, &mut changes);
     }
     let coinbase_value: i64 = block
         .transaction(0)
