@@ -86,7 +86,10 @@ impl InvalidClass {
         InvalidClass::ALL.iter().copied().find(|class| class.name() == name)
     }
 
-    /// The reject reason Bitcoin Core gives for such a block.
+    /// The reject reason Bitcoin Core gives for such a block. Script failures
+    /// read `block-script-verify-flag-failed (...)` since Core 30 (which split
+    /// the older `mandatory-script-verify-flag-failed` into block and mempool
+    /// variants); the text in parentheses is Core's `ScriptErrorString`.
     pub const fn reject_reason(self) -> &'static str {
         match self {
             InvalidClass::BadMerkleRoot => "bad-txnmrklroot",
@@ -97,7 +100,7 @@ impl InvalidClass {
             InvalidClass::WrongBip34Height => "bad-cb-height",
             InvalidClass::PrematureCoinbaseSpend => "bad-txns-premature-spend-of-coinbase",
             InvalidClass::InvalidSignature => {
-                "mandatory-script-verify-flag-failed (Script evaluated without error but finished with a false/empty top stack element)"
+                "block-script-verify-flag-failed (Script evaluated without error but finished with a false/empty top stack element)"
             }
             InvalidClass::BadWitnessCommitment => "bad-witness-merkle-match",
             InvalidClass::OverWeight => "bad-blk-weight",

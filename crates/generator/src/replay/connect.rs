@@ -92,7 +92,7 @@ fn verify_inputs(
                     .next()
                     .map(|first| first.to_uppercase().chain(characters).collect())
                     .unwrap_or_default();
-                format!("mandatory-script-verify-flag-failed ({capitalised})")
+                format!("block-script-verify-flag-failed ({capitalised})")
             })?;
     }
     Ok(transaction.inputs().len() as u64)
