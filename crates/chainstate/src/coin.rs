@@ -1,0 +1,168 @@
+//! The coin (an unspent output with its height and coinbase flag) and its
+//! database encoding, byte for byte Bitcoin Core's.
+//!
+//! - Value: `VARINT(height * 2 + is_coinbase)`, `VARINT(compress_amount(value))`,
+//!   compressed script (see [`crate::compress`]).
+//! - Key: `'C' || txid (32 bytes, internal order) || VARINT(vout)`, Core's
+//!   `CoinEntry`, so RocksDB's bytewise order is Core's LevelDB order and
+//!   `hash_serialized_3` can walk the database as Core does.
+//!
+//! A typical P2WPKH coin is 1-4 bytes of height code, 1-5 of amount and 23 of
+//! script: ~30 bytes on disk against 38 bytes for a plain `CTxOut` + height.
+
+use ibex_primitives::encode::{write_varint, Reader};
+use ibex_primitives::{Amount, OutPoint, Txid};
+
+use crate::compress::{compress_amount, read_amount, read_script, write_script};
+use crate::error::{ChainstateError, CoinDecodeError};
+
+/// Core's `DB_COIN` key prefix.
+pub const COIN_KEY_PREFIX: u8 = b'C';
+/// Largest height a coin can carry: Core packs it in 31 bits.
+pub const COIN_HEIGHT_MAX: u32 = (1 << 31) - 1;
+/// Longest coin key: prefix, txid and a 5-byte VARINT of a 32-bit index.
+pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
+
+/// An unspent transaction output as the chainstate keeps it.
+///
+/// 32 bytes in memory plus the script's heap allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coin {
+    amount: Amount,
+    script_pubkey: Box<[u8]>,
+    height: u32,
+    is_coinbase: bool,
+}
+
+impl Coin {
+    /// A coin created at `height`; fails when the height exceeds 31 bits.
+    pub fn new(
+        amount: Amount,
+        script_pubkey: impl Into<Box<[u8]>>,
+        height: u32,
+        is_coinbase: bool,
+    ) -> Result<Coin, ChainstateError> {
+        if height > COIN_HEIGHT_MAX {
+            return Err(ChainstateError::HeightOutOfRange { height });
+        }
+        Ok(Coin { amount, script_pubkey: script_pubkey.into(), height, is_coinbase })
+    }
+
+    /// The output's value.
+    pub fn amount(&self) -> Amount {
+        self.amount
+    }
+
+    /// The output's locking script.
+    pub fn script_pubkey(&self) -> &[u8] {
+        &self.script_pubkey
+    }
+
+    /// Height of the block that created the coin.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// Whether a coinbase transaction created the coin.
+    pub fn is_coinbase(&self) -> bool {
+        self.is_coinbase
+    }
+
+    /// Heap bytes the script takes, counted like Core's `MallocUsage`
+    /// (rounded up to 16 with a 16-byte header) so the cache limit
+    /// reflects the allocator's real cost.
+    pub fn heap_bytes(&self) -> usize {
+        heap_bytes_for(self.script_pubkey.len())
+    }
+
+    /// Appends Core's serialisation of the coin.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let code = u64::from(self.height) * 2 + u64::from(self.is_coinbase);
+        write_varint(out, code);
+        write_varint(out, compress_amount(self.amount.to_sat() as u64));
+        write_script(out, &self.script_pubkey);
+    }
+
+    /// Core's serialisation of the coin.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.script_pubkey.len());
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Decodes Core's serialisation; the whole input must be used.
+    pub fn decode(bytes: &[u8]) -> Result<Coin, CoinDecodeError> {
+        let mut reader = Reader::new(bytes);
+        let code = reader.read_varint()?;
+        let code =
+            u32::try_from(code).map_err(|_| CoinDecodeError::HeightCodeOutOfRange { code })?;
+        let satoshis = read_amount(&mut reader)?;
+        let amount = Amount::from_sat(satoshis)
+            .map_err(|_| CoinDecodeError::AmountOutOfRange { compressed: satoshis as u64 })?;
+        let script_pubkey = read_script(&mut reader)?.into_boxed_slice();
+        reader.finish()?;
+        Ok(Coin { amount, script_pubkey, height: code >> 1, is_coinbase: code & 1 == 1 })
+    }
+}
+
+/// Core's `MallocUsage` for an allocation of `bytes` (0 for none).
+pub fn heap_bytes_for(bytes: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        (bytes + 31) & !15
+    }
+}
+
+/// A coin key, stored inline (no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoinKey {
+    bytes: [u8; COIN_KEY_BYTES_MAX],
+    length: u8,
+}
+
+impl CoinKey {
+    /// The key of `outpoint`: `'C' || txid || VARINT(vout)`.
+    pub fn new(outpoint: &OutPoint) -> CoinKey {
+        let mut bytes = [0u8; COIN_KEY_BYTES_MAX];
+        bytes[0] = COIN_KEY_PREFIX;
+        bytes[1..33].copy_from_slice(outpoint.txid.as_bytes());
+        // Core's VARINT without allocating: base-128 digits, least significant
+        // first, each higher digit less one, then reversed.
+        let mut digits = [0u8; 5];
+        let mut digit_count = 0;
+        let mut value = outpoint.vout;
+        loop {
+            let continuation = if digit_count == 0 { 0 } else { 0x80 };
+            digits[digit_count] = (value & 0x7f) as u8 | continuation;
+            digit_count += 1;
+            if value <= 0x7f {
+                break;
+            }
+            value = (value >> 7) - 1;
+        }
+        for (slot, digit) in bytes[33..].iter_mut().zip(digits[..digit_count].iter().rev()) {
+            *slot = *digit;
+        }
+        CoinKey { bytes, length: (33 + digit_count) as u8 }
+    }
+
+    /// Decodes a key read from the database.
+    pub fn decode(bytes: &[u8]) -> Result<OutPoint, CoinDecodeError> {
+        let mut reader = Reader::new(bytes);
+        if reader.read_u8()? != COIN_KEY_PREFIX {
+            return Err(CoinDecodeError::NotCoinKey);
+        }
+        let txid = Txid(*reader.take_array::<32>()?);
+        let vout = reader.read_varint()?;
+        let vout = u32::try_from(vout).map_err(|_| CoinDecodeError::VoutOutOfRange { vout })?;
+        reader.finish()?;
+        Ok(OutPoint { txid, vout })
+    }
+}
+
+impl AsRef<[u8]> for CoinKey {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.length)]
+    }
+}

@@ -1,0 +1,290 @@
+//! The coins database on RocksDB, laid out like Core's chainstate LevelDB.
+//!
+//! Records: `'C' || txid || VARINT(vout)` -> compact coin (see [`crate::coin`]),
+//! `'B'` -> best block hash (Core's `DB_BEST_BLOCK`), `'H'` -> the blocks an
+//! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip).
+//!
+//! # Crash safety
+//! A flush is a sequence of batches. The first erases `'B'` and writes `'H'`
+//! = (new tip, old tip); the middle ones carry coins; the last erases `'H'`,
+//! writes `'B'` = new tip and is written with `sync`. A crash between
+//! batches leaves `'H'` on disk and no `'B'`: the database holds a mix of the
+//! two states, and [`CoinsDatabase::head_blocks`] tells the restart which
+//! blocks to roll back to (old tip) and replay up to (new tip). Replaying is
+//! idempotent because a flush only writes final coin states. A flush that fits
+//! one batch is a single atomic write.
+//!
+//! # Napkin math
+//! A flush of a full 450 MiB cache holds ~2.5 M dirty coins of ~70 bytes
+//! (38-byte key, ~30-byte value, RocksDB's ~4 bytes of framing): ~175 MB, so
+//! six batches of 32 MiB. RocksDB appends them to its WAL and memtable at
+//! ~300-500 MB/s on one core: ~0.5 s, plus one fsync (~10 ms on SSD). A
+//! batch is bounded by `flush_batch_bytes_max` so the memory a flush adds is
+//! at most one batch beyond the cache itself.
+
+use std::path::Path;
+
+use ibex_primitives::encode::{write_compact_size, Reader};
+use ibex_primitives::{BlockHash, OutPoint};
+use rocksdb::{BlockBasedOptions, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+
+use crate::coin::{Coin, CoinKey, COIN_KEY_PREFIX};
+use crate::error::ChainstateError;
+
+/// Core's `-dbbatchsize` default: 32 MiB.
+pub const FLUSH_BATCH_BYTES_DEFAULT: usize = 32 << 20;
+/// Smallest batch limit accepted (tests use small ones to force many batches).
+pub const FLUSH_BATCH_BYTES_MIN: usize = 1;
+const BEST_BLOCK_KEY: &[u8] = b"B";
+const HEAD_BLOCKS_KEY: &[u8] = b"H";
+/// Compact-size count 2 and two hashes, as Core's `std::vector<uint256>`.
+const HEAD_BLOCKS_BYTES: usize = 1 + 32 + 32;
+
+/// How to open the coins database.
+#[derive(Debug, Clone)]
+pub struct DatabaseOptions {
+    /// Largest write batch of a flush, in bytes (`-dbbatchsize`).
+    pub flush_batch_bytes_max: usize,
+    /// Create the database when missing.
+    pub create_if_missing: bool,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            flush_batch_bytes_max: FLUSH_BATCH_BYTES_DEFAULT,
+            create_if_missing: true,
+        }
+    }
+}
+
+/// The blocks an unfinished flush covers (Core's `DB_HEAD_BLOCKS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadBlocks {
+    /// The tip the flush was writing.
+    pub new_tip: BlockHash,
+    /// The tip the database had before it ([`BlockHash::ZERO`] for none).
+    pub old_tip: BlockHash,
+}
+
+/// What a flush wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushStats {
+    /// Coins written (created or changed).
+    pub coins_written: u64,
+    /// Coins erased (spent).
+    pub coins_erased: u64,
+    /// Write batches.
+    pub batch_count: u64,
+    /// Bytes of all batches.
+    pub batch_bytes: u64,
+}
+
+/// The coins database.
+pub struct CoinsDatabase {
+    db: DB,
+    flush_batch_bytes_max: usize,
+}
+
+impl std::fmt::Debug for CoinsDatabase {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CoinsDatabase")
+            .field("path", &self.db.path())
+            .field("flush_batch_bytes_max", &self.flush_batch_bytes_max)
+            .finish()
+    }
+}
+
+impl CoinsDatabase {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: &Path, options: &DatabaseOptions) -> Result<CoinsDatabase, ChainstateError> {
+        let mut table = BlockBasedOptions::default();
+        // Most prefetch misses are absent keys only during BIP30 checks; a
+        // bloom filter makes those and cold lookups skip most table reads.
+        table.set_bloom_filter(10.0, false);
+        let mut rocks = Options::default();
+        rocks.create_if_missing(options.create_if_missing);
+        // Values are already compact; compression would cost CPU for little.
+        rocks.set_compression_type(DBCompressionType::None);
+        rocks.set_block_based_table_factory(&table);
+        let db = DB::open(&rocks, path)?;
+        let flush_batch_bytes_max = options.flush_batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN);
+        Ok(CoinsDatabase { db, flush_batch_bytes_max })
+    }
+
+    /// The batch limit of flushes, in bytes.
+    pub fn flush_batch_bytes_max(&self) -> usize {
+        self.flush_batch_bytes_max
+    }
+
+    /// The coin at `outpoint`, if unspent.
+    pub fn coin(&self, outpoint: &OutPoint) -> Result<Option<Coin>, ChainstateError> {
+        let value = self.db.get_pinned(CoinKey::new(outpoint))?;
+        value.map(|bytes| decode_coin(outpoint, &bytes)).transpose()
+    }
+
+    /// The coins at `outpoints`, in order, with one RocksDB `MultiGet`.
+    pub fn coins(&self, outpoints: &[OutPoint]) -> Result<Vec<Option<Coin>>, ChainstateError> {
+        let keys: Vec<CoinKey> = outpoints.iter().map(CoinKey::new).collect();
+        let values = self.db.batched_multi_get_cf(self.default_family()?, &keys, false);
+        outpoints
+            .iter()
+            .zip(values)
+            .map(|(outpoint, value)| value?.map(|bytes| decode_coin(outpoint, &bytes)).transpose())
+            .collect()
+    }
+
+    /// The best block the coins reflect, `None` for a new database or after
+    /// an interrupted flush.
+    pub fn best_block(&self) -> Result<Option<BlockHash>, ChainstateError> {
+        let Some(bytes) = self.db.get_pinned(BEST_BLOCK_KEY)? else {
+            return Ok(None);
+        };
+        let hash: [u8; 32] = bytes[..].try_into().map_err(|_| ChainstateError::CorruptRecord {
+            record: "best block",
+            length_bytes: bytes.len(),
+        })?;
+        Ok(Some(BlockHash(hash)))
+    }
+
+    /// The blocks an interrupted flush covered, if one was interrupted.
+    pub fn head_blocks(&self) -> Result<Option<HeadBlocks>, ChainstateError> {
+        let Some(bytes) = self.db.get_pinned(HEAD_BLOCKS_KEY)? else {
+            return Ok(None);
+        };
+        let corrupt =
+            || ChainstateError::CorruptRecord { record: "head blocks", length_bytes: bytes.len() };
+        let mut reader = Reader::new(&bytes);
+        if reader.read_compact_size().map_err(|_| corrupt())? != 2 {
+            return Err(corrupt());
+        }
+        let new_tip = BlockHash(*reader.take_array::<32>().map_err(|_| corrupt())?);
+        let old_tip = BlockHash(*reader.take_array::<32>().map_err(|_| corrupt())?);
+        reader.finish().map_err(|_| corrupt())?;
+        Ok(Some(HeadBlocks { new_tip, old_tip }))
+    }
+
+    /// Every coin in key order (Core's iteration order), for set hashes and tests.
+    pub fn iter_coins(
+        &self,
+    ) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + '_ {
+        self.db
+            .prefix_iterator([COIN_KEY_PREFIX])
+            .take_while(|item| {
+                item.as_ref().map_or(true, |(key, _)| key.first() == Some(&COIN_KEY_PREFIX))
+            })
+            .map(|item| {
+                let (key, value) = item?;
+                let outpoint = CoinKey::decode(&key)
+                    .map_err(|source| ChainstateError::CorruptKey { source })?;
+                let coin = decode_coin(&outpoint, &value)?;
+                Ok((outpoint, coin))
+            })
+    }
+
+    /// Starts a flush to `new_tip`: records the head blocks in the first batch.
+    ///
+    /// If an earlier flush was interrupted, the new one must be to the same
+    /// tip (Core asserts this; here it is [`ChainstateError::InconsistentHeadBlocks`])
+    /// and keeps that flush's old tip, since the disk may still hold coins of it.
+    pub fn begin_flush(&self, new_tip: BlockHash) -> Result<FlushWriter<'_>, ChainstateError> {
+        let old_tip = match self.head_blocks()? {
+            Some(heads) if heads.new_tip != new_tip => {
+                return Err(ChainstateError::InconsistentHeadBlocks {
+                    interrupted: heads.new_tip,
+                    requested: new_tip,
+                })
+            }
+            Some(heads) => heads.old_tip,
+            None => self.best_block()?.unwrap_or(BlockHash::ZERO),
+        };
+        let mut record = Vec::with_capacity(HEAD_BLOCKS_BYTES);
+        write_compact_size(&mut record, 2);
+        record.extend_from_slice(new_tip.as_bytes());
+        record.extend_from_slice(old_tip.as_bytes());
+        let mut batch = WriteBatch::default();
+        batch.delete(BEST_BLOCK_KEY);
+        batch.put(HEAD_BLOCKS_KEY, &record);
+        Ok(FlushWriter {
+            database: self,
+            batch,
+            new_tip,
+            stats: FlushStats::default(),
+            value: Vec::new(),
+        })
+    }
+
+    /// Writes RocksDB's memtables to table files (shutdown, benchmarks):
+    /// reads then come from the files as after a restart.
+    pub fn persist_memtables(&self) -> Result<(), ChainstateError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn default_family(&self) -> Result<&rocksdb::ColumnFamily, ChainstateError> {
+        self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).ok_or(
+            ChainstateError::CorruptRecord { record: "default column family", length_bytes: 0 },
+        )
+    }
+}
+
+fn decode_coin(outpoint: &OutPoint, bytes: &[u8]) -> Result<Coin, ChainstateError> {
+    Coin::decode(bytes)
+        .map_err(|source| ChainstateError::CorruptCoin { outpoint: *outpoint, source })
+}
+
+/// A flush in progress: coin writes and erasures go out in batches of at most
+/// `flush_batch_bytes_max`. Dropping it without [`FlushWriter::finish`] is a
+/// crash: the batches already written stay, and `'H'` says which blocks to replay.
+pub struct FlushWriter<'a> {
+    database: &'a CoinsDatabase,
+    batch: WriteBatch,
+    new_tip: BlockHash,
+    stats: FlushStats,
+    value: Vec<u8>,
+}
+
+impl FlushWriter<'_> {
+    /// Writes (creates or replaces) the coin at `outpoint`.
+    pub fn put(&mut self, outpoint: &OutPoint, coin: &Coin) -> Result<(), ChainstateError> {
+        self.value.clear();
+        coin.encode_into(&mut self.value);
+        self.batch.put(CoinKey::new(outpoint), &self.value);
+        self.stats.coins_written += 1;
+        self.write_if_full()
+    }
+
+    /// Erases the coin at `outpoint`.
+    pub fn erase(&mut self, outpoint: &OutPoint) -> Result<(), ChainstateError> {
+        self.batch.delete(CoinKey::new(outpoint));
+        self.stats.coins_erased += 1;
+        self.write_if_full()
+    }
+
+    fn write_if_full(&mut self) -> Result<(), ChainstateError> {
+        if self.batch.size_in_bytes() < self.database.flush_batch_bytes_max {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.stats.batch_count += 1;
+        self.stats.batch_bytes += batch.size_in_bytes() as u64;
+        // Not synced: only the last batch needs to be durable before `'B'` is.
+        self.database.db.write(batch)?;
+        Ok(())
+    }
+
+    /// Writes the last batch: erases `'H'`, sets `'B'` to the new tip, and
+    /// syncs the write-ahead log so everything before it is durable too.
+    pub fn finish(mut self) -> Result<FlushStats, ChainstateError> {
+        self.batch.delete(HEAD_BLOCKS_KEY);
+        self.batch.put(BEST_BLOCK_KEY, self.new_tip.as_bytes());
+        let batch = std::mem::take(&mut self.batch);
+        self.stats.batch_count += 1;
+        self.stats.batch_bytes += batch.size_in_bytes() as u64;
+        let mut options = WriteOptions::default();
+        options.set_sync(true);
+        self.database.db.write_opt(batch, &options)?;
+        Ok(self.stats)
+    }
+}

@@ -1,0 +1,105 @@
+//! The crate's one error type.
+
+use ibex_primitives::{BlockHash, DecodeError, OutPoint};
+
+/// Everything that can go wrong in the chainstate crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChainstateError {
+    /// A coin record in the database could not be decoded.
+    #[error("corrupt coin record for {outpoint:?}: {source}")]
+    CorruptCoin {
+        /// The outpoint whose record is corrupt.
+        outpoint: OutPoint,
+        /// The decoding failure.
+        source: CoinDecodeError,
+    },
+    /// A database key could not be decoded.
+    #[error("corrupt coin key: {source}")]
+    CorruptKey {
+        /// The decoding failure.
+        source: CoinDecodeError,
+    },
+    /// The best-block or head-blocks record could not be decoded.
+    #[error("corrupt {record} record: {length_bytes} bytes")]
+    CorruptRecord {
+        /// Which record: "best block" or "head blocks".
+        record: &'static str,
+        /// Its length.
+        length_bytes: usize,
+    },
+    /// A flush was started for a block other than the one an interrupted flush covered.
+    #[error(
+        "interrupted flush to {interrupted} but new flush to {requested}: reindex the chainstate"
+    )]
+    InconsistentHeadBlocks {
+        /// The block the interrupted flush was writing.
+        interrupted: BlockHash,
+        /// The block the new flush writes.
+        requested: BlockHash,
+    },
+    /// Spending a coin that is neither in the cache nor in the database.
+    #[error("spending missing coin {outpoint:?}")]
+    MissingCoin {
+        /// The outpoint spent.
+        outpoint: OutPoint,
+    },
+    /// Adding a coin over an unspent one without `possible_overwrite` (Core's logic error).
+    #[error("adding coin {outpoint:?} over an unspent coin")]
+    OverwriteUnspentCoin {
+        /// The outpoint added.
+        outpoint: OutPoint,
+    },
+    /// A coin height does not fit Core's 31-bit height field.
+    #[error("coin height {height} above the 31-bit maximum")]
+    HeightOutOfRange {
+        /// The height given.
+        height: u32,
+    },
+    /// RocksDB failed.
+    #[error("database: {source}")]
+    Database {
+        /// The RocksDB error.
+        #[from]
+        source: rocksdb::Error,
+    },
+}
+
+/// Why a coin record or key could not be decoded (untrusted bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoinDecodeError {
+    /// The bytes ended early or a VARINT overflowed.
+    #[error("{0}")]
+    Bytes(#[from] DecodeError),
+    /// The height-and-coinbase code does not fit 32 bits.
+    #[error("height code {code} above 32 bits")]
+    HeightCodeOutOfRange {
+        /// The decoded code.
+        code: u64,
+    },
+    /// The compressed amount decompresses above `MAX_MONEY` or overflows.
+    #[error("compressed amount {compressed} out of range")]
+    AmountOutOfRange {
+        /// The compressed value read.
+        compressed: u64,
+    },
+    /// The script size code does not fit 32 bits.
+    #[error("script size code {code} above 32 bits")]
+    ScriptSizeOutOfRange {
+        /// The decoded code.
+        code: u64,
+    },
+    /// A compressed uncompressed-P2PK key is not on the curve.
+    #[error("compressed public key x coordinate not on the curve")]
+    InvalidPublicKey,
+    /// A key does not start with the coin prefix or has the wrong length.
+    #[error("key is not a coin key")]
+    NotCoinKey,
+    /// A key's output index does not fit 32 bits.
+    #[error("output index {vout} above 32 bits")]
+    VoutOutOfRange {
+        /// The decoded index.
+        vout: u64,
+    },
+}
