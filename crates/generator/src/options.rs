@@ -56,13 +56,20 @@ impl Profile {
         }
     }
 
-    /// The traffic mix: smaller batches and consolidations on small blocks.
+    /// The traffic mix: smaller batches and consolidations on tiny blocks,
+    /// more batch payouts on bench blocks.
     pub fn traffic_mix(self) -> TrafficMix {
         let mut mix = TrafficMix::mainnet_like();
-        if self == Profile::Tiny {
-            mix.batch_outputs = (20, 120);
-            mix.consolidation_inputs = (20, 100);
-            mix.shape_weights = [1_000, 40, 20];
+        match self {
+            Profile::Tiny => {
+                mix.batch_outputs = (20, 120);
+                mix.consolidation_inputs = (20, 100);
+                mix.shape_weights = [1_000, 40, 20];
+            }
+            // More batch payouts: the UTXO set grows by ~1,000 coins a block
+            // more, to a few million by the tip, as an IBD benchmark needs.
+            Profile::Bench => mix.shape_weights = [1_000, 55, 3],
+            Profile::Small => {}
         }
         mix
     }
