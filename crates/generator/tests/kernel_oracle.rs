@@ -148,3 +148,26 @@ fn core_accepts_full_bench_blocks() {
         checked.lock().unwrap().values().filter(|(mode, _)| *mode != ValidationMode::Valid).count();
     assert_eq!(invalid, 0);
 }
+
+#[test]
+fn core_reindexes_the_small_profile() {
+    // 2,000 blocks through 13 subsidy halvings, ~50 MB.
+    let directory = tempfile::tempdir().unwrap();
+    let blocks_directory = directory.path().join("blocks");
+    let options = GeneratorOptions::new(Profile::Small, 8, blocks_directory.clone());
+    let manifest = generate(&options).unwrap().manifest;
+    let checked: CheckedBlocks = Arc::default();
+    let context = regtest_context(&checked);
+    let data = directory.path().join("data");
+    let chainman =
+        ChainstateManager::builder(&context, path_text(&data), path_text(&blocks_directory))
+            .unwrap()
+            .wipe_db(true, true)
+            .unwrap()
+            .build()
+            .unwrap();
+    chainman.import_blocks().unwrap();
+    let tip = chainman.active_chain().tip();
+    assert_eq!(tip.height() as u32, manifest.block_count);
+    assert_eq!(tip.block_hash().to_string(), manifest.tip_hash);
+}
