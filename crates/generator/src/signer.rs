@@ -22,9 +22,9 @@ use ibex_script::taproot::TAPROOT_LEAF_TAPSCRIPT;
 use ibex_script::{PrecomputedTransactionData, SpentOutput};
 use secp256k1::{Keypair, Message, Secp256k1, SecretKey};
 
-use crate::keys::{hash160, KeyPool};
+use crate::keys::KeyPool;
 use crate::nonce_pool::NoncePool;
-use crate::script_kind::{p2pkh_script, witness_program_script, ScriptKind, OP_0};
+use crate::script_kind::{ScriptKind, OP_0};
 use crate::wallet::Coin;
 
 /// Why an input could not be signed.
@@ -162,13 +162,16 @@ impl Signer<'_> {
                 Unlock { script_sig, witness: Vec::new() }
             }
             ScriptKind::P2shP2wpkh | ScriptKind::P2wpkh => {
-                let key_hash = hash160(&entry.public_key_compressed);
-                let sighash = segwit_v0(&p2pkh_script(&key_hash))?;
+                // BIP143's script code for a key hash is the P2PKH script of
+                // the same key; the P2SH redeem script is the P2WPKH program.
+                let script_code = &entry.script_pubkeys[ScriptKind::P2pkh.index()];
+                let sighash = segwit_v0(script_code)?;
                 let signature = self.ecdsa(sighash, &entry.secret_key);
                 let witness = vec![signature, entry.public_key_compressed.to_vec()];
                 let mut script_sig = Vec::new();
                 if coin.kind == ScriptKind::P2shP2wpkh {
-                    push_data_into(&witness_program_script(OP_0, &key_hash), &mut script_sig);
+                    let program = &entry.script_pubkeys[ScriptKind::P2wpkh.index()];
+                    push_data_into(program, &mut script_sig);
                 }
                 Unlock { script_sig, witness }
             }
