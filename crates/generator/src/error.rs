@@ -47,9 +47,6 @@ pub enum GeneratorError {
     /// The manifest could not be serialised.
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),
-    /// The block writing thread stopped without an error of its own.
-    #[error("the block writing thread stopped")]
-    WriterStopped,
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(&'static str),

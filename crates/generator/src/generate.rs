@@ -18,7 +18,7 @@ use crate::output::{write_manifest, ChainWriter};
 use crate::random::DeterministicRng;
 use crate::regtest::Regtest;
 use crate::signer::Signer;
-use crate::writer_stage::{WriteRecord, WriterStage};
+use crate::statistics::ChainStatistics;
 
 /// Random stream of the key pool.
 const STREAM_KEYS: u64 = 1;
@@ -72,8 +72,9 @@ fn obfuscation_key(options: &GeneratorOptions) -> [u8; 8] {
 /// The pieces of one run.
 struct Run<'a> {
     maker: BlockMaker<'a>,
-    stage: WriterStage,
+    writer: ChainWriter,
     state: ChainState,
+    statistics: ChainStatistics,
     fork_blocks: Vec<ForkBlockRecord>,
     invalid_blocks: Vec<InvalidBlockRecord>,
 }
@@ -87,12 +88,12 @@ impl Run<'_> {
         seed: u64,
     ) -> Result<(), GeneratorError> {
         for built in build_branch(&self.maker, base, length, seed)? {
+            self.writer.append(&built.bytes)?;
             self.fork_blocks.push(ForkBlockRecord {
                 branch: branch.to_owned(),
                 height: built.height(),
                 hash: built.block.block_hash().to_hex(),
             });
-            self.stage.send(WriteRecord::Uncounted(built.bytes))?;
         }
         Ok(())
     }
@@ -108,7 +109,8 @@ impl Run<'_> {
                 stale_base = Some(self.state.clone());
             }
             let built = self.maker.next_block(&mut self.state)?;
-            self.stage.send(WriteRecord::Counted(Box::new(built)))?;
+            self.writer.append(&built.bytes)?;
+            self.statistics.add(&built);
             let Some(plan) = fork_plan else { continue };
             if self.state.height == plan.reorg_base_height {
                 let base = self.state.clone();
@@ -125,7 +127,7 @@ impl Run<'_> {
     fn write_invalid_blocks(&mut self) -> Result<(), GeneratorError> {
         for class in InvalidClass::ALL {
             let block = build_invalid_block(&self.maker, &self.state, class)?;
-            self.stage.send(WriteRecord::Uncounted(block.encode()))?;
+            self.writer.append(&block.encode())?;
             self.invalid_blocks.push(InvalidBlockRecord {
                 class: class.name().to_owned(),
                 reject_reason: class.reject_reason().to_owned(),
@@ -158,8 +160,9 @@ fn generate_in_pool(options: &GeneratorOptions) -> Result<GenerationReport, Gene
             mix: &mix,
             target_weight: options.weight_target(),
         },
-        stage: WriterStage::start(writer),
+        writer,
         state: ChainState::from_genesis(&params, DeterministicRng::new(options.seed, STREAM_CHAIN)),
+        statistics: ChainStatistics::default(),
         fork_blocks: Vec::new(),
         invalid_blocks: Vec::new(),
     };
@@ -179,10 +182,9 @@ fn finish_run(
     params: &Regtest,
     key: [u8; 8],
 ) -> Result<Manifest, GeneratorError> {
-    let (writer, statistics) = run.stage.finish()?;
-    let file_bytes = writer.file_bytes;
-    let records = writer.records;
-    let block_files = writer.finish()?;
+    let file_bytes = run.writer.file_bytes;
+    let records = run.writer.records;
+    let block_files = run.writer.finish()?;
     let mut manifest = Manifest {
         generator_version: GENERATOR_VERSION.to_owned(),
         network: "regtest".to_owned(),
@@ -192,8 +194,8 @@ fn finish_run(
         block_count: run.state.height,
         tip_hash: run.state.tip_hash.to_hex(),
         transactions: 0,
-        inputs_by_script_type: statistics.inputs_named(),
-        outputs_by_script_type: statistics.outputs_named(),
+        inputs_by_script_type: run.statistics.inputs_named(),
+        outputs_by_script_type: run.statistics.outputs_named(),
         total_bytes: 0,
         total_weight: 0,
         file_bytes,
@@ -202,11 +204,11 @@ fn finish_run(
         utxo_count: run.state.wallet.coin_count() as u64,
         lock_time_transactions: 0,
         relative_lock_inputs: 0,
-        spend_age_blocks: statistics.spend_ages_named(),
+        spend_age_blocks: run.statistics.spend_ages_named(),
         obfuscation_key: ibex_primitives::hex::encode(&key),
         invalid_blocks: run.invalid_blocks,
         fork_blocks: run.fork_blocks,
     };
-    manifest.set_statistics(&statistics);
+    manifest.set_statistics(&run.statistics);
     Ok(manifest)
 }

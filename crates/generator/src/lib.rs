@@ -6,7 +6,7 @@
 //! OP_RETURN, lock times); [`signer`] signs them on all cores;
 //! [`block_builder`] adds the coinbase (BIP34 height, subsidy plus fees,
 //! witness commitment) and grinds the regtest proof of work; [`output`]
-//! writes Core-format block files on its own thread ([`writer_stage`]). [`invalid`] and [`forks`] append blocks
+//! writes Core-format block files. [`invalid`] and [`forks`] append blocks
 //! broken in one documented way and competing branches.
 
 pub mod block_builder;
@@ -31,7 +31,6 @@ pub mod script_kind;
 pub mod signer;
 pub mod statistics;
 pub mod wallet;
-pub mod writer_stage;
 
 pub use error::GeneratorError;
 pub use generate::{generate, GenerationReport};
