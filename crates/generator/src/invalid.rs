@@ -235,7 +235,8 @@ fn sign_and_assemble(
         InvalidClass::WrongBip34Height => spec.height += 1,
         _ => {}
     }
-    maker.finish(draft.place, build_coinbase(&spec), &draft.planned, &txids)
+    let transactions = draft.planned.iter().map(|plan| plan.transaction.clone()).collect();
+    maker.finish(draft.place, build_coinbase(&spec), transactions, &txids)
 }
 
 /// Breaks the assembled block's header or transaction list, re-grinding the

@@ -60,7 +60,8 @@ impl ChainStatistics {
         if let Some(coinbase) = built.block.transactions.first() {
             self.witness_commitment_outputs += coinbase.outputs.len().saturating_sub(1) as u64;
         }
-        for plan in &built.planned {
+        let transactions = built.block.transactions.iter().skip(1);
+        for (plan, transaction) in built.planned.iter().zip(transactions) {
             for coin in &plan.spent {
                 self.inputs_by_kind[coin.kind.index()] += 1;
                 let age = u64::from(built.height.saturating_sub(coin.height)).max(1);
@@ -76,12 +77,11 @@ impl ChainStatistics {
                     PlannedOutput::OpReturn => self.op_return_outputs += 1,
                 }
             }
-            if plan.transaction.lock_time != 0 {
+            if transaction.lock_time != 0 {
                 self.lock_time_transactions += 1;
             }
-            let relative = plan.transaction.version >= 2;
-            self.relative_lock_inputs += plan
-                .transaction
+            let relative = transaction.version >= 2;
+            self.relative_lock_inputs += transaction
                 .inputs
                 .iter()
                 .filter(|input| relative && input.sequence & (1 << 31) == 0)
