@@ -1,6 +1,6 @@
 //! Core's CheckBlock on real blocks: the mainnet blocks pass, and each way of
 //! breaking one gives Core's reject reason.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ibex_consensus::{check_block, BlockError};
 use ibex_primitives::{Block, BlockView};

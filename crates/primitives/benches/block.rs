@@ -43,6 +43,58 @@ fn parse(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// Parse reusing the view vectors of the previous block, as an import pipeline
+/// does: no allocation and no page faults per block.
+fn parse_reusing_buffers(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("parse_reusing_buffers");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        let mut buffers = Some(ibex_primitives::BlockBuffers::default());
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let block = BlockView::parse_with_buffers(
+                    black_box(&bytes),
+                    buffers.take().unwrap_or_default(),
+                )
+                .unwrap();
+                let count = block.input_count() + block.output_count();
+                buffers = Some(block.into_buffers());
+                black_box(count)
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Parse (reusing buffers), every txid and the merkle root computed in place.
+fn parse_txids_merkle_reusing_buffers(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("parse_txids_merkle_reusing_buffers");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        let expected = BlockView::parse(&bytes).unwrap().header().merkle_root;
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        let mut buffers = Some(ibex_primitives::BlockBuffers::default());
+        let mut leaves: Vec<[u8; 32]> = Vec::new();
+        group.bench_function(height, |bencher| {
+            bencher.iter(|| {
+                let block = BlockView::parse_with_buffers(
+                    black_box(&bytes),
+                    buffers.take().unwrap_or_default(),
+                )
+                .unwrap();
+                leaves.clear();
+                leaves.extend(block.transactions().map(|transaction| transaction.txid().0));
+                let merkle = ibex_primitives::merkle_root(std::mem::take(&mut leaves));
+                assert!(merkle.root == expected && !merkle.mutated);
+                buffers = Some(block.into_buffers());
+                black_box(merkle)
+            })
+        });
+    }
+    group.finish();
+}
+
 fn parse_txids_merkle(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("parse_txids_merkle");
     for height in BLOCKS {
@@ -120,5 +172,14 @@ fn to_owned_hashed(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse, parse_txids_merkle, encode_owned, to_owned, to_owned_hashed);
+criterion_group!(
+    benches,
+    parse_reusing_buffers,
+    parse_txids_merkle_reusing_buffers,
+    parse,
+    parse_txids_merkle,
+    encode_owned,
+    to_owned,
+    to_owned_hashed
+);
 criterion_main!(benches);

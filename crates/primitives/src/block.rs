@@ -20,6 +20,23 @@ use crate::transaction::{
 const BYTES_PER_INPUT_ESTIMATE: usize = 160;
 const BYTES_PER_OUTPUT_ESTIMATE: usize = 120;
 
+/// The vectors behind a [`BlockView`], kept between blocks so a pipeline that
+/// decodes block after block allocates (and page-faults) them once, not per block.
+/// Get them back with [`BlockView::into_buffers`].
+#[derive(Debug, Default)]
+pub struct BlockBuffers {
+    layouts: Vec<TransactionLayout>,
+    inputs: Vec<InputView<'static>>,
+    outputs: Vec<OutputView<'static>>,
+}
+
+/// Empties a vector and changes its element type to one of the same layout,
+/// keeping the allocation (std collects a `Vec`'s own iterator in place).
+fn recycle<From, To>(mut vector: Vec<From>) -> Vec<To> {
+    vector.clear();
+    vector.into_iter().filter_map(|_| None).collect()
+}
+
 /// A decoded block borrowing its bytes.
 #[derive(Debug, Clone)]
 pub struct BlockView<'a> {
@@ -44,8 +61,41 @@ impl<'a> BlockView<'a> {
         Ok(block)
     }
 
+    /// [`BlockView::parse`] reusing the vectors of an earlier block.
+    pub fn parse_with_buffers(
+        bytes: &'a [u8],
+        buffers: BlockBuffers,
+    ) -> Result<Self, BlockDecodeError> {
+        let mut reader = Reader::new(bytes);
+        let block = Self::decode_with_buffers(&mut reader, buffers)?;
+        if reader.remaining() != 0 {
+            return Err(BlockDecodeError::TrailingBytes {
+                offset: reader.position(),
+                count: reader.remaining(),
+            });
+        }
+        Ok(block)
+    }
+
+    /// Gives back the vectors for the next block.
+    pub fn into_buffers(self) -> BlockBuffers {
+        BlockBuffers {
+            layouts: recycle(self.layouts),
+            inputs: recycle(self.inputs),
+            outputs: recycle(self.outputs),
+        }
+    }
+
     /// Decodes a block at the reader's position and leaves the reader after it.
     pub fn decode(reader: &mut Reader<'a>) -> Result<Self, BlockDecodeError> {
+        Self::decode_with_buffers(reader, BlockBuffers::default())
+    }
+
+    /// [`BlockView::decode`] reusing the vectors of an earlier block.
+    pub fn decode_with_buffers(
+        reader: &mut Reader<'a>,
+        buffers: BlockBuffers,
+    ) -> Result<Self, BlockDecodeError> {
         let start = reader.position();
         let header_bytes = reader.take_array::<HEADER_BYTES>().map_err(BlockDecodeError::Header)?;
         let header = Header::decode(header_bytes);
@@ -53,9 +103,13 @@ impl<'a> BlockView<'a> {
             .read_count(Field::Transactions, TRANSACTION_BYTES_MIN)
             .map_err(BlockDecodeError::Header)?;
         let body_bytes = reader.remaining();
-        let mut layouts = Vec::with_capacity(count);
-        let mut inputs = Vec::with_capacity(body_bytes / BYTES_PER_INPUT_ESTIMATE);
-        let mut outputs = Vec::with_capacity(body_bytes / BYTES_PER_OUTPUT_ESTIMATE);
+        let mut layouts = buffers.layouts;
+        let mut inputs: Vec<InputView<'a>> = recycle(buffers.inputs);
+        let mut outputs: Vec<OutputView<'a>> = recycle(buffers.outputs);
+        layouts.clear();
+        layouts.reserve(count);
+        inputs.reserve(body_bytes / BYTES_PER_INPUT_ESTIMATE);
+        outputs.reserve(body_bytes / BYTES_PER_OUTPUT_ESTIMATE);
         for index in 0..count {
             let mut layout = decode_transaction(reader, &mut inputs, &mut outputs)
                 .map_err(|source| BlockDecodeError::Transaction { index, source })?;

@@ -120,9 +120,6 @@ pub enum BlockDecodeError {
         /// What is wrong with it.
         source: DecodeError,
     },
-    /// A block must contain at least one transaction (the coinbase).
-    #[error("block has no transactions")]
-    NoTransactions,
     /// Bytes were left after the last transaction.
     #[error("{count} trailing bytes after the block at byte {offset}")]
     TrailingBytes {

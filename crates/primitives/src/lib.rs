@@ -24,7 +24,7 @@ pub mod owned;
 pub mod transaction;
 
 pub use amount::{Amount, AmountError, COIN, MAX_MONEY};
-pub use block::BlockView;
+pub use block::{BlockBuffers, BlockView};
 pub use error::{BlockDecodeError, DecodeError, Field};
 pub use hash::{BlockHash, Hash256, Txid, Wtxid};
 pub use header::{Header, HEADER_BYTES};

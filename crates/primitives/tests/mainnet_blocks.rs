@@ -1,6 +1,6 @@
 //! The shared mainnet blocks decode, re-encode byte for byte and give the
 //! figures Bitcoin Core reports for them.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ibex_primitives::merkle::check_witness_commitment;
 use ibex_primitives::{Block, BlockView};
@@ -96,4 +96,21 @@ fn witness_commitment_mismatch_is_detected() {
         check_witness_commitment(&block),
         Err(ibex_primitives::WitnessCommitmentError::MerkleMismatch)
     );
+}
+
+#[test]
+fn reused_buffers_give_the_same_views() {
+    let first = shared_block("mainnet-413567.raw");
+    let second = shared_block("mainnet-702861.raw");
+    let mut buffers = ibex_primitives::BlockBuffers::default();
+    for bytes in [&first, &second, &first] {
+        let reused = BlockView::parse_with_buffers(bytes, buffers).unwrap();
+        let fresh = BlockView::parse(bytes).unwrap();
+        assert_eq!(reused.txids(), fresh.txids());
+        assert_eq!(reused.input_count(), fresh.input_count());
+        assert_eq!(reused.output_count(), fresh.output_count());
+        assert_eq!(reused.weight(), fresh.weight());
+        assert_eq!(reused.to_owned(), fresh.to_owned());
+        buffers = reused.into_buffers();
+    }
 }
