@@ -1,12 +1,14 @@
 //! The chain being generated: its tip, times and wallet, and the making of
 //! one valid block (plan, sign in parallel, coinbase, proof of work).
 //!
-//! Napkin math for the bench profile: a 4 MWU block is ~1.6 MB with ~7,000
-//! inputs; at ~25 µs a signature and ~1.2 signatures an input it is ~210 ms
-//! of signing on one core, ~105 ms on two, so ~15 MB/s; batch payouts
-//! (hundreds of outputs per signature) and OP_RETURN data raise the bytes per
-//! signature. Everything else per block (planning, txids, merkle root,
-//! encoding, writing) is a few ms.
+//! Napkin math for the bench profile: a 3.9 MWU block is ~1.4 MB with ~7,000
+//! inputs and ~7,700 signatures. With libsecp256k1's own signing (~25 µs)
+//! that is ~190 ms of one core, ~7.5 MB/s; with the seeded nonce pool
+//! ([`crate::nonce_pool`], ~3 µs) signing drops to ~25 ms and the rest
+//! (sighash and txid hashing, ~4 SHA-256 passes over every byte; planning;
+//! allocation; encoding; writing) sets the pace at ~45 MB per CPU-second.
+//! Signing and txids run on all cores; the signed transactions then move
+//! into the block without a copy.
 
 use ibex_consensus::subsidy::block_subsidy;
 use ibex_primitives::{Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};

@@ -3,11 +3,15 @@
 //!
 //! The pipeline per block: [`planner`] picks coins from the [`wallet`] and
 //! shapes unsigned transactions (payments, batch payouts, consolidations,
-//! OP_RETURN, lock times); [`signer`] signs them on all cores;
+//! OP_RETURN, lock times); [`signer`] signs them on all cores (with the
+//! seeded [`nonce_pool`]);
 //! [`block_builder`] adds the coinbase (BIP34 height, subsidy plus fees,
 //! witness commitment) and grinds the regtest proof of work; [`output`]
 //! writes Core-format block files. [`invalid`] and [`forks`] append blocks
-//! broken in one documented way and competing branches.
+//! broken in one documented way and competing branches. [`replay`]
+//! re-validates generated files with the consensus and script crates, and
+//! the `kernel-oracle` feature's tests hand them to Bitcoin Core's own
+//! validation (libbitcoinkernel).
 
 pub mod block_builder;
 pub mod chain;
