@@ -11,6 +11,9 @@
 //!
 //! Run: `cargo test -p ibex-script --features kernel-differential --test kernel_differential`
 //! (needs cmake and the boost headers: `apt-get install -y cmake libboost-dev`).
+//! `IBEX_DIFFERENTIAL_CASES` sets the number of transactions (default
+//! [`DEFAULT_CASES`], which `.ci/run` uses); the `script_differential` fuzz
+//! target in `fuzz/` runs the same comparison for as long as it is given.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ibex_primitives::{OutPoint, ParsedTransaction, Transaction, TxInput, TxOutput, Txid};
@@ -26,8 +29,19 @@ use ripemd::Ripemd160;
 use secp256k1::{All, Keypair, Message, Scalar, Secp256k1, SecretKey};
 use sha2::{Digest, Sha256};
 
-/// Transactions generated.
-const CASES: usize = 1_500;
+/// Transactions generated when `IBEX_DIFFERENTIAL_CASES` is not set: small
+/// enough for CI (a few seconds), large enough that every kind, hash type and
+/// mutation occurs many times.
+const DEFAULT_CASES: usize = 500;
+
+/// The number of transactions to generate: `IBEX_DIFFERENTIAL_CASES` or
+/// [`DEFAULT_CASES`].
+fn case_count() -> usize {
+    match std::env::var("IBEX_DIFFERENTIAL_CASES") {
+        Ok(value) => value.parse().expect("IBEX_DIFFERENTIAL_CASES is a number"),
+        Err(_) => DEFAULT_CASES,
+    }
+}
 /// Flag sets tried per transaction.
 const FLAG_SETS_PER_CASE: usize = 3;
 
@@ -450,7 +464,8 @@ fn verdicts_match_bitcoin_core() {
     let mut random = Random(0x1b3c_5d7e);
     let mut comparisons = 0usize;
     let mut accepted = 0usize;
-    for case in 0..CASES {
+    let cases = case_count();
+    for case in 0..cases {
         let input_count = 1 + random.below(3) as usize;
         let mut plans: Vec<Plan> =
             (0..input_count).map(|_| plan_input(&mut random, &context)).collect();
@@ -527,7 +542,7 @@ fn verdicts_match_bitcoin_core() {
         }
     }
     eprintln!(
-        "kernel differential: {comparisons} verdicts identical ({accepted} valid, {} invalid)",
+        "kernel differential: {cases} transactions, {comparisons} verdicts identical ({accepted} valid, {} invalid)",
         comparisons - accepted
     );
     assert!(accepted > comparisons / 10 && accepted < comparisons * 9 / 10);
