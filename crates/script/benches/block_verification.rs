@@ -33,15 +33,7 @@ const KEY_COUNT: usize = 16;
 const SPENT_AMOUNT_SATOSHIS: i64 = 100_000;
 
 /// Consensus flags of a block after taproot activation.
-const BLOCK_FLAGS: VerifyFlags = VerifyFlags(
-    VerifyFlags::P2SH.0
-        | VerifyFlags::DERSIG.0
-        | VerifyFlags::NULLDUMMY.0
-        | VerifyFlags::CHECKLOCKTIMEVERIFY.0
-        | VerifyFlags::CHECKSEQUENCEVERIFY.0
-        | VerifyFlags::WITNESS.0
-        | VerifyFlags::TAPROOT.0,
-);
+const BLOCK_FLAGS: VerifyFlags = VerifyFlags::CONSENSUS;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum InputKind {

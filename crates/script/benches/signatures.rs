@@ -136,15 +136,7 @@ fn input_verification(criterion: &mut Criterion) {
 }
 
 /// Consensus flags of a block after taproot activation.
-const BLOCK_FLAGS: VerifyFlags = VerifyFlags(
-    VerifyFlags::P2SH.0
-        | VerifyFlags::DERSIG.0
-        | VerifyFlags::NULLDUMMY.0
-        | VerifyFlags::CHECKLOCKTIMEVERIFY.0
-        | VerifyFlags::CHECKSEQUENCEVERIFY.0
-        | VerifyFlags::WITNESS.0
-        | VerifyFlags::TAPROOT.0,
-);
+const BLOCK_FLAGS: VerifyFlags = VerifyFlags::CONSENSUS;
 
 fn hash160(data: &[u8]) -> [u8; 20] {
     Ripemd160::digest(Sha256::digest(data)).into()

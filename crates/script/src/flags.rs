@@ -65,6 +65,19 @@ impl VerifyFlags {
     /// No flags.
     pub const NONE: VerifyFlags = VerifyFlags(0);
 
+    /// Every consensus flag: what a block after taproot activation is checked
+    /// with (Core's `GetBlockScriptFlags` at the tip, libbitcoinkernel's
+    /// `btck_ScriptVerificationFlags_ALL`).
+    pub const CONSENSUS: VerifyFlags = VerifyFlags(
+        VerifyFlags::P2SH.0
+            | VerifyFlags::DERSIG.0
+            | VerifyFlags::NULLDUMMY.0
+            | VerifyFlags::CHECKLOCKTIMEVERIFY.0
+            | VerifyFlags::CHECKSEQUENCEVERIFY.0
+            | VerifyFlags::WITNESS.0
+            | VerifyFlags::TAPROOT.0,
+    );
+
     /// Whether every flag in `other` is set.
     #[inline]
     pub const fn contains(self, other: VerifyFlags) -> bool {

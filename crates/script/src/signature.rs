@@ -9,9 +9,10 @@
 //!   33, 0x04/0x06/0x07: 65), then libsecp256k1 parses it, which accepts the
 //!   hybrid 0x06/0x07 forms when the parity byte matches Y.
 //! - Schnorr: BIP340 over 32-byte x-only keys and 64-byte signatures.
-//! - Encoding rules the interpreter applies under DERSIG/LOW_S/STRICTENC
-//!   ([`is_valid_signature_encoding`], [`has_low_s`],
-//!   [`is_compressed_or_uncompressed_public_key`]).
+//! - Encoding rules the interpreter applies under DERSIG/LOW_S/STRICTENC live
+//!   in [`crate::interpreter::encoding`]; [`is_valid_signature_encoding`],
+//!   [`has_low_s`] and the key-format predicates are re-exported here for
+//!   callers that check signatures outside the interpreter.
 //!
 //! Napkin math: an ECDSA verification is ~55 µs and a Schnorr one ~50 µs on
 //! one core here; a block's ~6,000 inputs are ~0.3 s of one core, the
@@ -21,6 +22,11 @@
 use std::sync::OnceLock;
 
 use secp256k1::{ecdsa, schnorr, Message, PublicKey, Secp256k1, VerifyOnly, XOnlyPublicKey};
+
+pub use crate::interpreter::encoding::{
+    has_low_s, is_compressed_or_uncompressed_public_key, is_compressed_public_key,
+    is_defined_hash_type, is_valid_signature_encoding,
+};
 
 /// Length of an uncompressed (or hybrid) public key.
 pub const PUBLIC_KEY_UNCOMPRESSED_BYTES: usize = 65;
@@ -180,73 +186,6 @@ pub fn verify_schnorr(
     };
     let signature = schnorr::Signature::from_byte_array(*signature);
     verification_context().verify_schnorr(&signature, sighash, &key).is_ok()
-}
-
-/// `CPubKey::CheckLowS` on a DER signature without hash type: whether its S
-/// is at most half the curve order (unparseable signatures are not low S).
-pub fn has_low_s(signature_der: &[u8]) -> bool {
-    let Some(compact) = parse_der_lax(signature_der) else {
-        return false;
-    };
-    let Ok(signature) = ecdsa::Signature::from_compact(&compact) else {
-        // Core's parser turns an overflowing value into the zero signature,
-        // whose S is low.
-        return true;
-    };
-    let mut normalized = signature;
-    normalized.normalize_s();
-    normalized.serialize_compact() == compact
-}
-
-/// Core's `IsValidSignatureEncoding`: strict DER (BIP66) plus a trailing hash
-/// type byte. Consensus-critical under DERSIG.
-pub fn is_valid_signature_encoding(signature: &[u8]) -> bool {
-    let length = signature.len();
-    if !(9..=73).contains(&length) {
-        return false;
-    }
-    let byte = |index: usize| signature.get(index).copied().unwrap_or(0);
-    if byte(0) != 0x30 || usize::from(byte(1)) != length - 3 {
-        return false;
-    }
-    let r_length = usize::from(byte(3));
-    if 5 + r_length >= length {
-        return false;
-    }
-    let s_length = usize::from(byte(5 + r_length));
-    if r_length + s_length + 7 != length {
-        return false;
-    }
-    let integer_ok = |tag_index: usize, value_length: usize| {
-        let first = tag_index + 2;
-        byte(tag_index) == 0x02
-            && value_length != 0
-            && byte(first) & 0x80 == 0
-            && !(value_length > 1 && byte(first) == 0 && byte(first + 1) & 0x80 == 0)
-    };
-    integer_ok(2, r_length) && integer_ok(r_length + 4, s_length)
-}
-
-/// Core's `IsCompressedOrUncompressedPubKey` (STRICTENC): 33 bytes with 0x02
-/// or 0x03, or 65 bytes with 0x04.
-pub fn is_compressed_or_uncompressed_public_key(public_key: &[u8]) -> bool {
-    match public_key.first() {
-        Some(0x02 | 0x03) => public_key.len() == PUBLIC_KEY_COMPRESSED_BYTES,
-        Some(0x04) => public_key.len() == PUBLIC_KEY_UNCOMPRESSED_BYTES,
-        _ => false,
-    }
-}
-
-/// Core's `IsCompressedPubKey` (WITNESS_PUBKEYTYPE): 33 bytes with 0x02 or 0x03.
-pub fn is_compressed_public_key(public_key: &[u8]) -> bool {
-    public_key.len() == PUBLIC_KEY_COMPRESSED_BYTES
-        && matches!(public_key.first(), Some(0x02 | 0x03))
-}
-
-/// Core's `IsDefinedHashtypeSignature` (STRICTENC): the last byte, without
-/// ANYONECANPAY, is ALL, NONE or SINGLE.
-pub fn is_defined_hashtype_signature(signature: &[u8]) -> bool {
-    signature.last().is_some_and(|&hash_type| (1..=3).contains(&(hash_type & !0x80)))
 }
 
 #[cfg(test)]

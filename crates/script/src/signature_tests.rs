@@ -197,7 +197,7 @@ fn strict_encoding_rules() {
 
     assert!(is_compressed_or_uncompressed_public_key(&[2; 33]));
     assert!(!is_compressed_or_uncompressed_public_key(&[6; 65]));
-    assert!(is_defined_hashtype_signature(&[0x30, 0x83]));
-    assert!(!is_defined_hashtype_signature(&[0x30, 0x84]));
-    assert!(!is_defined_hashtype_signature(&[]));
+    assert!(is_defined_hash_type(&[0x30, 0x83]));
+    assert!(!is_defined_hash_type(&[0x30, 0x84]));
+    assert!(!is_defined_hash_type(&[]));
 }

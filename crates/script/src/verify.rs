@@ -6,7 +6,6 @@
 //! P2PKH or P2WPKH spend allocates its two stack items and, for witness
 //! spends, the implied script; everything else borrows the transaction bytes.
 
-use ibex_primitives::encode::write_compact_size;
 use ibex_primitives::hash::sha256;
 use ibex_primitives::WitnessView;
 
@@ -20,6 +19,7 @@ use crate::script::{
     is_pay_to_script_hash, is_push_only, is_single_push_of, witness_program, Instructions,
     WitnessProgram, MAX_SCRIPT_ELEMENT_SIZE, MAX_STACK_SIZE,
 };
+use crate::sighash::taproot::annex_hash;
 use crate::taproot::{
     tapleaf_hash, verify_taproot_commitment, ControlBlock, ANNEX_TAG, TAPROOT_LEAF_TAPSCRIPT,
     VALIDATION_WEIGHT_OFFSET,
@@ -255,14 +255,6 @@ fn verify_taproot<C: SignatureChecker + ?Sized>(
     }
     // Unknown leaf versions succeed for future soft forks.
     Ok(())
-}
-
-/// SHA256 of the annex with its compact-size length prefix (BIP341).
-fn annex_hash(annex: &[u8]) -> [u8; 32] {
-    let mut serialized = Vec::with_capacity(annex.len() + 9);
-    write_compact_size(&mut serialized, annex.len() as u64);
-    serialized.extend_from_slice(annex);
-    sha256(&serialized)
 }
 
 /// The witness stack's serialized size: item count and each item with its

@@ -420,7 +420,7 @@ const CONSENSUS_FLAGS: [VerifyFlags; 7] = [
 
 fn random_flags(random: &mut Random) -> VerifyFlags {
     if random.chance(40) {
-        return CONSENSUS_FLAGS.iter().fold(VerifyFlags::NONE, |all, flag| all | *flag);
+        return VerifyFlags::CONSENSUS;
     }
     let mut flags = VerifyFlags::NONE;
     for flag in CONSENSUS_FLAGS {

@@ -1,10 +1,12 @@
 //! Signature and public key encoding rules applied before any ECDSA check
 //! (Core's `CheckSignatureEncoding`, `CheckPubKeyEncoding`): BIP66 strict DER,
-//! low S, defined hash types, key formats.
+//! low S, defined hash types, key formats. This is the crate's only copy of
+//! these rules; [`crate::signature`] re-exports the predicates.
 
 use crate::checker::SigVersion;
 use crate::error::ScriptError;
 use crate::flags::VerifyFlags;
+use crate::signature::{PUBLIC_KEY_COMPRESSED_BYTES, PUBLIC_KEY_UNCOMPRESSED_BYTES};
 
 /// SIGHASH_ANYONECANPAY, masked off when checking a defined hash type.
 const SIGHASH_ANYONECANPAY: u8 = 0x80;
@@ -47,33 +49,39 @@ pub fn check_public_key_encoding(
     flags: VerifyFlags,
     sig_version: SigVersion,
 ) -> Result<(), ScriptError> {
-    if flags.contains(VerifyFlags::STRICTENC) && !is_compressed_or_uncompressed(public_key) {
+    if flags.contains(VerifyFlags::STRICTENC)
+        && !is_compressed_or_uncompressed_public_key(public_key)
+    {
         return Err(ScriptError::Pubkeytype);
     }
     if flags.contains(VerifyFlags::WITNESS_PUBKEYTYPE)
         && sig_version == SigVersion::WitnessV0
-        && !is_compressed(public_key)
+        && !is_compressed_public_key(public_key)
     {
         return Err(ScriptError::WitnessPubkeytype);
     }
     Ok(())
 }
 
-fn is_compressed_or_uncompressed(public_key: &[u8]) -> bool {
+/// Core's `IsCompressedOrUncompressedPubKey` (STRICTENC): 33 bytes with 0x02
+/// or 0x03, or 65 bytes with 0x04.
+pub fn is_compressed_or_uncompressed_public_key(public_key: &[u8]) -> bool {
     match public_key.first() {
-        Some(0x04) => public_key.len() == 65,
-        Some(0x02 | 0x03) => public_key.len() == 33,
+        Some(0x04) => public_key.len() == PUBLIC_KEY_UNCOMPRESSED_BYTES,
+        Some(0x02 | 0x03) => public_key.len() == PUBLIC_KEY_COMPRESSED_BYTES,
         _ => false,
     }
 }
 
-fn is_compressed(public_key: &[u8]) -> bool {
-    public_key.len() == 33 && matches!(public_key[0], 0x02 | 0x03)
+/// Core's `IsCompressedPubKey` (WITNESS_PUBKEYTYPE): 33 bytes with 0x02 or 0x03.
+pub fn is_compressed_public_key(public_key: &[u8]) -> bool {
+    public_key.len() == PUBLIC_KEY_COMPRESSED_BYTES
+        && matches!(public_key.first(), Some(0x02 | 0x03))
 }
 
 /// Core's `IsDefinedHashtypeSignature`: the last byte, without
 /// ANYONECANPAY, is ALL, NONE or SINGLE.
-fn is_defined_hash_type(signature: &[u8]) -> bool {
+pub fn is_defined_hash_type(signature: &[u8]) -> bool {
     match signature.last() {
         Some(last) => matches!(last & !SIGHASH_ANYONECANPAY, 1..=3),
         None => false,
@@ -87,14 +95,15 @@ pub fn is_valid_signature_encoding(signature: &[u8]) -> bool {
     if !(9..=73).contains(&size) {
         return false;
     }
-    if signature[0] != 0x30 || usize::from(signature[1]) != size - 3 {
+    let byte = |index: usize| signature.get(index).copied().unwrap_or(0);
+    if byte(0) != 0x30 || usize::from(byte(1)) != size - 3 {
         return false;
     }
-    let length_r = usize::from(signature[3]);
+    let length_r = usize::from(byte(3));
     if 5 + length_r >= size {
         return false;
     }
-    let length_s = usize::from(signature[5 + length_r]);
+    let length_s = usize::from(byte(5 + length_r));
     if length_r + length_s + 7 != size {
         return false;
     }
@@ -117,13 +126,19 @@ fn is_minimal_positive_integer(signature: &[u8], tag_index: usize, length: usize
     }
 }
 
-/// Core's `IsLowDERSignature` after the DER check passed: the S value, as
-/// libsecp256k1's lax parser reads it, is at most half the group order. The
-/// lax parser turns an R or S above 32 significant bytes or not below the
-/// order into the all-zero signature, which counts as low.
-fn has_low_s(signature: &[u8]) -> bool {
-    let length_r = usize::from(signature[3]);
-    let length_s = usize::from(signature[5 + length_r]);
+/// Core's `IsLowDERSignature` after the DER check passed (`CPubKey::CheckLowS`):
+/// the S value, as libsecp256k1's lax parser reads it, is at most half the
+/// group order. The lax parser turns an R or S above 32 significant bytes or
+/// not below the order into the all-zero signature, which counts as low.
+/// Takes a strict DER signature with or without its hash type byte; anything
+/// too short to hold the R and S lengths is not low S.
+pub fn has_low_s(signature: &[u8]) -> bool {
+    let Some(length_r) = signature.get(3).map(|&length| usize::from(length)) else {
+        return false;
+    };
+    let Some(length_s) = signature.get(5 + length_r).map(|&length| usize::from(length)) else {
+        return false;
+    };
     let r = strip_leading_zeros(signature.get(4..4 + length_r).unwrap_or_default());
     let s = strip_leading_zeros(
         signature.get(6 + length_r..6 + length_r + length_s).unwrap_or_default(),
@@ -139,13 +154,13 @@ fn has_low_s(signature: &[u8]) -> bool {
 
 fn strip_leading_zeros(bytes: &[u8]) -> &[u8] {
     let start = bytes.iter().position(|byte| *byte != 0).unwrap_or(bytes.len());
-    &bytes[start..]
+    bytes.get(start..).unwrap_or_default()
 }
 
 fn to_32_bytes(bytes: &[u8]) -> Option<[u8; 32]> {
     let offset = 32usize.checked_sub(bytes.len())?;
     let mut out = [0u8; 32];
-    out[offset..].copy_from_slice(bytes);
+    out.get_mut(offset..)?.copy_from_slice(bytes);
     Some(out)
 }
 

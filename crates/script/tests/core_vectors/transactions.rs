@@ -59,6 +59,9 @@ fn cases(name: &str) -> Vec<TransactionCase> {
 }
 
 /// Core's context-free `CheckTransaction`, enough for the vectors' BADTX cases.
+/// A deliberate test-only copy: the real rule belongs to the consensus crate,
+/// which depends on this one, so the script crate's tests cannot call it
+/// without a dependency cycle.
 fn check_transaction(view: &TransactionView<'_>) -> Result<(), &'static str> {
     if view.inputs().is_empty() {
         return Err("bad-txns-vin-empty");
