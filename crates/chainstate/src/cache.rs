@@ -276,3 +276,16 @@ impl CoinsCache {
         Ok(stats)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The napkin math above assumes these sizes.
+    #[test]
+    fn entry_sizes_match_the_napkin_math() {
+        assert_eq!(std::mem::size_of::<Coin>(), 32);
+        assert_eq!(std::mem::size_of::<CacheEntry>(), 40);
+        assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 80);
+    }
+}

@@ -108,7 +108,8 @@ impl CoinsDatabase {
         // Values are already compact; compression would cost CPU for little.
         rocks.set_compression_type(DBCompressionType::None);
         rocks.set_block_based_table_factory(&table);
-        let db = DB::open(&rocks, path)?;
+        // Listing the default family gives `batched_multi_get_cf` its handle.
+        let db = DB::open_cf(&rocks, path, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])?;
         let flush_batch_bytes_max = options.flush_batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN);
         Ok(CoinsDatabase { db, flush_batch_bytes_max })
     }
@@ -127,12 +128,12 @@ impl CoinsDatabase {
     /// The coins at `outpoints`, in order, with one RocksDB `MultiGet`.
     pub fn coins(&self, outpoints: &[OutPoint]) -> Result<Vec<Option<Coin>>, ChainstateError> {
         let keys: Vec<CoinKey> = outpoints.iter().map(CoinKey::new).collect();
-        let values = self.db.batched_multi_get_cf(self.default_family()?, &keys, false);
-        outpoints
-            .iter()
-            .zip(values)
-            .map(|(outpoint, value)| value?.map(|bytes| decode_coin(outpoint, &bytes)).transpose())
-            .collect()
+        let Some(family) = self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME) else {
+            let values = self.db.multi_get(&keys);
+            return decode_all(outpoints, values);
+        };
+        let values = self.db.batched_multi_get_cf(family, &keys, false);
+        decode_all(outpoints, values)
     }
 
     /// The best block the coins reflect, `None` for a new database or after
@@ -171,8 +172,9 @@ impl CoinsDatabase {
     ) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + '_ {
         self.db
             .prefix_iterator([COIN_KEY_PREFIX])
-            .take_while(|item| {
-                item.as_ref().map_or(true, |(key, _)| key.first() == Some(&COIN_KEY_PREFIX))
+            .take_while(|item| match item {
+                Ok((key, _)) => key.first() == Some(&COIN_KEY_PREFIX),
+                Err(_) => true,
             })
             .map(|item| {
                 let (key, value) = item?;
@@ -221,12 +223,19 @@ impl CoinsDatabase {
         self.db.flush()?;
         Ok(())
     }
+}
 
-    fn default_family(&self) -> Result<&rocksdb::ColumnFamily, ChainstateError> {
-        self.db.cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME).ok_or(
-            ChainstateError::CorruptRecord { record: "default column family", length_bytes: 0 },
-        )
-    }
+fn decode_all<V: AsRef<[u8]>>(
+    outpoints: &[OutPoint],
+    values: Vec<Result<Option<V>, rocksdb::Error>>,
+) -> Result<Vec<Option<Coin>>, ChainstateError> {
+    outpoints
+        .iter()
+        .zip(values)
+        .map(|(outpoint, value)| {
+            value?.map(|bytes| decode_coin(outpoint, bytes.as_ref())).transpose()
+        })
+        .collect()
 }
 
 fn decode_coin(outpoint: &OutPoint, bytes: &[u8]) -> Result<Coin, ChainstateError> {
