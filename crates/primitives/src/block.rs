@@ -8,7 +8,7 @@
 
 use crate::encode::{compact_size_len, Reader};
 use crate::error::{BlockDecodeError, Field};
-use crate::hash::{BlockHash, Txid};
+use crate::hash::{sha256_each_32_in_place, BlockHash, Txid};
 use crate::header::{Header, HEADER_BYTES};
 use crate::merkle::{merkle_root, MerkleRoot};
 use crate::transaction::{
@@ -197,12 +197,26 @@ impl<'a> BlockView<'a> {
 
     /// Every transaction's txid, in block order.
     pub fn txids(&self) -> Vec<Txid> {
-        self.transactions().map(|transaction| transaction.txid()).collect()
+        let mut txids = Vec::with_capacity(self.layouts.len());
+        self.txids_into(&mut txids);
+        txids.into_iter().map(Txid).collect()
+    }
+
+    /// Every txid in block order into `txids` (cleared first), as raw bytes ready
+    /// to be merkle leaves. The first SHA-256 of each transaction runs one at a
+    /// time; the second ones (32 bytes each) run two at a time with interleaved
+    /// SHA-NI, see [`sha256_each_32_in_place`].
+    pub fn txids_into(&self, txids: &mut Vec<[u8; 32]>) {
+        txids.clear();
+        txids.extend(self.transactions().map(|transaction| transaction.txid_first_sha256()));
+        sha256_each_32_in_place(txids);
     }
 
     /// The merkle root of the txids, with Core's mutation flag.
     pub fn compute_merkle_root(&self) -> MerkleRoot {
-        merkle_root(self.transactions().map(|transaction| transaction.txid().0).collect())
+        let mut txids = Vec::with_capacity(self.layouts.len());
+        self.txids_into(&mut txids);
+        merkle_root(txids)
     }
 
     /// Offset of the first transaction (header plus transaction count).

@@ -2,10 +2,12 @@
 //! merkle root and the BIP141 witness commitment.
 //!
 //! Napkin math: a 2,500-transaction block has 2,499 inner nodes, each one
-//! [`sha256d_64`] (three compressions, ~110 ns with SHA-NI): ~0.3 ms.
+//! [`sha256d_64`] (three compressions, ~110 ns with SHA-NI): ~0.3 ms one node at a
+//! time; hashing two nodes at once with interleaved SHA-NI
+//! ([`sha256d_64_pair`]) roughly halves that, as Core's `SHA256D64` does.
 
 use crate::block::BlockView;
-use crate::hash::{sha256d_64, Hash256};
+use crate::hash::{sha256d_64, sha256d_64_pair, Hash256};
 use thiserror::Error;
 
 /// A merkle root and whether the tree was mutated: two equal siblings somewhere
@@ -20,12 +22,14 @@ pub struct MerkleRoot {
 }
 
 /// Computes the merkle root of `leaves` in place (the vector is consumed as scratch).
+///
+/// Parents are hashed two at a time ([`sha256d_64_pair`], interleaved SHA-NI);
+/// an odd parent left over at a level takes the single [`sha256d_64`].
 pub fn merkle_root(mut leaves: Vec<[u8; 32]>) -> MerkleRoot {
     let mut mutated = false;
     if leaves.is_empty() {
         return MerkleRoot { root: Hash256::ZERO, mutated };
     }
-    let mut pair = [0u8; 64];
     while leaves.len() > 1 {
         // Core compares positions (0,1), (2,3), ... before duplicating an odd last
         // node, so the duplicate added below never counts as a mutation.
@@ -37,14 +41,31 @@ pub fn merkle_root(mut leaves: Vec<[u8; 32]>) -> MerkleRoot {
             leaves.push(last);
         }
         let parents = leaves.len() / 2;
-        for index in 0..parents {
-            pair[..32].copy_from_slice(&leaves[2 * index]);
-            pair[32..].copy_from_slice(&leaves[2 * index + 1]);
-            leaves[index] = sha256d_64(&pair);
+        let mut index = 0;
+        // Parent `index` reads children 2 * index and 2 * index + 1, at or after
+        // `index`, and both pairs are read before either parent is written.
+        while index + 2 <= parents {
+            let [first, second] =
+                sha256d_64_pair(&children(&leaves, 2 * index), &children(&leaves, 2 * index + 2));
+            leaves[index] = first;
+            leaves[index + 1] = second;
+            index += 2;
+        }
+        if index < parents {
+            leaves[index] = sha256d_64(&children(&leaves, 2 * index));
         }
         leaves.truncate(parents);
     }
     MerkleRoot { root: Hash256(leaves[0]), mutated }
+}
+
+/// The 64 bytes a merkle parent hashes: nodes `first` and `first + 1`.
+#[inline]
+fn children(nodes: &[[u8; 32]], first: usize) -> [u8; 64] {
+    let mut pair = [0u8; 64];
+    pair[..32].copy_from_slice(&nodes[first]);
+    pair[32..].copy_from_slice(&nodes[first + 1]);
+    pair
 }
 
 /// BIP141: a witness commitment output script starts with OP_RETURN, a 36-byte
@@ -120,6 +141,60 @@ pub fn check_witness_commitment(block: &BlockView<'_>) -> Result<(), WitnessComm
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+    use sha2::{Digest, Sha256};
+
+    /// Core's `ComputeMerkleRoot` written plainly: new vectors per level, the
+    /// plain hasher, equal siblings checked before the odd duplication.
+    fn reference_merkle_root(leaves: &[[u8; 32]]) -> MerkleRoot {
+        let mut level = leaves.to_vec();
+        let mut mutated = false;
+        if level.is_empty() {
+            return MerkleRoot { root: Hash256::ZERO, mutated };
+        }
+        while level.len() > 1 {
+            for position in (0..level.len() - 1).step_by(2) {
+                mutated |= level[position] == level[position + 1];
+            }
+            if level.len() % 2 == 1 {
+                level.push(level[level.len() - 1]);
+            }
+            level = level
+                .chunks(2)
+                .map(|pair| {
+                    let first =
+                        Sha256::new().chain_update(pair[0]).chain_update(pair[1]).finalize();
+                    Sha256::digest(first).into()
+                })
+                .collect();
+        }
+        MerkleRoot { root: Hash256(level[0]), mutated }
+    }
+
+    /// Leaves from a tiny alphabet half of the time, so equal siblings (and
+    /// so the mutation flag) come up often.
+    fn leaf() -> impl Strategy<Value = [u8; 32]> {
+        prop_oneof![any::<[u8; 32]>(), (0u8..3).prop_map(|byte| [byte; 32])]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn matches_the_reference_merkle_root(leaves in proptest::collection::vec(leaf(), 0..100)) {
+            prop_assert_eq!(merkle_root(leaves.clone()), reference_merkle_root(&leaves));
+        }
+    }
+
+    #[test]
+    fn matches_the_reference_for_every_count_up_to_100() {
+        for count in 0..100u32 {
+            let leaves: Vec<[u8; 32]> =
+                (0..count).map(|index| Sha256::digest(index.to_le_bytes()).into()).collect();
+            assert_eq!(merkle_root(leaves.clone()), reference_merkle_root(&leaves), "{count}");
+        }
+    }
 
     #[test]
     fn single_leaf_is_its_own_root() {

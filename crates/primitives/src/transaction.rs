@@ -18,7 +18,7 @@
 
 use crate::encode::Reader;
 use crate::error::{DecodeError, Field};
-use crate::hash::{sha256d, sha256d_parts, Txid, Wtxid};
+use crate::hash::{sha256, sha256_parts, sha256d, sha256d_parts, Txid, Wtxid};
 
 /// Smallest encoded input: 36-byte outpoint, empty script (1), sequence (4).
 const INPUT_BYTES_MIN: u64 = 41;
@@ -433,6 +433,17 @@ impl<'a> TransactionView<'a> {
             Txid(sha256d_parts(&self.base_parts()))
         } else {
             Txid(sha256d(self.bytes))
+        }
+    }
+
+    /// The first of the txid's two SHA-256s (batches do the second ones together,
+    /// see [`crate::BlockView::txids_into`]).
+    #[inline]
+    pub fn txid_first_sha256(&self) -> [u8; 32] {
+        if self.has_witness() {
+            sha256_parts(&self.base_parts())
+        } else {
+            sha256(self.bytes)
         }
     }
 

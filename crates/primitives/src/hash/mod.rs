@@ -8,6 +8,14 @@
 //! compression function with a precomputed padding instead of going through the
 //! buffering hasher. Merkle nodes hash exactly 64 bytes: [`sha256d_64`] runs the
 //! three compressions (data, constant padding block, second hash) directly.
+//!
+//! Batches: [`sha256d_64_pair`] hashes two merkle nodes at once and
+//! [`sha256_each_32_in_place`] the second hash of many txids two at a time, with
+//! interleaved SHA-NI where the CPU has it ([`sha_ni`], the crate's only
+//! `unsafe` code) and the single-message `sha2` path otherwise.
+
+#[cfg(target_arch = "x86_64")]
+mod sha_ni;
 
 use sha2::digest::generic_array::GenericArray;
 use sha2::{Digest, Sha256};
@@ -43,7 +51,7 @@ fn state_to_bytes(state: &[u32; 8]) -> [u8; 32] {
 
 /// SHA-256 of exactly 32 bytes, as one compression.
 #[inline]
-fn sha256_of_32(digest: &[u8; 32]) -> [u8; 32] {
+pub(crate) fn sha256_of_32(digest: &[u8; 32]) -> [u8; 32] {
     let mut block = [0u8; 64];
     block[..32].copy_from_slice(digest);
     block[32] = 0x80;
@@ -68,11 +76,7 @@ pub fn sha256d(data: &[u8]) -> [u8; 32] {
 /// Double SHA-256 of the concatenation of `parts`, without concatenating them.
 #[inline]
 pub fn sha256d_parts(parts: &[&[u8]]) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part);
-    }
-    sha256_of_32(&hasher.finalize().into())
+    sha256_of_32(&sha256_parts(parts))
 }
 
 /// Double SHA-256 of 64 bytes (a merkle node from its two children).
@@ -84,6 +88,51 @@ pub fn sha256d_64(data: &[u8; 64]) -> [u8; 32] {
         &[GenericArray::from(*data), GenericArray::from(PADDING_AFTER_64_BYTES)],
     );
     sha256_of_32(&state_to_bytes(&state))
+}
+
+/// Double SHA-256 of two independent 64-byte inputs (two merkle nodes): the same
+/// as [`sha256d_64`] on each, computed together with interleaved SHA-NI when the
+/// CPU has it.
+#[inline]
+pub fn sha256d_64_pair(first: &[u8; 64], second: &[u8; 64]) -> [[u8; 32]; 2] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(hashes) = sha_ni::sha256d_64_pair(first, second) {
+        return hashes;
+    }
+    [sha256d_64(first), sha256d_64(second)]
+}
+
+/// Replaces each 32-byte value with its SHA-256 (the second hash of a batch of
+/// double hashes), two at a time with interleaved SHA-NI when the CPU has it.
+pub fn sha256_each_32_in_place(values: &mut [[u8; 32]]) {
+    let mut pairs = values.chunks_exact_mut(2);
+    for pair in &mut pairs {
+        if let [first, second] = pair {
+            [*first, *second] = sha256_32_pair(first, second);
+        }
+    }
+    for value in pairs.into_remainder() {
+        *value = sha256_of_32(value);
+    }
+}
+
+#[inline]
+fn sha256_32_pair(first: &[u8; 32], second: &[u8; 32]) -> [[u8; 32]; 2] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(hashes) = sha_ni::sha256_32_pair(first, second) {
+        return hashes;
+    }
+    [sha256_of_32(first), sha256_of_32(second)]
+}
+
+/// SHA-256 of the concatenation of `parts`, without concatenating them.
+#[inline]
+pub fn sha256_parts(parts: &[&[u8]]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    hasher.finalize().into()
 }
 
 /// An incremental double SHA-256, for data produced piece by piece.
@@ -196,6 +245,93 @@ mod tests {
         writer.update(&data[..3]);
         writer.update(&data[3..]);
         assert_eq!(writer.finalize(), plain);
+    }
+
+    /// The plain two-pass double SHA-256, the reference for the fast paths.
+    fn reference_sha256d(data: &[u8]) -> [u8; 32] {
+        Sha256::digest(Sha256::digest(data)).into()
+    }
+
+    fn edge_case_blocks() -> Vec<[u8; 64]> {
+        let mut counting = [0u8; 64];
+        for (index, byte) in counting.iter_mut().enumerate() {
+            *byte = index as u8;
+        }
+        let mut single_bit = [0u8; 64];
+        single_bit[63] = 1;
+        vec![[0; 64], [0xff; 64], [0x80; 64], counting, single_bit, PADDING_AFTER_64_BYTES]
+    }
+
+    #[test]
+    fn pair_of_64_byte_double_hashes_matches_on_edge_cases() {
+        let blocks = edge_case_blocks();
+        for first in &blocks {
+            for second in &blocks {
+                let expected = [reference_sha256d(first), reference_sha256d(second)];
+                assert_eq!(sha256d_64_pair(first, second), expected);
+                assert_eq!(expected, [sha256d_64(first), sha256d_64(second)]);
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn sha_ni_paths_run_and_agree_when_the_cpu_has_them() {
+        let blocks = edge_case_blocks();
+        let pair = sha_ni::sha256d_64_pair(&blocks[3], &blocks[1]);
+        let digests = sha_ni::sha256_32_pair(&[0x11; 32], &[0; 32]);
+        if !sha_ni::available() {
+            assert_eq!((pair, digests), (None, None));
+            return;
+        }
+        assert_eq!(pair, Some([reference_sha256d(&blocks[3]), reference_sha256d(&blocks[1])]));
+        let plain = |data: &[u8]| -> [u8; 32] { Sha256::digest(data).into() };
+        assert_eq!(digests, Some([plain(&[0x11; 32]), plain(&[0; 32])]));
+    }
+
+    #[test]
+    fn second_hashes_in_place_match_for_every_small_count() {
+        for count in 0..7usize {
+            let values: Vec<[u8; 32]> = (0..count).map(|index| [index as u8 * 37; 32]).collect();
+            let mut hashed = values.clone();
+            sha256_each_32_in_place(&mut hashed);
+            let expected: Vec<[u8; 32]> =
+                values.iter().map(|value| Sha256::digest(value).into()).collect();
+            assert_eq!(hashed, expected, "count {count}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn pair_of_64_byte_double_hashes_matches_single(
+            first in proptest::array::uniform32(proptest::prelude::any::<u16>()),
+            second in proptest::array::uniform32(proptest::prelude::any::<u16>()),
+        ) {
+            let to_bytes = |words: [u16; 32]| -> [u8; 64] {
+                let mut bytes = [0u8; 64];
+                for (chunk, word) in bytes.chunks_exact_mut(2).zip(words) {
+                    chunk.copy_from_slice(&word.to_le_bytes());
+                }
+                bytes
+            };
+            let (first, second) = (to_bytes(first), to_bytes(second));
+            let expected = [reference_sha256d(&first), reference_sha256d(&second)];
+            proptest::prop_assert_eq!(sha256d_64_pair(&first, &second), expected);
+            proptest::prop_assert_eq!([sha256d_64(&first), sha256d_64(&second)], expected);
+        }
+
+        #[test]
+        fn second_hashes_in_place_match_single(
+            values in proptest::collection::vec(proptest::prelude::any::<[u8; 32]>(), 0..9),
+        ) {
+            let mut hashed = values.clone();
+            sha256_each_32_in_place(&mut hashed);
+            let expected: Vec<[u8; 32]> =
+                values.iter().map(|value| Sha256::digest(value).into()).collect();
+            proptest::prop_assert_eq!(hashed, expected);
+        }
     }
 
     #[test]
