@@ -256,13 +256,29 @@ unsafe fn next_words(
     _mm_sha256msg2_epu32(partial, minus_one)
 }
 
+/// Repeats `$body` for `$group` = 0..16 as literal constants, so the ring
+/// indices and constant loads below fold at compile time (LLVM does not fully
+/// unroll the 16-step loop by itself, and a rolled loop keeps the message ring
+/// on the stack).
+macro_rules! for_each_group {
+    ($group:ident, $body:block) => {
+        for_each_group!(@expand $group, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@expand $group:ident, $body:block, $($value:literal)*) => {
+        $({
+            let $group: usize = $value;
+            $body
+        })*
+    };
+}
+
 /// One compression per lane, the lanes interleaved round by round.
 #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
 #[inline]
 unsafe fn compress<const LANES: usize>(states: &mut [State; LANES], blocks: [[__m128i; 4]; LANES]) {
     let start = *states;
     let mut ring = blocks;
-    for group in 0..16 {
+    for_each_group!(group, {
         let constants = group_words(&ROUND_CONSTANTS, group);
         for (state, words) in states.iter_mut().zip(ring.iter_mut()) {
             let message = if group < 4 {
@@ -279,7 +295,7 @@ unsafe fn compress<const LANES: usize>(states: &mut [State; LANES], blocks: [[__
             };
             four_rounds(state, _mm_add_epi32(message, constants));
         }
-    }
+    });
     add_start(states, &start);
 }
 
@@ -292,12 +308,12 @@ unsafe fn compress_constant_block<const LANES: usize>(
     table: &[u32; 64],
 ) {
     let start = *states;
-    for group in 0..16 {
+    for_each_group!(group, {
         let words_plus_k = group_words(table, group);
         for state in states.iter_mut() {
             four_rounds(state, words_plus_k);
         }
-    }
+    });
     add_start(states, &start);
 }
 
