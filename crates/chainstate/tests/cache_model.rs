@@ -242,7 +242,7 @@ fn memory_accounting_counts_scripts_and_fills_up() {
     let mut count = 0u32;
     while !cache.is_full() {
         let key = OutPoint { txid: Txid([7; 32]), vout: count };
-        let coin = Coin::new(Amount::from_sat(1).unwrap(), vec![0x51; 100], 1, false).unwrap();
+        let coin = Coin::new(Amount::from_sat(1).unwrap(), [0x51u8; 100], 1, false).unwrap();
         cache.add(&key, coin, false).unwrap();
         count += 1;
     }

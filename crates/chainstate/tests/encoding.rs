@@ -173,11 +173,11 @@ fn compressed_form_of_off_curve_x_fails_to_decode() {
 
 #[test]
 fn oversized_script_reads_as_op_return() {
-    let script = vec![0x51u8; 10_001];
+    let script = [0x51u8; 10_001];
     let mut encoded = Vec::new();
     write_script(&mut encoded, &script);
     let mut reader = Reader::new(&encoded);
-    assert_eq!(read_script(&mut reader).unwrap(), vec![0x6a]);
+    assert_eq!(read_script(&mut reader).unwrap(), [0x6a]);
     reader.finish().unwrap();
 }
 
@@ -204,8 +204,8 @@ fn keys_match_core_layout() {
 
 #[test]
 fn height_above_31_bits_is_rejected() {
-    assert!(Coin::new(Amount::ZERO, vec![], 1 << 31, false).is_err());
-    let coin = Coin::new(Amount::ZERO, vec![], (1 << 31) - 1, true).unwrap();
+    assert!(Coin::new(Amount::ZERO, Vec::new(), 1 << 31, false).is_err());
+    let coin = Coin::new(Amount::ZERO, Vec::new(), (1 << 31) - 1, true).unwrap();
     assert_eq!(Coin::decode(&coin.encode()).unwrap(), coin);
 }
 
