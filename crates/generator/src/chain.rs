@@ -26,10 +26,7 @@ use crate::script_kind::ScriptKind;
 use crate::signer::Signer;
 use crate::wallet::{Coin, Wallet};
 
-/// Core's MAX_BLOCK_WEIGHT.
-pub const BLOCK_WEIGHT_MAX: usize = 4_000_000;
-/// Core's MAX_BLOCK_SIGOPS_COST.
-pub const BLOCK_SIGOPS_COST_MAX: u64 = 80_000;
+pub use ibex_consensus::limits::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX};
 /// Weight kept free for the header, the coinbase and the transaction count.
 const BLOCK_WEIGHT_RESERVED: usize = 4_000;
 /// Sigops cost kept free for the coinbase.
