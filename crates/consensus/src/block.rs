@@ -1,5 +1,5 @@
 //! Context-free block checks: Core's `CheckBlock` (without the header's proof of
-//! work, which [`crate::header`] checks with the network's parameters).
+//! work, which [`crate::check_block_header`] checks with the network's parameters).
 //!
 //! Napkin math: the txids computed for the merkle root are the block's most
 //! expensive context-free work (~0.6 ms per MB with SHA-NI); they are returned

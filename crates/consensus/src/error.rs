@@ -1,7 +1,11 @@
 //! Rule violations, each with Bitcoin Core's reject reason
 //! ([`TransactionError::reject_reason`]) so logs and RPC speak Core's language.
 
-use ibex_primitives::Txid;
+use std::borrow::Cow;
+
+use crate::script_reason::script_failure_reason;
+use ibex_primitives::{Txid, WitnessCommitmentError};
+use ibex_script::ScriptError;
 use thiserror::Error;
 
 /// Why a transaction breaks a rule. Context (txid, block height) is added by
@@ -129,10 +133,53 @@ pub struct LocatedTransactionError {
     pub source: TransactionError,
 }
 
-/// Why a block breaks a rule.
+/// Why a block breaks a rule. [`BlockError::reject_reason`] gives Core's
+/// reject reason; `Display` adds the context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum BlockError {
+    /// The header's hash does not meet its target, or the target is invalid
+    /// for the network (Core's `CheckBlockHeader`).
+    #[error("high-hash: proof of work failed")]
+    HighHash,
+    /// nBits is not the difficulty the chain requires.
+    #[error("bad-diffbits: nBits {bits:#010x}, expected {expected:#010x}")]
+    BadDifficultyBits {
+        /// The header's nBits.
+        bits: u32,
+        /// What `GetNextWorkRequired` gives.
+        expected: u32,
+    },
+    /// The header time is not after the parent's median time past.
+    #[error("time-too-old: time {time}, median time past {median_time_past}")]
+    TimeTooOld {
+        /// The header's nTime.
+        time: u32,
+        /// The parent's median time past.
+        median_time_past: i64,
+    },
+    /// BIP94: a retarget period's first block more than 600 seconds before its parent.
+    #[error("time-timewarp-attack: time {time}, parent time {previous_time}")]
+    TimeTimewarpAttack {
+        /// The header's nTime.
+        time: u32,
+        /// The parent's nTime.
+        previous_time: u32,
+    },
+    /// The header time is more than two hours after the node's clock.
+    #[error("time-too-new: time {time}, limit {limit}")]
+    TimeTooNew {
+        /// The header's nTime.
+        time: u32,
+        /// The node's time plus two hours.
+        limit: i64,
+    },
+    /// A version below what BIP34, BIP66 or BIP65 require once active.
+    #[error("bad-version(0x{version:08x})")]
+    BadVersion {
+        /// The header's nVersion.
+        version: i32,
+    },
     /// The header's merkle root is not the transactions' root.
     #[error("bad-txnmrklroot")]
     BadMerkleRoot,
@@ -151,25 +198,85 @@ pub enum BlockError {
     /// Too many signature operations.
     #[error("bad-blk-sigops: cost {cost}")]
     Sigops {
-        /// The block's sigop cost.
+        /// The block's sigop cost (so far, when counted while connecting).
         cost: u64,
+    },
+    /// BIP34: the coinbase scriptSig does not start with the block height.
+    #[error("bad-cb-height")]
+    BadCoinbaseHeight,
+    /// The witness data does not match the coinbase commitment, or is present
+    /// without one (BIP141).
+    #[error("{0}")]
+    WitnessCommitment(WitnessCommitmentError),
+    /// Heavier than 4,000,000 weight units.
+    #[error("bad-blk-weight: {weight} weight units")]
+    BadWeight {
+        /// The block's weight.
+        weight: usize,
+    },
+    /// The coinbase pays more than the subsidy plus the fees.
+    #[error("bad-cb-amount: coinbase pays {value}, limit {limit}")]
+    CoinbaseAmount {
+        /// Sum of the coinbase outputs.
+        value: i64,
+        /// Subsidy plus fees.
+        limit: i64,
     },
     /// A transaction breaks a rule.
     #[error("{0}")]
     Transaction(LocatedTransactionError),
+    /// An input's script fails under the block's flags.
+    #[error("transaction {index} ({txid}) input {input}: {}", script_failure_reason(*error))]
+    Script {
+        /// Position of the transaction in the block.
+        index: usize,
+        /// The transaction's id.
+        txid: Txid,
+        /// Input index.
+        input: usize,
+        /// The script error.
+        error: ScriptError,
+    },
 }
 
 impl BlockError {
-    /// Core's reject reason.
-    pub fn reject_reason(&self) -> &'static str {
-        match self {
+    /// Core's reject reason (`bad-version(0x00000001)`,
+    /// `block-script-verify-flag-failed (Script failed an OP_VERIFY operation)`
+    /// and the witness reasons carry text, the others are fixed).
+    pub fn reject_reason(&self) -> Cow<'static, str> {
+        let fixed = match self {
+            BlockError::HighHash => "high-hash",
+            BlockError::BadDifficultyBits { .. } => "bad-diffbits",
+            BlockError::TimeTooOld { .. } => "time-too-old",
+            BlockError::TimeTimewarpAttack { .. } => "time-timewarp-attack",
+            BlockError::TimeTooNew { .. } => "time-too-new",
+            BlockError::BadVersion { version } => {
+                return Cow::Owned(format!("bad-version(0x{version:08x})"))
+            }
             BlockError::BadMerkleRoot => "bad-txnmrklroot",
             BlockError::DuplicateTransactions => "bad-txns-duplicate",
             BlockError::BadLength => "bad-blk-length",
             BlockError::CoinbaseMissing => "bad-cb-missing",
             BlockError::CoinbaseMultiple => "bad-cb-multiple",
             BlockError::Sigops { .. } => "bad-blk-sigops",
+            BlockError::BadCoinbaseHeight => "bad-cb-height",
+            BlockError::WitnessCommitment(error) => return witness_reason(*error),
+            BlockError::BadWeight { .. } => "bad-blk-weight",
+            BlockError::CoinbaseAmount { .. } => "bad-cb-amount",
             BlockError::Transaction(located) => located.source.reject_reason(),
-        }
+            BlockError::Script { error, .. } => return Cow::Owned(script_failure_reason(*error)),
+        };
+        Cow::Borrowed(fixed)
+    }
+}
+
+/// Core's reject reason for a witness commitment failure.
+fn witness_reason(error: WitnessCommitmentError) -> Cow<'static, str> {
+    match error {
+        WitnessCommitmentError::BadNonceSize => Cow::Borrowed("bad-witness-nonce-size"),
+        WitnessCommitmentError::MerkleMismatch => Cow::Borrowed("bad-witness-merkle-match"),
+        WitnessCommitmentError::UnexpectedWitness => Cow::Borrowed("unexpected-witness"),
+        // The enum is non-exhaustive; its `Display` is Core's reason too.
+        other => Cow::Owned(other.to_string()),
     }
 }

@@ -22,3 +22,8 @@ pub const SEQUENCE_LOCKTIME_MASK: u32 = 0x0000_ffff;
 pub const SEQUENCE_LOCKTIME_GRANULARITY: u32 = 9;
 /// Headers may be this far in the future of the node's adjusted time.
 pub const MAX_FUTURE_BLOCK_TIME_SECONDS: i64 = 2 * 60 * 60;
+/// BIP94: the first block of a retarget period may be at most this many
+/// seconds before its parent (Core's `MAX_TIMEWARP`).
+pub const TIMEWARP_SECONDS_MAX: i64 = 600;
+/// Blocks whose times make a median time past (Core's `nMedianTimeSpan`).
+pub const MEDIAN_TIME_SPAN_BLOCKS: usize = 11;

@@ -12,9 +12,9 @@ fn shared_block(name: &str) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
-fn reason(bytes: &[u8]) -> Result<usize, &'static str> {
+fn reason(bytes: &[u8]) -> Result<usize, String> {
     let block = BlockView::parse(bytes).unwrap();
-    check_block(&block).map(|txids| txids.len()).map_err(|error| error.reject_reason())
+    check_block(&block).map(|txids| txids.len()).map_err(|error| error.reject_reason().into_owned())
 }
 
 #[test]
@@ -34,28 +34,28 @@ fn broken_blocks_give_core_reasons() {
     let last = duplicated.transactions.last().unwrap().clone();
     duplicated.transactions.push(last);
     assert_eq!(duplicated.compute_merkle_root().root, original.header.merkle_root);
-    assert_eq!(reason(&duplicated.encode()), Err("bad-txns-duplicate"));
+    assert_eq!(reason(&duplicated.encode()), Err("bad-txns-duplicate".into()));
 
     let mut swapped = original.clone();
     swapped.transactions.swap(1, 2);
-    assert_eq!(reason(&swapped.encode()), Err("bad-txnmrklroot"));
+    assert_eq!(reason(&swapped.encode()), Err("bad-txnmrklroot".into()));
 
     let mut no_coinbase = original.clone();
     no_coinbase.transactions.remove(0);
     no_coinbase.header.merkle_root = no_coinbase.compute_merkle_root().root;
-    assert_eq!(reason(&no_coinbase.encode()), Err("bad-cb-missing"));
+    assert_eq!(reason(&no_coinbase.encode()), Err("bad-cb-missing".into()));
 
     let mut two_coinbases = original.clone();
     let mut coinbase = two_coinbases.transactions[0].clone();
     coinbase.outputs[0].value -= 1; // not a merkle sibling duplicate of the first
     two_coinbases.transactions[1] = coinbase; // replace, so the block stays under the size limit
     two_coinbases.header.merkle_root = two_coinbases.compute_merkle_root().root;
-    assert_eq!(reason(&two_coinbases.encode()), Err("bad-cb-multiple"));
+    assert_eq!(reason(&two_coinbases.encode()), Err("bad-cb-multiple".into()));
 
     let mut negative = original.clone();
     negative.transactions[5].outputs[0].value = -1;
     negative.header.merkle_root = negative.compute_merkle_root().root;
-    assert_eq!(reason(&negative.encode()), Err("bad-txns-vout-negative"));
+    assert_eq!(reason(&negative.encode()), Err("bad-txns-vout-negative".into()));
 
     // 20,001 OP_CHECKSIGs count 80,004 sigop cost: one over the limit.
     let mut sigops = original.clone();
@@ -74,5 +74,5 @@ fn broken_blocks_give_core_reasons() {
     let mut empty = original;
     empty.transactions.clear();
     empty.header.merkle_root = ibex_primitives::Hash256::ZERO;
-    assert_eq!(reason(&empty.encode()), Err("bad-blk-length"));
+    assert_eq!(reason(&empty.encode()), Err("bad-blk-length".into()));
 }

@@ -1,0 +1,106 @@
+//! Block rules that need the block's height: Core's `ContextualCheckBlock`
+//! (finality, BIP34 height, witness commitment, weight) and ConnectBlock's
+//! coinbase amount check.
+
+use crate::error::{BlockError, LocatedTransactionError, TransactionError};
+use crate::finality::{bip34_height_prefix, is_final};
+use crate::limits::BLOCK_WEIGHT_MAX;
+use crate::subsidy::block_subsidy;
+use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::{check_witness_commitment, BlockView, Params, WitnessCommitmentError};
+
+/// Core's `ContextualCheckBlock` for the block at `height` whose parent's
+/// median time past is `previous_median_time_past`, in Core's order:
+/// every transaction final (`bad-txns-nonfinal`), the coinbase height once
+/// BIP34 is active (`bad-cb-height`), the witness commitment
+/// (`bad-witness-nonce-size`, `bad-witness-merkle-match`,
+/// `unexpected-witness`), then the weight (`bad-blk-weight`).
+///
+/// Expects a block that passed [`crate::check_block`] (a coinbase first).
+pub fn contextual_check_block(
+    block: &BlockView<'_>,
+    height: u32,
+    previous_median_time_past: i64,
+    params: &Params,
+) -> Result<(), BlockError> {
+    // BIP113: once CSV is active, time locks are compared with the parent's
+    // median time past instead of the block's own (miner-chosen) time.
+    let lock_time_cutoff =
+        if params.deployment_active_at(BuriedDeployment::CheckSequenceVerify, height) {
+            previous_median_time_past
+        } else {
+            i64::from(block.header().time)
+        };
+    for (index, transaction) in block.transactions().enumerate() {
+        if !is_final(&transaction, height, lock_time_cutoff) {
+            return Err(BlockError::Transaction(LocatedTransactionError {
+                index,
+                txid: transaction.txid(),
+                source: TransactionError::NonFinal,
+            }));
+        }
+    }
+    if params.deployment_active_at(BuriedDeployment::HeightInCoinbase, height) {
+        check_coinbase_height(block, height)?;
+    }
+    check_witness(block, params.deployment_active_at(BuriedDeployment::Segwit, height))?;
+    // Only after the commitment is checked: before, padding the coinbase
+    // witness (which the block hash does not commit to) could make a valid
+    // block look too heavy, and the block would be wrongly marked invalid.
+    let weight = block.weight();
+    if weight > BLOCK_WEIGHT_MAX {
+        return Err(BlockError::BadWeight { weight });
+    }
+    Ok(())
+}
+
+/// BIP34: the coinbase scriptSig starts with `CScript() << height` (more
+/// bytes may follow).
+fn check_coinbase_height(block: &BlockView<'_>, height: u32) -> Result<(), BlockError> {
+    let prefix = bip34_height_prefix(height);
+    let starts_with_height = block
+        .transaction(0)
+        .and_then(|coinbase| {
+            coinbase.inputs().first().map(|input| input.script_sig.starts_with(&prefix))
+        })
+        .unwrap_or(false);
+    if !starts_with_height {
+        return Err(BlockError::BadCoinbaseHeight);
+    }
+    Ok(())
+}
+
+/// Core's `CheckWitnessMalleation`: once segwit is active a commitment, if
+/// present, must match; with no commitment (or before segwit) no
+/// transaction may carry witness data.
+fn check_witness(block: &BlockView<'_>, segwit_active: bool) -> Result<(), BlockError> {
+    if segwit_active {
+        return check_witness_commitment(block).map_err(BlockError::WitnessCommitment);
+    }
+    if block.transactions().any(|transaction| transaction.has_witness()) {
+        return Err(BlockError::WitnessCommitment(WitnessCommitmentError::UnexpectedWitness));
+    }
+    Ok(())
+}
+
+/// ConnectBlock's coinbase check: the coinbase of the block at `height` pays
+/// at most the subsidy plus `fees`, the sum of the block's transaction fees
+/// (`bad-cb-amount`). Core runs it after every transaction is connected,
+/// before it waits for the script checks.
+pub fn check_coinbase_amount(
+    block: &BlockView<'_>,
+    fees: i64,
+    height: u32,
+    params: &Params,
+) -> Result<(), BlockError> {
+    // CheckTransaction bounded each output and their sum by MAX_MONEY; the
+    // saturating sum keeps an unchecked block from overflowing.
+    let value = block.transaction(0).map_or(0, |coinbase| {
+        coinbase.outputs().iter().fold(0i64, |sum, output| sum.saturating_add(output.value))
+    });
+    let limit = fees.saturating_add(block_subsidy(height, params.subsidy_halving_interval));
+    if value > limit {
+        return Err(BlockError::CoinbaseAmount { value, limit });
+    }
+    Ok(())
+}
