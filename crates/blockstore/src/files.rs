@@ -73,8 +73,8 @@ pub fn read_block_file(path: &Path, obfuscation: &Obfuscation) -> Result<Vec<u8>
     Ok(data)
 }
 
-/// Where an appended block went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where an appended block (or undo record) went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockPosition {
     /// The `blk` file number.
     pub file_number: u32,
@@ -174,5 +174,10 @@ impl BlockFileWriter {
     /// The file currently appended to.
     pub fn file_number(&self) -> u32 {
         self.file_number
+    }
+
+    /// Bytes the current file holds, including what this writer appended.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
     }
 }

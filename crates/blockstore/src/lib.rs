@@ -1,11 +1,14 @@
 //! Flat block files in Bitcoin Core's format: `blk?????.dat` record framing
-//! (magic, length, block), the 8-byte XOR obfuscation from `xor.dat`, and
-//! reading a Core `blocks/` directory.
+//! (magic, length, block), the 8-byte XOR obfuscation from `xor.dat`, reading
+//! a Core `blocks/` directory, single-block reads at a stored position, and
+//! undo data in `rev?????.dat` files (checksummed against the previous block).
 
 pub mod error;
 pub mod files;
 pub mod framing;
 pub mod obfuscation;
+pub mod reader;
+pub mod undo_files;
 
 pub use error::BlockStoreError;
 pub use files::{
@@ -14,3 +17,8 @@ pub use files::{
 };
 pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;
+pub use reader::{read_block, read_block_into};
+pub use undo_files::{
+    read_undo, read_undo_into, undo_checksum, UndoFileWriter, UndoRecord, UndoRecords,
+    UNDO_PAYLOAD_BYTES_MAX,
+};
