@@ -10,6 +10,7 @@
 //! Signing and txids run on all cores; the signed transactions then move
 //! into the block without a copy.
 
+use ibex_consensus::median_time_past;
 use ibex_consensus::subsidy::block_subsidy;
 use ibex_primitives::{Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};
 use rayon::prelude::*;
@@ -38,8 +39,6 @@ const SPENDABLE_SHARE_DIVISOR: usize = 4;
 /// The wallet wants one spendable coin per this much block weight (a full
 /// block spends ~1 coin per 500 WU; keeping 5x that lets coins age).
 const WEIGHT_PER_WANTED_COIN: usize = 100;
-/// Blocks in the median-time-past window (BIP113).
-const MEDIAN_TIME_SPAN_BLOCKS: usize = 11;
 
 /// The chain so far and the wallet that owns its coins.
 #[derive(Debug, Clone)]
@@ -95,11 +94,7 @@ impl ChainState {
         self.height += 1;
         self.tip_hash = hash;
         self.times.push(time);
-        let start = self.times.len().saturating_sub(MEDIAN_TIME_SPAN_BLOCKS);
-        let mut window: Vec<u32> = self.times[start..].to_vec();
-        window.sort_unstable();
-        let median = window.get(window.len() / 2).copied().unwrap_or(time);
-        self.median_time_past.push(i64::from(median));
+        self.median_time_past.push(median_time_past(&self.times));
     }
 }
 

@@ -7,10 +7,10 @@
 use std::collections::{HashMap, HashSet};
 
 use ibex_generator::invalid::InvalidClass;
-use ibex_generator::regtest::{Regtest, REGTEST_MESSAGE_START};
+use ibex_generator::regtest::REGTEST_MESSAGE_START;
 use ibex_generator::replay::{read_blocks, Replay};
 use ibex_generator::{generate, GeneratorOptions, Manifest, Profile};
-use ibex_primitives::{BlockHash, BlockView};
+use ibex_primitives::{BlockHash, BlockView, Params};
 
 fn generated() -> (tempfile::TempDir, Manifest) {
     let directory = tempfile::tempdir().unwrap();
@@ -45,8 +45,7 @@ fn replay_accepts_the_chain_and_rejects_each_invalid_block_for_its_reason() {
         })
         .map(|block| block.header().previous_block_hash)
         .collect();
-    let regtest = Regtest::new().unwrap();
-    let mut replay = Replay::new(regtest.genesis_hash, retain);
+    let mut replay = Replay::new(Params::regtest(), retain);
     let mut rejected = HashSet::new();
     for bytes in &blocks {
         let hash = BlockView::parse(bytes).unwrap().block_hash().to_hex();

@@ -5,65 +5,26 @@
 use std::collections::{HashMap, HashSet};
 
 use ibex_consensus::finality::{sequence_locks, sequence_locks_satisfied};
-use ibex_consensus::subsidy::block_subsidy;
-use ibex_consensus::{check_transaction_inputs, SpentCoin};
-use ibex_primitives::{BlockView, OutPoint, TransactionView};
-use ibex_script::script::is_pay_to_script_hash;
-use ibex_script::sigops::{legacy_sigop_count, p2sh_sigop_count, witness_sigop_count};
+use ibex_consensus::limits::BLOCK_SIGOPS_COST_MAX;
+use ibex_consensus::{
+    block_script_flags, check_coinbase_amount, check_transaction_inputs, script_failure_reason,
+    transaction_sigop_cost, BlockError, SpentCoin,
+};
+use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::{BlockView, OutPoint, Params, TransactionView};
 use ibex_script::{
     verify_script, PrecomputedTransactionData, SpentOutput, TransactionChecker, VerifyFlags,
 };
 
 use super::{BlockChanges, ChainView, Rejection, StoredCoin};
-use crate::chain::BLOCK_SIGOPS_COST_MAX;
-use crate::regtest::REGTEST_HALVING_INTERVAL_BLOCKS;
 use crate::script_kind::OP_RETURN;
 
 /// Core's MAX_SCRIPT_SIZE: longer output scripts never enter the UTXO set.
 const SCRIPT_BYTES_MAX: usize = 10_000;
 
-/// The flags every regtest block is checked with (all deployments active).
-pub fn consensus_flags() -> VerifyFlags {
-    [
-        VerifyFlags::P2SH,
-        VerifyFlags::DERSIG,
-        VerifyFlags::CHECKLOCKTIMEVERIFY,
-        VerifyFlags::CHECKSEQUENCEVERIFY,
-        VerifyFlags::WITNESS,
-        VerifyFlags::NULLDUMMY,
-        VerifyFlags::TAPROOT,
-    ]
-    .into_iter()
-    .fold(VerifyFlags::NONE, VerifyFlags::union)
-}
-
 /// Core's `IsUnspendable`: OP_RETURN outputs and oversized scripts.
 fn is_unspendable(script: &[u8]) -> bool {
     script.first() == Some(&OP_RETURN) || script.len() > SCRIPT_BYTES_MAX
-}
-
-/// Core's `GetTransactionSigOpCost`.
-fn sigop_cost(transaction: &TransactionView<'_>, spent: &[&StoredCoin], flags: VerifyFlags) -> u64 {
-    let legacy: usize = transaction
-        .inputs()
-        .iter()
-        .map(|input| legacy_sigop_count(input.script_sig, false))
-        .chain(
-            transaction
-                .outputs()
-                .iter()
-                .map(|output| legacy_sigop_count(output.script_pubkey, false)),
-        )
-        .sum();
-    let mut cost = legacy as u64 * 4;
-    for (input, coin) in transaction.inputs().iter().zip(spent) {
-        if is_pay_to_script_hash(&coin.script_pubkey) {
-            cost += p2sh_sigop_count(&coin.script_pubkey, input.script_sig) as u64 * 4;
-        }
-        let last = input.witness.iter().last();
-        cost += witness_sigop_count(input.script_sig, &coin.script_pubkey, last, flags) as u64;
-    }
-    cost
 }
 
 /// Verifies every input's script; the first failure in Core's words.
@@ -85,15 +46,7 @@ fn verify_inputs(
             .map_err(|error| error.to_string())?;
         let witness = input.witness.to_vec();
         verify_script(input.script_sig, spent_output.script_pubkey, &witness, flags, &checker)
-            .map_err(|error| {
-                let text = error.to_string();
-                let mut characters = text.chars();
-                let capitalised: String = characters
-                    .next()
-                    .map(|first| first.to_uppercase().chain(characters).collect())
-                    .unwrap_or_default();
-                format!("block-script-verify-flag-failed ({capitalised})")
-            })?;
+            .map_err(script_failure_reason)?;
     }
     Ok(transaction.inputs().len() as u64)
 }
@@ -122,6 +75,7 @@ fn find_coins<'a>(
 
 /// `CheckTxInputs` and BIP68 for one transaction spending `coins`; its fee.
 fn check_spend(
+    params: &Params,
     base: &ChainView,
     transaction: &TransactionView<'_>,
     coins: &[&StoredCoin],
@@ -141,7 +95,9 @@ fn check_spend(
     let heights: Vec<u32> = coins.iter().map(|coin| coin.height).collect();
     let median_time_past_of =
         |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
-    let locks = sequence_locks(transaction, true, &heights, median_time_past_of);
+    // BIP68 from CSV's activation (Core's LOCKTIME_VERIFY_SEQUENCE).
+    let enforce = params.deployment_active_at(BuriedDeployment::CheckSequenceVerify, height);
+    let locks = sequence_locks(transaction, enforce, &heights, median_time_past_of);
     let previous_median_time_past = base.median_time_past.last().copied().unwrap_or(0);
     if !sequence_locks_satisfied(locks, height, previous_median_time_past) {
         return Err(Rejection::new("bad-txns-nonfinal"));
@@ -175,9 +131,13 @@ fn add_outputs(
 }
 
 /// Connects `block` on `base` without changing it; returns what it would change.
-pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockChanges, Rejection> {
-    let flags = consensus_flags();
+pub(crate) fn connect(
+    params: &Params,
+    base: &ChainView,
+    block: &BlockView<'_>,
+) -> Result<BlockChanges, Rejection> {
     let height = base.height + 1;
+    let flags = block_script_flags(params, height, &block.block_hash());
     let mut created: HashMap<OutPoint, StoredCoin> = HashMap::new();
     let mut spent: HashSet<OutPoint> = HashSet::new();
     let mut changes = BlockChanges::default();
@@ -186,8 +146,10 @@ pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockCh
     for (index, transaction) in block.transactions().enumerate() {
         if index > 0 {
             let coins = find_coins(base, &created, &spent, &transaction)?;
-            fees += check_spend(base, &transaction, &coins)?;
-            sigops += sigop_cost(&transaction, &coins, flags);
+            fees += check_spend(params, base, &transaction, &coins)?;
+            let scripts: Vec<&[u8]> =
+                coins.iter().map(|coin| coin.script_pubkey.as_slice()).collect();
+            sigops += transaction_sigop_cost(&transaction, &scripts, flags);
             match verify_inputs(&transaction, &coins, flags) {
                 Ok(count) => changes.inputs_verified += count,
                 Err(reason) => script_failure = script_failure.or(Some(reason)),
@@ -197,19 +159,15 @@ pub(crate) fn connect(base: &ChainView, block: &BlockView<'_>) -> Result<BlockCh
                 changes.spent.push(input.previous_output());
             }
         } else {
-            sigops += sigop_cost(&transaction, &[], flags);
+            sigops += transaction_sigop_cost(&transaction, &[], flags);
         }
         if sigops > BLOCK_SIGOPS_COST_MAX {
-            return Err(Rejection::new("bad-blk-sigops"));
+            return Err(BlockError::Sigops { cost: sigops }.into());
         }
         add_outputs(&transaction, height, index == 0, &mut created, &mut changes);
     }
-    let coinbase_value: i64 = block
-        .transaction(0)
-        .map_or(0, |coinbase| coinbase.outputs().iter().map(|output| output.value).sum());
-    if coinbase_value > fees + block_subsidy(height, REGTEST_HALVING_INTERVAL_BLOCKS) {
-        return Err(Rejection::new("bad-cb-amount"));
-    }
+    // Core checks the amount before it waits for the (parallel) script checks.
+    check_coinbase_amount(block, fees, height, params)?;
     match script_failure {
         Some(reason) => Err(Rejection::new(reason)),
         None => Ok(changes),

@@ -1,49 +1,56 @@
-//! Header and contextual block checks: proof of work, Core's `CheckBlock`,
-//! nBits, median time past, finality (BIP113 cutoff), BIP34, the witness
-//! commitment and the weight limit, in Core's order.
+//! Header and contextual block checks, in Core's order: `CheckBlockHeader`
+//! and `ContextualCheckBlockHeader` (as `AcceptBlockHeader` runs them), then
+//! `CheckBlock` and `ContextualCheckBlock` (as `AcceptBlock` does), all from
+//! `ibex_consensus` with the replay's network parameters.
 
-use ibex_consensus::check_block;
-use ibex_consensus::finality::{bip34_height_prefix, is_final};
-use ibex_primitives::{check_witness_commitment, BlockView};
+use ibex_consensus::{
+    check_block, check_block_header, contextual_check_block, contextual_check_block_header,
+    HeaderContext,
+};
+use ibex_primitives::pow::{next_work_required, BlockSummary};
+use ibex_primitives::{BlockView, CompactTarget, Params};
 
 use super::{ChainView, Rejection};
-use crate::chain::BLOCK_WEIGHT_MAX;
-use crate::regtest::{meets_target, REGTEST_BITS};
+
+/// The header context of the block after `base`'s tip.
+fn header_context(
+    params: &Params,
+    base: &ChainView,
+    new_time: u32,
+    adjusted_time_seconds: i64,
+) -> Result<HeaderContext, Rejection> {
+    let summary = |height: u32| {
+        let index = height as usize;
+        Some(BlockSummary {
+            height,
+            bits: CompactTarget(*base.bits.get(index)?),
+            time: *base.times.get(index)?,
+        })
+    };
+    let last = summary(base.height).ok_or_else(|| Rejection::new("prev-blk-not-found"))?;
+    let expected_bits = next_work_required(params, last, new_time, summary)
+        .map_err(|_| Rejection::new("prev-blk-not-found"))?;
+    Ok(HeaderContext {
+        height: base.height + 1,
+        previous_median_time_past: base.median_time_past.last().copied().unwrap_or(0),
+        previous_time: last.time,
+        expected_bits,
+        adjusted_time_seconds,
+    })
+}
 
 /// Checks everything before the inputs are looked at.
 pub(crate) fn check_header_and_context(
+    params: &Params,
     base: &ChainView,
     block: &BlockView<'_>,
+    adjusted_time_seconds: i64,
 ) -> Result<(), Rejection> {
     let header = block.header();
-    if !meets_target(&block.block_hash(), header.bits) {
-        return Err(Rejection::new("high-hash"));
-    }
-    check_block(block).map_err(|error| Rejection::new(error.reject_reason()))?;
-    if header.bits != REGTEST_BITS {
-        return Err(Rejection::new("bad-diffbits"));
-    }
-    let median_time_past = base.median_time_past.last().copied().unwrap_or(0);
-    if i64::from(header.time) <= median_time_past {
-        return Err(Rejection::new("time-too-old"));
-    }
-    let height = base.height + 1;
-    if !block.transactions().all(|transaction| is_final(&transaction, height, median_time_past)) {
-        return Err(Rejection::new("bad-txns-nonfinal"));
-    }
-    let prefix = bip34_height_prefix(height);
-    let coinbase_ok = block
-        .transaction(0)
-        .and_then(|coinbase| {
-            coinbase.inputs().first().map(|input| input.script_sig.starts_with(&prefix))
-        })
-        .unwrap_or(false);
-    if !coinbase_ok {
-        return Err(Rejection::new("bad-cb-height"));
-    }
-    check_witness_commitment(block).map_err(|error| Rejection::new(error.to_string()))?;
-    if block.weight() > BLOCK_WEIGHT_MAX {
-        return Err(Rejection::new("bad-blk-weight"));
-    }
+    check_block_header(header, &block.block_hash(), params)?;
+    let context = header_context(params, base, header.time, adjusted_time_seconds)?;
+    contextual_check_block_header(header, &context, params)?;
+    check_block(block)?;
+    contextual_check_block(block, context.height, context.previous_median_time_past, params)?;
     Ok(())
 }

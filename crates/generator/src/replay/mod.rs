@@ -1,8 +1,9 @@
 //! An independent re-validation of generated block files, for tests and for
 //! checking a chain before benchmarking on it: every block is decoded with
-//! `ibex_primitives`, checked with `ibex_consensus` (context-free checks,
-//! finality, BIP68, inputs, subsidy) and every input's script is verified
-//! with `ibex_script` under full consensus flags. Each failure is reported
+//! `ibex_primitives`, checked with `ibex_consensus` (header and contextual
+//! rules, context-free checks, finality, BIP68, inputs, sigops, subsidy) for
+//! the network's [`Params`], and every input's script is verified with
+//! `ibex_script` under the block's flags (Core's `GetBlockScriptFlags`). Each failure is reported
 //! with the reject reason Core gives, so the invalid blocks' documented
 //! reasons can be checked.
 //!
@@ -14,10 +15,12 @@ mod context;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use ibex_blockstore::files::{block_file_path, read_block_file, read_obfuscation_key};
 use ibex_blockstore::Records;
-use ibex_primitives::{BlockHash, BlockView, OutPoint};
+use ibex_consensus::{median_time_past, BlockError};
+use ibex_primitives::{BlockHash, BlockView, OutPoint, Params};
 
 use crate::error::GeneratorError;
 
@@ -43,6 +46,8 @@ pub struct ChainView {
     pub median_time_past: Vec<i64>,
     /// nTime by height.
     pub times: Vec<u32>,
+    /// nBits by height.
+    pub bits: Vec<u32>,
     /// Unspent outputs.
     pub coins: HashMap<OutPoint, StoredCoin>,
 }
@@ -62,6 +67,12 @@ impl Rejection {
     }
 }
 
+impl From<BlockError> for Rejection {
+    fn from(error: BlockError) -> Rejection {
+        Rejection::new(error.reject_reason())
+    }
+}
+
 /// What connecting a block changes.
 #[derive(Debug, Default)]
 pub(crate) struct BlockChanges {
@@ -73,18 +84,25 @@ pub(crate) struct BlockChanges {
 /// Replays blocks in file order.
 #[derive(Debug)]
 pub struct Replay {
+    params: Params,
     states: HashMap<BlockHash, ChainView>,
     retain: HashSet<BlockHash>,
-    genesis_hash: BlockHash,
+    /// The clock headers are checked against (`time-too-new`): the system
+    /// time when the replay was made, as Core uses its own clock.
+    pub adjusted_time_seconds: i64,
     /// Inputs whose scripts verified.
     pub inputs_verified: u64,
 }
 
 impl Replay {
-    /// A replay of the chain starting at `genesis_hash`, keeping the state
-    /// after each block in `retain` (the parents of forks and invalid blocks).
-    pub fn new(genesis_hash: BlockHash, retain: HashSet<BlockHash>) -> Replay {
-        Replay { states: HashMap::new(), retain, genesis_hash, inputs_verified: 0 }
+    /// A replay of the chain of `params` (which starts at its genesis block),
+    /// keeping the state after each block in `retain` (the parents of forks
+    /// and invalid blocks).
+    pub fn new(params: Params, retain: HashSet<BlockHash>) -> Replay {
+        let adjusted_time_seconds = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(i64::MAX, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX));
+        Replay { params, states: HashMap::new(), retain, adjusted_time_seconds, inputs_verified: 0 }
     }
 
     /// Validates one block and, if valid, connects it on its parent.
@@ -92,11 +110,13 @@ impl Replay {
         let block = BlockView::parse(bytes).map_err(|_| Rejection::new("block-decode"))?;
         let hash = block.block_hash();
         let time = block.header().time;
-        if hash == self.genesis_hash {
+        let bits = block.header().bits;
+        if hash == self.params.genesis_hash {
             let genesis = ChainView {
                 height: 0,
                 median_time_past: vec![i64::from(time)],
                 times: vec![time],
+                bits: vec![bits],
                 coins: HashMap::new(),
             };
             self.states.insert(hash, genesis);
@@ -104,15 +124,15 @@ impl Replay {
         }
         let parent = block.header().previous_block_hash;
         let base = self.states.get(&parent).ok_or_else(|| Rejection::new("prev-blk-not-found"))?;
-        context::check_header_and_context(base, &block)?;
-        let changes = connect::connect(base, &block)?;
+        context::check_header_and_context(&self.params, base, &block, self.adjusted_time_seconds)?;
+        let changes = connect::connect(&self.params, base, &block)?;
         let mut next = if self.retain.contains(&parent) {
             base.clone()
         } else {
             self.states.remove(&parent).unwrap_or_default()
         };
         self.inputs_verified += changes.inputs_verified;
-        apply(&mut next, changes, time);
+        apply(&mut next, changes, time, bits);
         self.states.insert(hash, next);
         Ok(hash)
     }
@@ -123,7 +143,7 @@ impl Replay {
     }
 }
 
-fn apply(view: &mut ChainView, changes: BlockChanges, time: u32) {
+fn apply(view: &mut ChainView, changes: BlockChanges, time: u32, bits: u32) {
     for outpoint in &changes.spent {
         view.coins.remove(outpoint);
     }
@@ -135,10 +155,8 @@ fn apply(view: &mut ChainView, changes: BlockChanges, time: u32) {
     }
     view.height += 1;
     view.times.push(time);
-    let start = view.times.len().saturating_sub(11);
-    let mut window = view.times[start..].to_vec();
-    window.sort_unstable();
-    view.median_time_past.push(i64::from(window[window.len() / 2]));
+    view.bits.push(bits);
+    view.median_time_past.push(median_time_past(&view.times));
 }
 
 /// Every block record of the blocks directory, de-obfuscated, in file order.
