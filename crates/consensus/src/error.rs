@@ -239,7 +239,48 @@ pub enum BlockError {
     },
 }
 
+/// How Core classes a block failure (its `BlockValidationResult`): what
+/// the node may remember about the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockFailureKind {
+    /// The header breaks a rule: the block and its descendants are invalid.
+    InvalidHeader,
+    /// The header's time is too far ahead of the node's clock: not invalid,
+    /// the block may be accepted later (Core does not mark it failed).
+    TimeFuture,
+    /// The transactions or witnesses do not match what the header commits
+    /// to: another copy of the same block may be valid, so the header must
+    /// not be marked invalid.
+    Mutated,
+    /// The block breaks a consensus rule.
+    Consensus,
+}
+
 impl BlockError {
+    /// Core's `BlockValidationResult` for this failure.
+    pub fn kind(&self) -> BlockFailureKind {
+        match self {
+            BlockError::HighHash
+            | BlockError::BadDifficultyBits { .. }
+            | BlockError::TimeTooOld { .. }
+            | BlockError::TimeTimewarpAttack { .. }
+            | BlockError::BadVersion { .. } => BlockFailureKind::InvalidHeader,
+            BlockError::TimeTooNew { .. } => BlockFailureKind::TimeFuture,
+            BlockError::BadMerkleRoot
+            | BlockError::DuplicateTransactions
+            | BlockError::WitnessCommitment(_) => BlockFailureKind::Mutated,
+            BlockError::BadLength
+            | BlockError::CoinbaseMissing
+            | BlockError::CoinbaseMultiple
+            | BlockError::Sigops { .. }
+            | BlockError::BadCoinbaseHeight
+            | BlockError::BadWeight { .. }
+            | BlockError::CoinbaseAmount { .. }
+            | BlockError::Transaction(_)
+            | BlockError::Script { .. } => BlockFailureKind::Consensus,
+        }
+    }
+
     /// Core's reject reason (`bad-version(0x00000001)`,
     /// `block-script-verify-flag-failed (Script failed an OP_VERIFY operation)`
     /// and the witness reasons carry text, the others are fixed).

@@ -19,7 +19,7 @@ pub use contextual::{
     block_script_flags, check_block_header, check_coinbase_amount, contextual_check_block,
     contextual_check_block_header, median_time_past, transaction_sigop_cost, HeaderContext,
 };
-pub use error::{BlockError, LocatedTransactionError, TransactionError};
+pub use error::{BlockError, BlockFailureKind, LocatedTransactionError, TransactionError};
 pub use inputs::{check_transaction_inputs, SpentCoin};
 pub use script_reason::{script_error_text, script_failure_reason};
 pub use transaction::check_transaction;

@@ -281,3 +281,24 @@ fn script_failures_read_as_core_writes_them() {
         "block-script-verify-flag-failed (Invalid Schnorr signature)"
     );
 }
+
+#[test]
+fn failure_kinds_follow_cores_block_validation_result() {
+    use ibex_consensus::BlockFailureKind::*;
+    use ibex_primitives::WitnessCommitmentError;
+    let cases = [
+        (BlockError::HighHash, InvalidHeader),
+        (BlockError::BadVersion { version: 1 }, InvalidHeader),
+        (BlockError::TimeTooOld { time: 1, median_time_past: 1 }, InvalidHeader),
+        (BlockError::TimeTooNew { time: 2, limit: 1 }, TimeFuture),
+        (BlockError::BadMerkleRoot, Mutated),
+        (BlockError::DuplicateTransactions, Mutated),
+        (BlockError::WitnessCommitment(WitnessCommitmentError::UnexpectedWitness), Mutated),
+        (BlockError::BadWeight { weight: 4_000_001 }, Consensus),
+        (BlockError::BadCoinbaseHeight, Consensus),
+        (BlockError::CoinbaseAmount { value: 2, limit: 1 }, Consensus),
+    ];
+    for (error, kind) in cases {
+        assert_eq!(error.kind(), kind, "{error}");
+    }
+}
