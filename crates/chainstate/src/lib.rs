@@ -16,6 +16,7 @@ pub mod database;
 pub mod error;
 pub mod hasher;
 pub mod prefetch;
+pub mod undo;
 
 pub use cache::{CoinsCache, FlushMode};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
@@ -24,3 +25,4 @@ pub use database::{
 };
 pub use error::{ChainstateError, CoinDecodeError};
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
+pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};
