@@ -105,4 +105,7 @@ pub enum BlockStoreError {
         /// The file's length.
         file_bytes: u64,
     },
+    /// Every block file number up to `u32::MAX` is taken.
+    #[error("no block file number left")]
+    FileNumbersExhausted,
 }

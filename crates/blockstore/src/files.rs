@@ -133,21 +133,21 @@ impl BlockFileWriter {
                 file_bytes_max: self.file_bytes_max,
             });
         }
-        if self.file_bytes + record_bytes > self.file_bytes_max {
+        // Move on while the current file cannot take the record; a later file
+        // may already hold blocks (an importer appending to a used directory).
+        loop {
+            if self.file.is_none() {
+                self.open_current()?;
+            }
+            if self.file_bytes + record_bytes <= self.file_bytes_max {
+                break;
+            }
             self.sync()?;
             self.file = None;
-            self.file_number += 1;
-            self.file_bytes = 0;
+            self.file_number =
+                self.file_number.checked_add(1).ok_or(BlockStoreError::FileNumbersExhausted)?;
         }
         let path = block_file_path(&self.directory, self.file_number);
-        if self.file.is_none() {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(io_error(&path))?;
-            self.file = Some(file);
-        }
         self.scratch.clear();
         encode_record(&mut self.scratch, self.magic, block);
         self.obfuscation.apply(&mut self.scratch, self.file_bytes);
@@ -160,6 +160,16 @@ impl BlockFileWriter {
         };
         self.file_bytes += record_bytes;
         Ok(position)
+    }
+
+    /// Opens the current file for appending and learns its length.
+    fn open_current(&mut self) -> Result<(), BlockStoreError> {
+        let path = block_file_path(&self.directory, self.file_number);
+        let file =
+            OpenOptions::new().create(true).append(true).open(&path).map_err(io_error(&path))?;
+        self.file_bytes = file.metadata().map_err(io_error(&path))?.len();
+        self.file = Some(file);
+        Ok(())
     }
 
     /// Makes everything appended so far durable.

@@ -72,3 +72,30 @@ fn writer_starts_a_new_file_at_the_size_limit() {
     }
     assert!(writer.append(&vec![0u8; 1000]).is_err(), "a record over the file limit is refused");
 }
+
+#[test]
+fn writer_continues_after_files_already_in_the_directory() {
+    let output = tempfile::tempdir().unwrap();
+    let key = ibex_blockstore::Obfuscation::new([1, 3, 5, 7, 9, 11, 13, 15]);
+    let block = vec![0x42u8; 400];
+    // A first run fills blk00000 and starts blk00001.
+    let mut first = BlockFileWriter::new(output.path(), REGTEST_MAGIC, key, 1000, 0).unwrap();
+    let written: Vec<_> = (0..3).map(|_| first.append(&block).unwrap()).collect();
+    first.sync().unwrap();
+    assert_eq!(written[2].file_number, 1);
+    drop(first);
+
+    // A second writer pointed at file 0 skips the full file and appends to
+    // blk00001 after its existing record.
+    let mut second = BlockFileWriter::new(output.path(), REGTEST_MAGIC, key, 1000, 0).unwrap();
+    assert_eq!(second.file_bytes(), 816);
+    let position = second.append(&block).unwrap();
+    second.sync().unwrap();
+    assert_eq!(position, ibex_blockstore::BlockPosition { file_number: 1, data_offset: 416 });
+    assert_eq!((second.file_number(), second.file_bytes()), (1, 816));
+    let directory = output.path();
+    for position in written.iter().chain([&position]) {
+        let read = ibex_blockstore::read_block(directory, *position, REGTEST_MAGIC, &key).unwrap();
+        assert_eq!(read, block);
+    }
+}
