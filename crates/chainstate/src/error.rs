@@ -56,6 +56,79 @@ pub enum ChainstateError {
         /// The height given.
         height: u32,
     },
+    /// A block's parent is not in the block index.
+    #[error("block {hash} has unknown parent {parent}")]
+    UnknownParent {
+        /// The block.
+        hash: BlockHash,
+        /// Its parent.
+        parent: BlockHash,
+    },
+    /// A block index record could not be decoded or linked.
+    #[error("corrupt block index record for {hash}")]
+    CorruptIndexEntry {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// A block's undo data does not fit the block.
+    #[error("undo data of block {hash} does not match its transactions")]
+    UndoMismatch {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// Undo data could not be decoded.
+    #[error("undo data of block {hash} is corrupt: {reason}")]
+    CorruptUndo {
+        /// The block.
+        hash: BlockHash,
+        /// What is wrong.
+        reason: crate::undo::UndoDecodeError,
+    },
+    /// A stored block could not be decoded.
+    #[error("stored block {hash} is corrupt: {reason}")]
+    CorruptBlock {
+        /// The block.
+        hash: BlockHash,
+        /// What is wrong.
+        reason: ibex_primitives::BlockDecodeError,
+    },
+    /// A block needed to connect, disconnect or replay is not stored.
+    #[error("block {hash} data is missing (no block or undo position)")]
+    MissingBlockData {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// The coins database names a block the index does not have.
+    #[error("the chainstate's best block {hash} is not in the block index: restart with -reindex-chainstate")]
+    UnknownBestBlock {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// A disconnect during replay failed.
+    #[error("replaying blocks after an interrupted flush failed at {hash}")]
+    ReplayFailed {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// The script thread pool could not be started.
+    #[error("cannot start script threads: {source}")]
+    ThreadPool {
+        /// Rayon's reason.
+        source: rayon::ThreadPoolBuildError,
+    },
+    /// Block or undo files failed.
+    #[error("block store: {source}")]
+    BlockStore {
+        /// The block store error.
+        #[from]
+        source: ibex_blockstore::BlockStoreError,
+    },
+    /// The database gave coins out of Core's order.
+    #[error("coins out of order: {source}")]
+    CoinOrder {
+        /// Which coins.
+        source: ibex_primitives::txoutset::CoinOrderError,
+    },
     /// RocksDB failed.
     #[error("database: {source}")]
     Database {

@@ -12,10 +12,19 @@
 pub mod cache;
 pub mod coin;
 pub mod compress;
+pub mod connect;
 pub mod database;
+pub mod disconnect;
 pub mod error;
 pub mod hasher;
+pub mod import;
+pub mod index;
+pub mod manager;
 pub mod prefetch;
+pub mod prepared;
+pub mod rejection;
+pub mod scripts;
+pub mod txoutset;
 pub mod undo;
 
 pub use cache::{CoinsCache, FlushMode};
@@ -24,5 +33,16 @@ pub use database::{
     CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
 };
 pub use error::{ChainstateError, CoinDecodeError};
+pub use import::{import_blocks, ImportSource, ImportSummary};
+pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+pub use manager::accept::AcceptOutcome;
+pub use manager::tips::ChainTip;
+pub use manager::{
+    ChainEvent, ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, FlushReason,
+    TipUpdate,
+};
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
+pub use prepared::PreparedBlock;
+pub use rejection::BlockRejection;
+pub use txoutset::txoutset_stats;
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

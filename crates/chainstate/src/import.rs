@@ -1,0 +1,254 @@
+//! Importing blocks from block files: `-reindex` (the node's own
+//! `blk?????.dat`, positions known) and `-loadblock` (any file of framed
+//! blocks, appended to the node's own files as they are accepted).
+//!
+//! # Pipeline
+//! A reader thread reads one file at a time (at most
+//! [`BLOCK_FILE_BYTES_MAX`](ibex_blockstore::BLOCK_FILE_BYTES_MAX)),
+//! removes the obfuscation, splits it into records and prepares them
+//! ([`PreparedBlock`]: parse, block hash, txids, merkle root, `CheckBlock`)
+//! in parallel chunks, then hands them over in file order through a queue of
+//! at most [`IMPORT_QUEUE_BLOCKS_MAX`] blocks. The calling thread accepts
+//! each block and connects it as soon as it extends the best chain, while
+//! the reader is already preparing the next ones. Blocks met before their
+//! parent wait in a map keyed by the parent's hash (only their position when
+//! they can be read again; bounded by [`ORPHAN_BYTES_MAX`] otherwise).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use ibex_blockstore::{
+    block_file_path, read_block, read_block_file, BlockPosition, Obfuscation, Records,
+};
+use ibex_primitives::{BlockBuffers, BlockHash, Params};
+use rayon::prelude::*;
+
+use crate::error::ChainstateError;
+use crate::manager::accept::AcceptOutcome;
+use crate::manager::Chainstate;
+use crate::prepared::PreparedBlock;
+
+/// Prepared blocks waiting for the connecting thread (each at most 4 MB).
+pub const IMPORT_QUEUE_BLOCKS_MAX: usize = 64;
+/// Blocks prepared in parallel at a time.
+const PREPARE_CHUNK_BLOCKS: usize = 16;
+/// Bytes of orphan blocks kept in memory (those without a file position).
+pub const ORPHAN_BYTES_MAX: usize = 256 << 20;
+
+/// Where blocks come from.
+#[derive(Debug, Clone)]
+pub enum ImportSource {
+    /// The node's own blocks directory, from `blk00000.dat` on (`-reindex`).
+    OwnBlockFiles,
+    /// A file of framed, unobfuscated blocks (`-loadblock`).
+    ExternalFile(PathBuf),
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// Blocks read from the files.
+    pub blocks_read: u64,
+    /// Blocks newly indexed.
+    pub blocks_accepted: u64,
+    /// Blocks found invalid when offered.
+    pub blocks_rejected: u64,
+    /// Blocks still waiting for an unknown parent at the end.
+    pub orphans_left: u64,
+    /// Whether it stopped early (shutdown or `-stopatheight`).
+    pub interrupted: bool,
+}
+
+enum ReaderMessage {
+    Block(PreparedBlock),
+    Failed(ChainstateError),
+}
+
+/// A block waiting for its parent.
+struct Orphan {
+    block: PreparedBlock,
+}
+
+/// Imports every block of `source` into `chainstate`, connecting as it goes.
+pub fn import_blocks(
+    chainstate: &mut Chainstate,
+    source: &ImportSource,
+    shutdown: &AtomicBool,
+) -> Result<ImportSummary, ChainstateError> {
+    let params = chainstate.params().clone();
+    let directory = chainstate.blocks_directory().to_path_buf();
+    let obfuscation = *chainstate.obfuscation();
+    let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
+    std::thread::scope(|scope| {
+        let reader_params = &params;
+        scope.spawn(move || {
+            read_source(source, &directory, obfuscation, reader_params, &sender, shutdown)
+        });
+        let mut importer = Importer {
+            chainstate,
+            orphans: HashMap::new(),
+            orphan_bytes: 0,
+            summary: ImportSummary::default(),
+        };
+        let result = importer.run(&receiver, shutdown);
+        // Let the reader finish: dropping the receiver makes its sends fail.
+        drop(receiver);
+        result
+    })
+}
+
+struct Importer<'a> {
+    chainstate: &'a mut Chainstate,
+    orphans: HashMap<BlockHash, Vec<Orphan>>,
+    orphan_bytes: usize,
+    summary: ImportSummary,
+}
+
+impl Importer<'_> {
+    fn run(
+        &mut self,
+        receiver: &Receiver<ReaderMessage>,
+        shutdown: &AtomicBool,
+    ) -> Result<ImportSummary, ChainstateError> {
+        for message in receiver {
+            let block = match message {
+                ReaderMessage::Block(block) => block,
+                ReaderMessage::Failed(error) => return Err(error),
+            };
+            self.summary.blocks_read += 1;
+            self.offer(block)?;
+            if shutdown.load(Ordering::Relaxed) || self.chainstate.reached_stop_height() {
+                self.summary.interrupted = true;
+                break;
+            }
+        }
+        if !self.summary.interrupted {
+            self.chainstate.activate_best_chain()?;
+        }
+        self.summary.orphans_left = self.orphans.values().map(|list| list.len() as u64).sum();
+        Ok(self.summary)
+    }
+
+    /// Accepts `block`, connects what it makes best, then offers the
+    /// orphans that were waiting for it.
+    fn offer(&mut self, block: PreparedBlock) -> Result<(), ChainstateError> {
+        let mut pending = vec![block];
+        while let Some(block) = pending.pop() {
+            let hash = block.hash;
+            match self.chainstate.accept_block(block)? {
+                AcceptOutcome::Accepted(_) => {
+                    self.summary.blocks_accepted += 1;
+                    self.chainstate.activate_best_chain()?;
+                }
+                AcceptOutcome::AlreadyKnown(_) => {}
+                AcceptOutcome::UnknownParent(block) => {
+                    self.keep_orphan(*block);
+                    continue;
+                }
+                AcceptOutcome::Invalid(_) => {
+                    self.summary.blocks_rejected += 1;
+                    continue;
+                }
+            }
+            for orphan in self.orphans.remove(&hash).unwrap_or_default() {
+                pending.push(self.restore_orphan(orphan)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn keep_orphan(&mut self, mut block: PreparedBlock) {
+        if block.position.is_some() {
+            // It can be read again from its file: keep only the position.
+            block.bytes = Vec::new();
+        } else if self.orphan_bytes + block.bytes.len() > ORPHAN_BYTES_MAX {
+            return;
+        }
+        self.orphan_bytes += block.bytes.len();
+        let parent = block.header.previous_block_hash;
+        self.orphans.entry(parent).or_default().push(Orphan { block });
+    }
+
+    fn restore_orphan(&mut self, orphan: Orphan) -> Result<PreparedBlock, ChainstateError> {
+        let mut block = orphan.block;
+        self.orphan_bytes -= block.bytes.len();
+        if block.bytes.is_empty() {
+            if let Some(position) = block.position {
+                let chainstate = &self.chainstate;
+                block.bytes = read_block(
+                    chainstate.blocks_directory(),
+                    position,
+                    chainstate.params().message_start,
+                    chainstate.obfuscation(),
+                )?;
+            }
+        }
+        Ok(block)
+    }
+}
+
+/// The reader thread: files in order, records prepared in parallel chunks.
+fn read_source(
+    source: &ImportSource,
+    directory: &Path,
+    obfuscation: Obfuscation,
+    params: &Params,
+    sender: &SyncSender<ReaderMessage>,
+    shutdown: &AtomicBool,
+) {
+    let files: Box<dyn Iterator<Item = (Option<u32>, PathBuf)>> = match source {
+        ImportSource::OwnBlockFiles => Box::new(
+            (0u32..)
+                .map(|number| (Some(number), block_file_path(directory, number)))
+                .take_while(|(_, path)| path.exists()),
+        ),
+        ImportSource::ExternalFile(path) => Box::new(std::iter::once((None, path.clone()))),
+    };
+    for (file_number, path) in files {
+        let key = if file_number.is_some() { obfuscation } else { Obfuscation::default() };
+        let data = match read_block_file(&path, &key) {
+            Ok(data) => data,
+            Err(error) => {
+                let _ = sender.send(ReaderMessage::Failed(error.into()));
+                return;
+            }
+        };
+        if !send_file_blocks(&data, file_number, params, sender, shutdown) {
+            return;
+        }
+    }
+}
+
+/// Prepares and sends one file's blocks; false when the import stopped.
+fn send_file_blocks(
+    data: &[u8],
+    file_number: Option<u32>,
+    params: &Params,
+    sender: &SyncSender<ReaderMessage>,
+    shutdown: &AtomicBool,
+) -> bool {
+    let records: Vec<_> = Records::new(data, params.message_start).collect();
+    for chunk in records.chunks(PREPARE_CHUNK_BLOCKS) {
+        if shutdown.load(Ordering::Relaxed) {
+            return false;
+        }
+        let prepared: Vec<_> = chunk
+            .par_iter()
+            .map_init(BlockBuffers::default, |buffers, record| {
+                let position = file_number.map(|file_number| BlockPosition {
+                    file_number,
+                    data_offset: record.data_offset,
+                });
+                PreparedBlock::prepare(record.bytes.to_vec(), position, params, buffers)
+            })
+            .collect();
+        for block in prepared.into_iter().flatten() {
+            if sender.send(ReaderMessage::Block(block)).is_err() {
+                return false;
+            }
+        }
+    }
+    true
+}

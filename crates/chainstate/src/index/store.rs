@@ -1,0 +1,253 @@
+//! The block index on disk: a RocksDB at `blocks/index` (Core keeps a
+//! LevelDB there), one record per block plus a few flags.
+//!
+//! Records: `'b' || hash` -> [`encode_entry`]; `'R'` -> 1 while a reindex is
+//! under way (Core's `DB_REINDEX_FLAG`), so a restart continues it.
+//! Writes are synced: the coins database only ever names a tip whose index
+//! record, block and undo data are already durable.
+
+use std::path::Path;
+
+use ibex_blockstore::BlockPosition;
+use ibex_primitives::encode::Reader;
+use ibex_primitives::{BlockHash, ChainWork, Header, HEADER_BYTES};
+use rocksdb::{DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+
+use super::{BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+use crate::error::ChainstateError;
+
+const ENTRY_PREFIX: u8 = b'b';
+const REINDEX_KEY: &[u8] = b"R";
+const RECORD_VERSION: u8 = 1;
+
+/// The block index database.
+pub struct IndexStore {
+    db: DB,
+}
+
+impl std::fmt::Debug for IndexStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("IndexStore").field("path", &self.db.path()).finish()
+    }
+}
+
+fn entry_key(hash: &BlockHash) -> [u8; 33] {
+    let mut key = [0u8; 33];
+    key[0] = ENTRY_PREFIX;
+    key[1..].copy_from_slice(hash.as_bytes());
+    key
+}
+
+fn write_position(out: &mut Vec<u8>, position: Option<BlockPosition>) {
+    match position {
+        None => out.push(0),
+        Some(position) => {
+            out.push(1);
+            out.extend_from_slice(&position.file_number.to_le_bytes());
+            out.extend_from_slice(&position.data_offset.to_le_bytes());
+        }
+    }
+}
+
+fn read_position(reader: &mut Reader<'_>) -> Option<Option<BlockPosition>> {
+    match reader.read_u8().ok()? {
+        0 => Some(None),
+        1 => {
+            let file_number = reader.read_u32_le().ok()?;
+            let data_offset = reader.read_u64_le().ok()?;
+            Some(Some(BlockPosition { file_number, data_offset }))
+        }
+        _ => None,
+    }
+}
+
+/// One entry's record (its hash is the key; work and parent are recomputed).
+pub fn encode_entry(entry: &BlockIndexEntry) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.push(RECORD_VERSION);
+    out.extend_from_slice(&entry.height.to_le_bytes());
+    out.extend_from_slice(&entry.status.0.to_le_bytes());
+    out.extend_from_slice(&entry.transaction_count.to_le_bytes());
+    out.extend_from_slice(&entry.sequence.to_le_bytes());
+    write_position(&mut out, entry.block_position);
+    write_position(&mut out, entry.undo_position);
+    out.extend_from_slice(&entry.header.encode());
+    out
+}
+
+/// A decoded record, before it is linked into the tree.
+#[derive(Debug, Clone)]
+pub struct StoredEntry {
+    /// The block's hash (from the key).
+    pub hash: BlockHash,
+    /// Height.
+    pub height: u32,
+    /// Status flags.
+    pub status: BlockStatus,
+    /// Transactions in the block.
+    pub transaction_count: u32,
+    /// Order its data was met.
+    pub sequence: u64,
+    /// Block position.
+    pub block_position: Option<BlockPosition>,
+    /// Undo position.
+    pub undo_position: Option<BlockPosition>,
+    /// The header.
+    pub header: Header,
+}
+
+/// Decodes a record; `None` when it is corrupt.
+pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
+    let mut reader = Reader::new(bytes);
+    if reader.read_u8().ok()? != RECORD_VERSION {
+        return None;
+    }
+    let height = reader.read_u32_le().ok()?;
+    let status = BlockStatus(reader.read_u32_le().ok()?);
+    let transaction_count = reader.read_u32_le().ok()?;
+    let sequence = reader.read_u64_le().ok()?;
+    let block_position = read_position(&mut reader)?;
+    let undo_position = read_position(&mut reader)?;
+    let header = Header::decode(reader.take_array::<HEADER_BYTES>().ok()?);
+    reader.finish().ok()?;
+    Some(StoredEntry {
+        hash,
+        height,
+        status,
+        transaction_count,
+        sequence,
+        block_position,
+        undo_position,
+        header,
+    })
+}
+
+impl IndexStore {
+    /// Opens (or creates) the index database at `path`.
+    pub fn open(path: &Path) -> Result<IndexStore, ChainstateError> {
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        options.set_compression_type(DBCompressionType::None);
+        let db = DB::open(&options, path)?;
+        Ok(IndexStore { db })
+    }
+
+    /// Whether a reindex was under way when the node stopped.
+    pub fn is_reindexing(&self) -> Result<bool, ChainstateError> {
+        Ok(self.db.get_pinned(REINDEX_KEY)?.is_some_and(|value| value.first() == Some(&1)))
+    }
+
+    /// Records that a reindex starts (`true`) or has finished (`false`).
+    pub fn set_reindexing(&self, reindexing: bool) -> Result<(), ChainstateError> {
+        let mut options = WriteOptions::default();
+        options.set_sync(true);
+        if reindexing {
+            self.db.put_opt(REINDEX_KEY, [1u8], &options)?;
+        } else {
+            self.db.delete_opt(REINDEX_KEY, &options)?;
+        }
+        Ok(())
+    }
+
+    /// Erases every record (the start of a reindex).
+    pub fn wipe(&self) -> Result<(), ChainstateError> {
+        let mut batch = WriteBatch::default();
+        for item in self.db.iterator(rocksdb::IteratorMode::Start) {
+            let (key, _) = item?;
+            batch.delete(key);
+        }
+        let mut options = WriteOptions::default();
+        options.set_sync(true);
+        self.db.write_opt(batch, &options)?;
+        Ok(())
+    }
+
+    /// Writes the index's changed entries, synced. Returns how many.
+    pub fn write_dirty(&self, index: &mut BlockIndex) -> Result<usize, ChainstateError> {
+        let dirty = index.take_dirty();
+        if dirty.is_empty() {
+            return Ok(0);
+        }
+        let mut batch = WriteBatch::default();
+        for &id in &dirty {
+            let entry = index.entry(id);
+            batch.put(entry_key(&entry.hash), encode_entry(entry));
+        }
+        let mut options = WriteOptions::default();
+        options.set_sync(true);
+        self.db.write_opt(batch, &options)?;
+        Ok(dirty.len())
+    }
+
+    /// Reads every record and builds the tree: parents first (by height),
+    /// work and chain transaction counts recomputed.
+    pub fn load(&self) -> Result<BlockIndex, ChainstateError> {
+        let mut stored = Vec::new();
+        for item in self.db.prefix_iterator([ENTRY_PREFIX]) {
+            let (key, value) = item?;
+            if key.first() != Some(&ENTRY_PREFIX) {
+                break;
+            }
+            let hash_bytes: [u8; 32] =
+                key[1..].try_into().map_err(|_| ChainstateError::CorruptRecord {
+                    record: "block index key",
+                    length_bytes: key.len(),
+                })?;
+            let hash = BlockHash(hash_bytes);
+            let entry =
+                decode_entry(hash, &value).ok_or(ChainstateError::CorruptIndexEntry { hash })?;
+            stored.push(entry);
+        }
+        stored.sort_by_key(|entry| (entry.height, entry.sequence));
+        let mut index = BlockIndex::new();
+        let mut sequence_max = 0;
+        for record in stored {
+            sequence_max = sequence_max.max(record.sequence);
+            link(&mut index, record)?;
+        }
+        index.set_next_sequence(sequence_max + 1);
+        index.take_dirty();
+        Ok(index)
+    }
+}
+
+/// Links one stored record under its parent.
+fn link(index: &mut BlockIndex, record: StoredEntry) -> Result<EntryId, ChainstateError> {
+    let proof =
+        ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(record.header.bits));
+    let (parent, chain_work, parent_chain_transactions) = if record.height == 0 {
+        (None, proof, Some(0))
+    } else {
+        let parent = index.get(&record.header.previous_block_hash).ok_or(
+            ChainstateError::UnknownParent {
+                hash: record.hash,
+                parent: record.header.previous_block_hash,
+            },
+        )?;
+        let parent_entry = index.entry(parent);
+        if parent_entry.height + 1 != record.height {
+            return Err(ChainstateError::CorruptIndexEntry { hash: record.hash });
+        }
+        let chain_transactions =
+            parent_entry.has_chain_data().then_some(parent_entry.chain_transaction_count);
+        (Some(parent), parent_entry.chain_work.wrapping_add(proof), chain_transactions)
+    };
+    let has_data = record.status.has(BlockStatus::HAVE_DATA) && record.transaction_count > 0;
+    let chain_transaction_count = match parent_chain_transactions {
+        Some(below) if has_data => below + u64::from(record.transaction_count),
+        _ => 0,
+    };
+    Ok(index.push(BlockIndexEntry {
+        hash: record.hash,
+        header: record.header,
+        height: record.height,
+        chain_work: ChainWork::from_u256(chain_work.to_u256()),
+        parent,
+        status: record.status,
+        transaction_count: record.transaction_count,
+        chain_transaction_count,
+        block_position: record.block_position,
+        undo_position: record.undo_position,
+        sequence: record.sequence,
+    }))
+}

@@ -1,0 +1,238 @@
+//! Accepting a block into the index (Core's `AcceptBlockHeader` and
+//! `AcceptBlock`): proof of work, the header's context, `CheckBlock`,
+//! `ContextualCheckBlock`, storing the data, and linking it so that
+//! chain selection sees it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ibex_consensus::{
+    contextual_check_block, contextual_check_block_header, BlockError, HeaderContext,
+};
+use ibex_primitives::pow::next_work_required;
+use ibex_primitives::pow::BlockSummary;
+use ibex_primitives::{BlockHash, BlockView, CompactTarget};
+
+use super::{ChainEvent, Chainstate};
+use crate::error::ChainstateError;
+use crate::index::{BlockStatus, EntryId};
+use crate::prepared::PreparedBlock;
+use crate::rejection::BlockRejection;
+
+/// What became of an offered block.
+#[derive(Debug)]
+pub enum AcceptOutcome {
+    /// Indexed with its data.
+    Accepted(EntryId),
+    /// Already indexed with data.
+    AlreadyKnown(EntryId),
+    /// Its parent is not indexed yet: offer it again once the parent is.
+    UnknownParent(Box<PreparedBlock>),
+    /// It breaks a rule (logged; marked invalid unless possibly mutated).
+    Invalid(BlockRejection),
+}
+
+impl Chainstate {
+    /// Indexes `block` and stores its data if it is not in a block file yet.
+    pub fn accept_block(&mut self, block: PreparedBlock) -> Result<AcceptOutcome, ChainstateError> {
+        if let Some(id) = self.index.get(&block.hash) {
+            if self.index.entry(id).status.has(BlockStatus::HAVE_DATA) {
+                return Ok(AcceptOutcome::AlreadyKnown(id));
+            }
+        }
+        let is_genesis = block.hash == self.options.params.genesis_hash;
+        let parent =
+            if is_genesis { None } else { self.index.get(&block.header.previous_block_hash) };
+        if parent.is_none() && !is_genesis {
+            if let Err(error) = &block.check {
+                if *error == BlockError::HighHash {
+                    return Ok(self.reject(&block, None, BlockRejection::Block(*error)));
+                }
+            }
+            return Ok(AcceptOutcome::UnknownParent(Box::new(block)));
+        }
+        if let Err(BlockError::HighHash) = block.check {
+            return Ok(self.reject(&block, None, BlockRejection::Block(BlockError::HighHash)));
+        }
+        if let Some(parent) = parent {
+            if let Err(error) = self.check_header_context(&block, parent) {
+                return Ok(self.reject(&block, None, error.into()));
+            }
+        }
+        let id = self.index.insert_header(&block.header, block.hash)?;
+        if self.index.entry(id).status.is_failed() {
+            return Ok(self.reject(&block, Some(id), BlockRejection::InvalidParent));
+        }
+        self.consider_best_header(id);
+        if let Err(error) = block.check {
+            return Ok(self.reject(&block, Some(id), error.into()));
+        }
+        if let Some(parent) = parent {
+            if let Err(error) = self.check_block_context(&block, parent) {
+                return Ok(self.reject(&block, Some(id), error.into()));
+            }
+        }
+        self.store_block_data(id, &block)?;
+        self.recent = Some((id, block));
+        Ok(AcceptOutcome::Accepted(id))
+    }
+
+    /// `ContextualCheckBlockHeader` against the parent `parent`.
+    fn check_header_context(
+        &self,
+        block: &PreparedBlock,
+        parent: EntryId,
+    ) -> Result<(), BlockError> {
+        let parent_entry = self.index.entry(parent);
+        let params = &self.options.params;
+        let summary = |id: EntryId| {
+            let entry = self.index.entry(id);
+            BlockSummary {
+                height: entry.height,
+                bits: CompactTarget(entry.header.bits),
+                time: entry.header.time,
+            }
+        };
+        let expected_bits =
+            next_work_required(params, summary(parent), block.header.time, |height| {
+                self.index.ancestor(parent, height).map(summary)
+            })
+            .map_err(|_| BlockError::BadDifficultyBits { bits: block.header.bits, expected: 0 })?;
+        let now =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+        let context = HeaderContext {
+            height: parent_entry.height + 1,
+            previous_median_time_past: self.index.median_time_past(parent),
+            previous_time: parent_entry.header.time,
+            expected_bits,
+            adjusted_time_seconds: i64::try_from(now).unwrap_or(i64::MAX),
+        };
+        contextual_check_block_header(&block.header, &context, params)
+    }
+
+    /// `ContextualCheckBlock` against the parent `parent`.
+    fn check_block_context(
+        &self,
+        block: &PreparedBlock,
+        parent: EntryId,
+    ) -> Result<(), BlockError> {
+        let view = BlockView::parse(&block.bytes).map_err(|_| BlockError::BadLength)?;
+        let height = self.index.entry(parent).height + 1;
+        let previous_median_time_past = self.index.median_time_past(parent);
+        contextual_check_block(&view, height, previous_median_time_past, &self.options.params)
+    }
+
+    /// Logs a rejected block and, unless it may be a mutated copy of a valid
+    /// one, marks it (indexed as `id`) and its descendants failed.
+    fn reject(
+        &mut self,
+        block: &PreparedBlock,
+        id: Option<EntryId>,
+        rejection: BlockRejection,
+    ) -> AcceptOutcome {
+        let marked = id.is_some() && !rejection.is_possible_mutation();
+        let height = id.map_or(0, |id| self.index.entry(id).height);
+        if let (Some(id), true) = (id, marked) {
+            self.mark_invalid(id);
+        }
+        self.emit(ChainEvent::BlockInvalid {
+            hash: block.hash,
+            height,
+            reason: rejection.reject_reason(),
+            marked,
+        });
+        AcceptOutcome::Invalid(rejection)
+    }
+
+    /// Marks `id` failed with its descendants and drops them as candidates.
+    pub(crate) fn mark_invalid(&mut self, id: EntryId) {
+        self.statistics.blocks_invalid += 1;
+        let mut changed = self.index.mark_failed(id);
+        changed.push(id);
+        for failed in changed {
+            let candidate = self.candidate(failed);
+            self.candidates.remove(&candidate);
+        }
+        if self.best_header.is_some_and(|best| self.index.entry(best).status.is_failed()) {
+            self.best_header = self.scan_best_header();
+        }
+    }
+
+    /// Makes `id` the best header if it has more work than the current one.
+    fn consider_best_header(&mut self, id: EntryId) {
+        let work = self.index.entry(id).chain_work;
+        let better = match self.best_header {
+            None => true,
+            Some(best) => work > self.index.entry(best).chain_work,
+        };
+        if better && !self.index.entry(id).status.is_failed() {
+            self.best_header = Some(id);
+        }
+    }
+
+    /// Writes the block to a block file if needed, records its data, and
+    /// links it (and any blocks waiting on it) into chain selection.
+    fn store_block_data(
+        &mut self,
+        id: EntryId,
+        block: &PreparedBlock,
+    ) -> Result<(), ChainstateError> {
+        let position = match block.position {
+            Some(position) => position,
+            None => self.block_writer.append(&block.bytes)?,
+        };
+        let entry = self.index.entry_mut(id);
+        entry.block_position = Some(position);
+        entry.transaction_count = u32::try_from(block.txids.len()).unwrap_or(u32::MAX);
+        entry.status.0 |= BlockStatus::HAVE_DATA;
+        entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
+        let parent_linked = match entry.parent {
+            None => true,
+            Some(parent) => self.index.entry(parent).has_chain_data(),
+        };
+        if parent_linked {
+            self.link(id);
+        } else if let Some(parent) = self.index.entry(id).parent {
+            self.unlinked.entry(parent).or_default().push(id);
+        }
+        Ok(())
+    }
+
+    /// Sets the chain transaction count and sequence of `id` and of every
+    /// waiting descendant, making them candidates (Core's
+    /// `ReceivedBlockTransactions`).
+    fn link(&mut self, id: EntryId) {
+        let mut queue = std::collections::VecDeque::from([id]);
+        while let Some(current) = queue.pop_front() {
+            let below = self
+                .index
+                .entry(current)
+                .parent
+                .map_or(0, |parent| self.index.entry(parent).chain_transaction_count);
+            let sequence = self.index.next_sequence();
+            let entry = self.index.entry_mut(current);
+            entry.chain_transaction_count = below + u64::from(entry.transaction_count);
+            entry.sequence = sequence;
+            if !entry.status.is_failed() {
+                let candidate = self.candidate(current);
+                self.candidates.insert(candidate);
+            }
+            if let Some(children) = self.unlinked.remove(&current) {
+                queue.extend(children);
+            }
+        }
+    }
+
+    /// The hash of the most-work valid header (Core's `m_best_header`).
+    pub fn best_header(&self) -> Option<BlockHash> {
+        self.best_header.map(|id| self.index.entry(id).hash)
+    }
+
+    /// The most-work header not marked failed, by a scan of the index (on
+    /// open and after a block is marked invalid); the first met wins ties.
+    pub(crate) fn scan_best_header(&self) -> Option<EntryId> {
+        self.index
+            .ids()
+            .filter(|&id| !self.index.entry(id).status.is_failed())
+            .max_by_key(|&id| (self.index.entry(id).chain_work, std::cmp::Reverse(id)))
+    }
+}

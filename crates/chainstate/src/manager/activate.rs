@@ -1,0 +1,324 @@
+//! Moving the tip to the most-work valid chain (Core's `ActivateBestChain`,
+//! `ConnectTip`, `DisconnectTip`).
+
+use ibex_blockstore::{read_block, read_undo};
+use ibex_consensus::block_script_flags;
+use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::{BlockBuffers, BlockView};
+
+use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
+use crate::cache::FlushMode;
+use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
+use crate::disconnect::{disconnect_block, DisconnectResult};
+use crate::error::ChainstateError;
+use crate::index::{BlockStatus, EntryId};
+use crate::prepared::PreparedBlock;
+use crate::rejection::BlockRejection;
+use crate::undo::BlockUndo;
+
+/// Core's assumevalid distance: scripts are skipped only for blocks at
+/// least two weeks' worth of work below the best header.
+const ASSUME_VALID_MARGIN_SECONDS: u64 = 60 * 60 * 24 * 7 * 2;
+
+impl Chainstate {
+    /// Connects and disconnects until the tip is the best candidate, or the
+    /// `-stopatheight` height is reached. Invalid blocks met on the way are
+    /// marked and the next best chain is tried.
+    pub fn activate_best_chain(&mut self) -> Result<(), ChainstateError> {
+        loop {
+            if self.reached_stop_height() {
+                return Ok(());
+            }
+            let Some(best) = self.candidates.first().map(|candidate| candidate.id) else {
+                return Ok(());
+            };
+            if Some(best) == self.chain.tip() {
+                return Ok(());
+            }
+            self.activate_step(best)?;
+        }
+    }
+
+    /// Disconnects to the fork with `target`'s chain, then connects towards
+    /// `target` until it is reached, a block fails, or the stop height.
+    fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
+        let fork = self.chain.find_fork(&self.index, target);
+        let mut disconnected_count = 0u32;
+        while self.chain.tip().is_some() && self.chain.tip() != fork {
+            self.disconnect_tip()?;
+            disconnected_count += 1;
+        }
+        if disconnected_count > 0 {
+            let fork_height = fork.map_or(0, |id| self.index.entry(id).height);
+            let new_best = self.index.entry(target).hash;
+            self.emit(ChainEvent::Reorganization { disconnected_count, fork_height, new_best });
+        }
+        let start_height = fork.map_or(0, |id| self.index.entry(id).height + 1);
+        let target_height = self.index.entry(target).height;
+        for height in start_height..=target_height {
+            let Some(id) = self.index.ancestor(target, height) else { break };
+            if !self.connect_tip(id)? || self.reached_stop_height() {
+                break;
+            }
+        }
+        self.prune_candidates();
+        Ok(())
+    }
+
+    /// Drops candidates worse than the tip (Core's `PruneBlockIndexCandidates`).
+    fn prune_candidates(&mut self) {
+        let Some(tip) = self.chain.tip() else { return };
+        let tip_candidate = self.candidate(tip);
+        while let Some(last) = self.candidates.last().copied() {
+            if last <= tip_candidate {
+                break;
+            }
+            self.candidates.remove(&last);
+        }
+    }
+
+    /// The block `id`'s bytes and ids: the block accepted last if it is the
+    /// one, else read from its block file.
+    pub(crate) fn load_block(&mut self, id: EntryId) -> Result<PreparedBlock, ChainstateError> {
+        if let Some((recent_id, _)) = &self.recent {
+            if *recent_id == id {
+                if let Some((_, block)) = self.recent.take() {
+                    return Ok(block);
+                }
+            }
+        }
+        let entry = self.index.entry(id);
+        let hash = entry.hash;
+        let position = entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?;
+        let bytes = read_block(
+            &self.options.blocks_directory,
+            position,
+            self.options.params.message_start,
+            &self.obfuscation,
+        )?;
+        let mut buffers = BlockBuffers::default();
+        PreparedBlock::prepare(bytes, Some(position), &self.options.params, &mut buffers)
+            .map_err(|error| ChainstateError::CorruptBlock { hash, reason: error.reason })
+    }
+
+    /// The undo data of block `id`.
+    pub(crate) fn load_undo(&self, id: EntryId) -> Result<BlockUndo, ChainstateError> {
+        let entry = self.index.entry(id);
+        let hash = entry.hash;
+        let position = entry.undo_position.ok_or(ChainstateError::MissingBlockData { hash })?;
+        let payload = read_undo(
+            &self.options.blocks_directory,
+            position,
+            &self.obfuscation,
+            &entry.header.previous_block_hash,
+        )?;
+        BlockUndo::decode(&payload).map_err(|reason| ChainstateError::CorruptUndo { hash, reason })
+    }
+
+    /// Connects block `id` on the tip. False when it is invalid (then it is
+    /// marked and logged).
+    fn connect_tip(&mut self, id: EntryId) -> Result<bool, ChainstateError> {
+        let block = self.load_block(id)?;
+        let view = BlockView::parse(&block.bytes)
+            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
+        if self.index.entry(id).parent.is_none() {
+            // Core never connects the genesis block's transactions: its
+            // coinbase is not spendable.
+            self.finish_connect(id, &view, None)?;
+            return Ok(true);
+        }
+        let outpoints: Vec<_> = view
+            .transactions()
+            .skip(1)
+            .flat_map(|transaction| {
+                transaction.inputs().iter().map(|input| input.previous_output()).collect::<Vec<_>>()
+            })
+            .collect();
+        self.cache.prefetch(&outpoints)?;
+        match self.connect_with_context(id, &view, &block) {
+            Ok(connected) => {
+                self.write_undo(id, &connected)?;
+                self.finish_connect(id, &view, Some(&connected))?;
+                Ok(true)
+            }
+            Err(ConnectError::Invalid(rejection)) => {
+                self.connect_failed(id, rejection);
+                Ok(false)
+            }
+            Err(ConnectError::Chainstate(error)) => Err(error),
+        }
+    }
+
+    fn connect_with_context(
+        &mut self,
+        id: EntryId,
+        view: &BlockView<'_>,
+        block: &PreparedBlock,
+    ) -> Result<ConnectedBlock, ConnectError> {
+        let entry = self.index.entry(id);
+        let height = entry.height;
+        let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash: block.hash })?;
+        let params = &self.options.params;
+        let bip34_ancestor = self
+            .index
+            .ancestor(parent, params.bip34_height)
+            .map(|ancestor| self.index.entry(ancestor).hash);
+        let enforce_bip30 =
+            params.bip30_check_required(height, &block.hash, bip34_ancestor.as_ref());
+        let check_scripts = !self.assume_valid_covers(id);
+        let index = &self.index;
+        let chain = &self.chain;
+        let median_time_past_at =
+            |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
+        let context = ConnectContext {
+            params,
+            height,
+            flags: block_script_flags(params, height, &block.hash),
+            check_scripts,
+            enforce_bip30,
+            enforce_sequence_locks: params
+                .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
+            previous_median_time_past: index.median_time_past(parent),
+            median_time_past_at: &median_time_past_at,
+            script_threads: &self.scripts,
+        };
+        connect_block(&mut self.cache, view, &block.txids, &context)
+    }
+
+    /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
+    /// conditions in `ConnectBlock`): it is an ancestor of the assumed-valid
+    /// block and of the best header, the best header has the minimum chain
+    /// work, and the best header is at least two weeks of work past it.
+    fn assume_valid_covers(&self, id: EntryId) -> bool {
+        let Some(assumed) = self.options.assume_valid.and_then(|hash| self.index.get(&hash)) else {
+            return false;
+        };
+        let Some(best) = self.best_header else { return false };
+        let params = &self.options.params;
+        let best_entry = self.index.entry(best);
+        if !self.index.is_ancestor(id, assumed)
+            || !self.index.is_ancestor(id, best)
+            || best_entry.chain_work < params.minimum_chain_work
+        {
+            return false;
+        }
+        let work_above =
+            best_entry.chain_work.to_u256().wrapping_sub(self.index.entry(id).chain_work.to_u256());
+        let tip_proof = ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(
+            best_entry.header.bits,
+        ));
+        let seconds = work_above
+            .wrapping_mul_u64(params.pow_target_spacing_seconds.unsigned_abs())
+            .checked_div(tip_proof.to_u256())
+            .unwrap_or(ibex_primitives::U256::MAX);
+        seconds.bits() > 63 || seconds.low_u64() > ASSUME_VALID_MARGIN_SECONDS
+    }
+
+    /// Writes block `id`'s undo data unless it already has some.
+    fn write_undo(
+        &mut self,
+        id: EntryId,
+        connected: &ConnectedBlock,
+    ) -> Result<(), ChainstateError> {
+        let entry = self.index.entry(id);
+        if entry.undo_position.is_some() {
+            return Ok(());
+        }
+        let hash = entry.hash;
+        let previous = entry.header.previous_block_hash;
+        let file_number =
+            entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?.file_number;
+        self.undo_buffer.clear();
+        connected.undo.encode_into(&mut self.undo_buffer);
+        let position = self.undo_writer.append(file_number, &previous, &self.undo_buffer)?;
+        let entry = self.index.entry_mut(id);
+        entry.undo_position = Some(position);
+        entry.status.0 |= BlockStatus::HAVE_UNDO;
+        Ok(())
+    }
+
+    /// Makes `id` the tip after its coins were applied.
+    fn finish_connect(
+        &mut self,
+        id: EntryId,
+        view: &BlockView<'_>,
+        connected: Option<&ConnectedBlock>,
+    ) -> Result<(), ChainstateError> {
+        self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        self.chain.push(id);
+        self.statistics.blocks_connected += 1;
+        self.statistics.transactions_connected += view.transaction_count() as u64;
+        if let Some(connected) = connected {
+            self.statistics.inputs_connected += connected.input_count;
+            self.statistics.scripts_checked += connected.scripts_checked;
+        }
+        let update = self.tip_update(view.input_count());
+        self.emit(ChainEvent::TipUpdated(update));
+        self.flush_if_needed()
+    }
+
+    /// Marks a block that failed to connect and logs why.
+    fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
+        let entry = self.index.entry(id);
+        let (hash, height) = (entry.hash, entry.height);
+        self.mark_invalid(id);
+        self.emit(ChainEvent::BlockInvalid {
+            hash,
+            height,
+            reason: rejection.reject_reason(),
+            marked: true,
+        });
+    }
+
+    /// Disconnects the tip with its undo data.
+    fn disconnect_tip(&mut self) -> Result<(), ChainstateError> {
+        let Some(id) = self.chain.tip() else { return Ok(()) };
+        let entry = self.index.entry(id);
+        let (hash, height) = (entry.hash, entry.height);
+        let block = self.load_block(id)?;
+        let view = BlockView::parse(&block.bytes)
+            .map_err(|reason| ChainstateError::CorruptBlock { hash, reason })?;
+        let undo = self.load_undo(id)?;
+        let result = disconnect_block(&mut self.cache, &view, &block.txids, height, &hash, &undo)?;
+        if result != DisconnectResult::Clean {
+            return Err(ChainstateError::ReplayFailed { hash });
+        }
+        self.chain.pop();
+        self.statistics.blocks_disconnected += 1;
+        // The disconnected block stays a valid candidate should the new
+        // branch fail.
+        let candidate = self.candidate(id);
+        self.candidates.insert(candidate);
+        if self.chain.tip().is_some() {
+            let update = self.tip_update(0);
+            self.emit(ChainEvent::TipUpdated(update));
+        }
+        Ok(())
+    }
+
+    /// The `UpdateTip` fields for the current tip.
+    pub(crate) fn tip_update(&self, input_count: usize) -> TipUpdate {
+        let entry = self.chain.tip().map(|id| self.index.entry(id));
+        TipUpdate {
+            hash: entry.map(|entry| entry.hash).unwrap_or_default(),
+            height: entry.map_or(0, |entry| entry.height),
+            version: entry.map_or(0, |entry| entry.header.version),
+            log2_work: entry.map_or(0.0, |entry| entry.chain_work.log2()),
+            chain_transaction_count: entry.map_or(0, |entry| entry.chain_transaction_count),
+            time: entry.map_or(0, |entry| entry.header.time),
+            cache_bytes: self.cache.memory_bytes(),
+            cache_coin_count: self.cache.entry_count(),
+            input_count,
+        }
+    }
+
+    /// Flushes when the cache is full or the periodic interval passed.
+    fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
+        if self.cache.is_full() {
+            self.flush(FlushReason::CacheFull, FlushMode::EmptyCache)?;
+        } else if self.last_flush.elapsed() >= self.options.periodic_flush_interval {
+            self.flush(FlushReason::Periodic, FlushMode::KeepCoins)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,98 @@
+//! What the chainstate tells the node as it works: the node turns these
+//! into Core-style `debug.log` lines and the progress display.
+
+use ibex_primitives::BlockHash;
+
+use crate::database::FlushStats;
+
+/// The new tip after a block is connected or disconnected (the fields of
+/// Core's `UpdateTip` log line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TipUpdate {
+    /// The tip's hash.
+    pub hash: BlockHash,
+    /// Its height.
+    pub height: u32,
+    /// Its header's version.
+    pub version: i32,
+    /// log2 of the chain's total work.
+    pub log2_work: f64,
+    /// Transactions in the chain up to the tip.
+    pub chain_transaction_count: u64,
+    /// The tip's header time.
+    pub time: u32,
+    /// Bytes the UTXO cache uses.
+    pub cache_bytes: usize,
+    /// Coins (entries) in the UTXO cache.
+    pub cache_coin_count: usize,
+    /// Inputs of the tip block (coinbase included).
+    pub input_count: usize,
+}
+
+/// Something worth logging.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainEvent {
+    /// The tip moved.
+    TipUpdated(TipUpdate),
+    /// A block broke a rule; it and its descendants are marked invalid.
+    BlockInvalid {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// Core's reject reason.
+        reason: String,
+        /// Whether it was only rejected (a possibly mutated copy), not marked.
+        marked: bool,
+    },
+    /// The chain switched branches.
+    Reorganization {
+        /// Blocks disconnected.
+        disconnected_count: u32,
+        /// Height of the last common block.
+        fork_height: u32,
+        /// The tip being switched to.
+        new_best: BlockHash,
+    },
+    /// The coins and index were written.
+    Flushed {
+        /// What the coins flush wrote.
+        stats: FlushStats,
+        /// Block index records written.
+        index_records: usize,
+        /// How long it took, in milliseconds.
+        duration_ms: u64,
+        /// Why.
+        reason: FlushReason,
+    },
+    /// A restart found an interrupted flush and replayed blocks.
+    Replayed {
+        /// Blocks rolled back.
+        rolled_back: u32,
+        /// Blocks rolled forward.
+        rolled_forward: u32,
+    },
+}
+
+/// Why a flush happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushReason {
+    /// The cache reached `-dbcache`.
+    CacheFull,
+    /// The periodic interval passed.
+    Periodic,
+    /// Shutdown, or the end of an import.
+    Shutdown,
+}
+
+/// Receives [`ChainEvent`]s.
+pub trait ChainObserver: Send {
+    /// Called for each event, on the connecting thread: keep it cheap.
+    fn on_event(&mut self, event: &ChainEvent);
+}
+
+impl<F: FnMut(&ChainEvent) + Send> ChainObserver for F {
+    fn on_event(&mut self, event: &ChainEvent) {
+        self(event)
+    }
+}

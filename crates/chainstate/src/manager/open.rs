@@ -1,0 +1,155 @@
+//! Opening a chainstate: directories, the obfuscation key, the block index,
+//! the coins database, and recovery from an interrupted flush.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ibex_blockstore::{
+    block_file_path, read_obfuscation_key, write_obfuscation_key, BlockFileWriter, Obfuscation,
+    UndoFileWriter, BLOCK_FILE_BYTES_MAX,
+};
+
+use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions};
+use crate::cache::CoinsCache;
+use crate::database::{CoinsDatabase, DatabaseOptions};
+use crate::error::ChainstateError;
+use crate::index::store::IndexStore;
+use crate::index::{ActiveChain, BlockStatus, EntryId};
+use crate::scripts::ScriptThreads;
+
+/// The block index directory inside the blocks directory (as Core's).
+pub const INDEX_DIRECTORY: &str = "index";
+
+/// The obfuscation key of `directory`: `xor.dat` if present; none for a
+/// directory that already has block files without it (Core before v28);
+/// else a new random key, written to `xor.dat` (Core's default since v28).
+fn obfuscation_for(directory: &Path) -> Result<Obfuscation, ChainstateError> {
+    if directory.join("xor.dat").exists() || block_file_path(directory, 0).exists() {
+        return Ok(read_obfuscation_key(directory)?);
+    }
+    let mut key = [0u8; 8];
+    // A zero key only weakens obfuscation (which is against antivirus
+    // false positives, not attackers), so a failing RNG is not fatal.
+    if getrandom::fill(&mut key).is_err() {
+        key = [0; 8];
+    }
+    let obfuscation = Obfuscation::new(key);
+    write_obfuscation_key(directory, obfuscation)?;
+    Ok(obfuscation)
+}
+
+/// The highest `blk` file number present (0 if none).
+fn last_block_file(directory: &Path) -> u32 {
+    let mut number = 0;
+    while block_file_path(directory, number + 1).exists() {
+        number += 1;
+    }
+    number
+}
+
+fn create_directory(path: &Path) -> Result<(), ChainstateError> {
+    std::fs::create_dir_all(path).map_err(|source| ChainstateError::BlockStore {
+        source: ibex_blockstore::BlockStoreError::Io { path: path.to_path_buf(), source },
+    })
+}
+
+impl Chainstate {
+    /// Opens the chainstate described by `options`, replaying an interrupted
+    /// flush if there was one. Events go to `observer`.
+    pub fn open(
+        options: ChainstateOptions,
+        observer: Box<dyn ChainObserver>,
+    ) -> Result<Chainstate, ChainstateError> {
+        let blocks = options.blocks_directory.clone();
+        create_directory(&blocks)?;
+        create_directory(&options.chainstate_directory)?;
+        let obfuscation = obfuscation_for(&blocks)?;
+        let store = IndexStore::open(&blocks.join(INDEX_DIRECTORY))?;
+        let index = store.load()?;
+        let database_options = DatabaseOptions {
+            flush_batch_bytes_max: options.flush_batch_bytes_max,
+            create_if_missing: true,
+        };
+        let database = CoinsDatabase::open(&options.chainstate_directory, &database_options)?;
+        let cache = CoinsCache::new(Arc::new(database), options.cache_bytes_max);
+        let magic = options.params.message_start;
+        let block_writer = BlockFileWriter::new(
+            &blocks,
+            magic,
+            obfuscation,
+            BLOCK_FILE_BYTES_MAX,
+            last_block_file(&blocks),
+        )?;
+        let undo_writer = UndoFileWriter::new(&blocks, magic, obfuscation);
+        let scripts = ScriptThreads::new(options.script_threads)?;
+        let mut chainstate = Chainstate {
+            options,
+            index,
+            store,
+            chain: ActiveChain::default(),
+            cache,
+            obfuscation,
+            block_writer,
+            undo_writer,
+            candidates: BTreeSet::new(),
+            unlinked: HashMap::new(),
+            scripts,
+            observer,
+            recent: None,
+            last_flush: Instant::now(),
+            statistics: ChainStatistics::default(),
+            undo_buffer: Vec::new(),
+            best_header: None,
+        };
+        chainstate.best_header = chainstate.scan_best_header();
+        chainstate.rebuild_candidates();
+        chainstate.recover()?;
+        Ok(chainstate)
+    }
+
+    /// Candidate tips and unlinked blocks from the loaded index.
+    fn rebuild_candidates(&mut self) {
+        let ids: Vec<EntryId> = self.index.ids().collect();
+        for id in ids {
+            let entry = self.index.entry(id);
+            if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
+                continue;
+            }
+            if entry.has_chain_data() {
+                if entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS) {
+                    let candidate = self.candidate(id);
+                    self.candidates.insert(candidate);
+                }
+            } else if let Some(parent) = entry.parent {
+                self.unlinked.entry(parent).or_default().push(id);
+            }
+        }
+    }
+
+    /// Whether a reindex was interrupted (the node should continue it).
+    pub fn is_reindexing(&self) -> Result<bool, ChainstateError> {
+        self.store.is_reindexing()
+    }
+}
+
+impl Chainstate {
+    /// Indexes and connects the genesis block if the index lacks it (Core's
+    /// `LoadGenesisBlock`), writing it to a block file.
+    pub fn ensure_genesis(&mut self) -> Result<(), ChainstateError> {
+        let params = &self.options.params;
+        if self.index.get(&params.genesis_hash).is_some() {
+            return Ok(());
+        }
+        let bytes = params.genesis.encode();
+        let mut buffers = ibex_primitives::BlockBuffers::default();
+        let block = crate::prepared::PreparedBlock::prepare(bytes, None, params, &mut buffers)
+            .map_err(|error| ChainstateError::CorruptBlock {
+                hash: params.genesis_hash,
+                reason: error.reason,
+            })?;
+        self.accept_block(block)?;
+        self.activate_best_chain()
+    }
+}
