@@ -2,3 +2,11 @@
 //! progress, and the tool subcommands.
 
 pub mod block_summary;
+pub mod config;
+pub mod config_error;
+pub mod config_file;
+pub mod daemon;
+pub mod logging;
+pub mod progress;
+pub mod settings;
+pub mod signals;

@@ -1,0 +1,117 @@
+//! `ibexd [options]`: the Ibex node, with Bitcoin Core's options.
+//!
+//! Errors go to stderr as `Error: ...` with exit status 1, as `bitcoind`
+//! reports them; `-help` and `-version` print to stdout and exit 0.
+
+use std::process::ExitCode;
+
+use ibex_node::config::{CommandLine, OPTIONS};
+use ibex_node::daemon::{log_startup, run_node, version_string, CLIENT_NAME};
+use ibex_node::logging::Logger;
+use ibex_node::signals::{register_log_reopen, register_shutdown_signals};
+
+/// Help paragraphs wrap at this column, indented like Core's.
+const HELP_WIDTH_COLUMNS: usize = 79;
+const HELP_INDENT_COLUMNS: usize = 7;
+
+fn wrap(text: &str) -> String {
+    let indent = " ".repeat(HELP_INDENT_COLUMNS);
+    let mut output = String::new();
+    let mut line = indent.clone();
+    for word in text.split(' ') {
+        if line.len() > HELP_INDENT_COLUMNS && line.len() + 1 + word.len() > HELP_WIDTH_COLUMNS {
+            output.push_str(&line);
+            output.push('\n');
+            line = indent.clone();
+        }
+        if line.len() > HELP_INDENT_COLUMNS {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    output.push_str(&line);
+    output.push('\n');
+    output
+}
+
+fn help_text() -> String {
+    let mut text = format!(
+        "{CLIENT_NAME} daemon version {}\n\n\
+         ibexd validates the Bitcoin block chain as fast as the hardware allows,\n\
+         accepting exactly the blocks Bitcoin Core accepts.\n\n\
+         Usage: ibexd [options]\n\nOptions:\n\n",
+        version_string()
+    );
+    for (name, argument, help) in OPTIONS {
+        text.push_str(&format!("  -{name}{argument}\n"));
+        text.push_str(&wrap(help));
+        text.push('\n');
+    }
+    text
+}
+
+fn fail(message: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("Error: {message}");
+    ExitCode::FAILURE
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|argument| argument.to_string_lossy().into_owned())
+        .collect();
+    let command_line = match CommandLine::parse(&arguments) {
+        Ok(command_line) => command_line,
+        Err(error) => return fail(&error),
+    };
+    if command_line.help_requested() {
+        print!("{}", help_text());
+        return ExitCode::SUCCESS;
+    }
+    if command_line.version_requested() {
+        println!("{CLIENT_NAME} daemon version {}", version_string());
+        println!("Distributed under the MIT software license.");
+        return ExitCode::SUCCESS;
+    }
+    let options = match command_line.resolve() {
+        Ok(options) => options,
+        Err(error) => return fail(&error),
+    };
+    let logger = match Logger::open(&options) {
+        Ok(logger) => logger,
+        Err(error) => return fail(&error),
+    };
+    log_startup(&options, &logger);
+    let shutdown = match register_shutdown_signals() {
+        Ok(shutdown) => shutdown,
+        Err(error) => return fail(&error),
+    };
+    if let Err(error) = register_log_reopen(&logger.reopen_flag()) {
+        return fail(&error);
+    }
+    let result = run_node(options, logger.clone(), shutdown);
+    logger.log("Shutdown: In progress...");
+    match result {
+        Ok(_) => {
+            logger.log("Shutdown: done");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            logger.log(&format!("Error: {error}"));
+            fail(&error)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_wraps_at_79_columns() {
+        let text = help_text();
+        assert!(text.lines().all(|line| line.len() <= HELP_WIDTH_COLUMNS), "{text}");
+        assert!(text.contains("\n  -dbcache=<n>\n       Database cache in MiB"));
+        assert_eq!(wrap("a b"), "       a b\n");
+    }
+}

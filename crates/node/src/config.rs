@@ -1,0 +1,592 @@
+//! `ibexd`'s options in Bitcoin Core's syntax, parsed by hand: the command
+//! line (`-name=value`, `--name=value`, `-name`, `-noname`), then
+//! `bitcoin.conf` in the data directory ([`crate::config_file`]), merged by
+//! Core's rules ([`crate::settings`]) into a typed [`NodeOptions`].
+//!
+//! The order follows Core's `bitcoind`: parse the command line (an unknown
+//! option is an error), check `-datadir`, read the configuration file (an
+//! unknown name there is only a warning), select the chain, then read each
+//! option for that chain.
+
+use std::path::{Path, PathBuf};
+
+use ibex_primitives::params::{Network, Params};
+use ibex_primitives::BlockHash;
+
+pub use crate::config_error::{ConfigError, ConfigWarning};
+use crate::config_file::{self, interpret_key};
+use crate::settings::{interpret_bool, SettingValue, Settings};
+
+/// `-dbcache` default, MiB (Core's `DEFAULT_DB_CACHE`).
+pub const DBCACHE_MEBIBYTES_DEFAULT: u64 = 450;
+/// `-dbcache` floor, MiB (Core's `MIN_DB_CACHE`).
+pub const DBCACHE_MEBIBYTES_MIN: u64 = 4;
+/// `-dbcache` ceiling, MiB: 1 TiB. Core only caps at the address space; no
+/// machine we run on has this much memory.
+pub const DBCACHE_MEBIBYTES_MAX: u64 = 1 << 20;
+/// `-dbbatchsize` default, bytes (Core's `DEFAULT_DB_CACHE_BATCH`).
+pub const DATABASE_BATCH_BYTES_DEFAULT: usize = 32 << 20;
+/// Script-check threads besides the main thread, at most (Core's
+/// `MAX_SCRIPTCHECK_THREADS`).
+pub const SCRIPT_CHECK_WORKER_THREADS_MAX: usize = 15;
+/// The default data directory, under the home directory.
+pub const DATA_DIRECTORY_DEFAULT_NAME: &str = ".ibex";
+/// The default log file, in the chain directory.
+pub const DEBUG_LOG_FILE_DEFAULT: &str = "debug.log";
+
+/// Every option `ibexd` knows: name, argument placeholder, help text.
+/// Each takes any value, like Core's `ALLOW_ANY`.
+pub const OPTIONS: &[(&str, &str, &str)] = &[
+    ("?", "", "Print this help message and exit"),
+    ("h", "", "Print this help message and exit"),
+    ("help", "", "Print this help message and exit"),
+    ("version", "", "Print the version and exit"),
+    ("conf", "=<file>", "Configuration file, relative to the data directory (default: bitcoin.conf)"),
+    ("includeconf", "=<file>", "Configuration file to read as well, relative to the data directory (configuration file only)"),
+    ("datadir", "=<dir>", "Data directory (default: ~/.ibex)"),
+    ("blocksdir", "=<dir>", "Directory whose <chain>/blocks holds the block files (default: the data directory)"),
+    ("chain", "=<chain>", "Chain: main, test (testnet3), testnet4, signet or regtest (default: main)"),
+    ("regtest", "", "Use the regression test chain (same as -chain=regtest)"),
+    ("testnet", "", "Use testnet3 (same as -chain=test)"),
+    ("testnet4", "", "Use testnet4 (same as -chain=testnet4)"),
+    ("signet", "", "Use signet (same as -chain=signet)"),
+    ("dbcache", "=<n>", "Database cache in MiB (minimum 4, default: 450)"),
+    ("dbbatchsize", "=<n>", "Largest database write batch in bytes (default: 33554432)"),
+    ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
+    ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
+    ("stopatheight", "=<n>", "Stop once the chain reaches this height (default: 0, never)"),
+    ("reindex", "", "Rebuild the block index and chainstate from the block files"),
+    ("reindex-chainstate", "", "Rebuild the chainstate from the blocks already indexed"),
+    ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),
+    ("printtoconsole", "", "Write the log to standard output as well (default: 1)"),
+    ("debuglogfile", "=<file>", "Log file, relative to the chain directory; -nodebuglogfile writes none (default: debug.log)"),
+    ("shrinkdebugfile", "", "Keep only the last 10 MB of the log file when it has grown past 11 MB (default: 1)"),
+    ("testactivationheight", "=<name>@<height>", "Activate segwit, bip34, dersig, cltv or csv at this height (regtest only, repeatable)"),
+    ("test", "=<option>", "Test behaviour: bip94 enforces BIP94 (regtest only, repeatable)"),
+];
+
+/// Which block `-assumevalid` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssumeValid {
+    /// Not given: the chain's built-in block (`Params::default_assume_valid`).
+    Default,
+    /// `-assumevalid=0` (or `-noassumevalid`): check every script.
+    Disabled,
+    /// This block and its ancestors skip script checks.
+    Block(BlockHash),
+}
+
+/// What became of the configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigFileStatus {
+    /// `-noconf`.
+    Disabled,
+    /// Read from this path.
+    Found(PathBuf),
+    /// Not there; Core goes on without it.
+    NotFound(PathBuf),
+}
+
+/// Everything `ibexd` was told, typed.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// The chain.
+    pub network: Network,
+    /// `-datadir`, absolute (default `~/.ibex`).
+    pub data_directory: PathBuf,
+    /// The data directory, or its chain subdirectory (`regtest`, ...).
+    pub chain_directory: PathBuf,
+    /// Where the block files are: `<-blocksdir or datadir>/<chain>/blocks`.
+    pub blocks_directory: PathBuf,
+    /// `-dbcache`, MiB, clamped to [`DBCACHE_MEBIBYTES_MIN`,
+    /// `DBCACHE_MEBIBYTES_MAX`].
+    pub dbcache_mebibytes: u64,
+    /// `-dbbatchsize`, bytes.
+    pub database_batch_bytes: usize,
+    /// Script-check threads including the main thread, 1 to 16 (Core's
+    /// `-par`: its `worker_threads_num` is this minus one).
+    pub script_threads: usize,
+    /// `-assumevalid`.
+    pub assume_valid: AssumeValid,
+    /// `-stopatheight`; `None` for 0. A negative value stops at once, as in
+    /// Core (every height is at least 0).
+    pub stop_at_height: Option<u32>,
+    /// `-reindex`.
+    pub reindex: bool,
+    /// `-reindex-chainstate`.
+    pub reindex_chainstate: bool,
+    /// `-loadblock` files, as given (relative to the working directory).
+    pub load_blocks: Vec<PathBuf>,
+    /// `-printtoconsole` (default true).
+    pub print_to_console: bool,
+    /// `-debuglogfile`, absolute; `None` for `-nodebuglogfile`.
+    pub debug_log_file: Option<PathBuf>,
+    /// `-shrinkdebugfile` (default true).
+    pub shrink_debug_log: bool,
+    /// The chain's parameters, with `-testactivationheight` and `-test=bip94`.
+    pub params: Params,
+    /// Command-line values by name in name order, each as Core's startup log
+    /// writes it: a JSON string (`"0"`) or `false` for a negation.
+    pub command_line: Vec<(String, String)>,
+    /// Configuration file values: section (empty for the top level), name,
+    /// value written as in `command_line`.
+    pub config_file_arguments: Vec<(String, String, String)>,
+    /// The configuration file.
+    pub config_file: ConfigFileStatus,
+    /// Warnings to log once the log is open.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// The parsed command line, before the configuration file is read.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    settings: Settings,
+    warnings: Vec<ConfigWarning>,
+}
+
+/// Parses `arguments` (without the program name) and reads the
+/// configuration file: the whole of Core's option handling.
+pub fn parse_options(arguments: &[String]) -> Result<NodeOptions, ConfigError> {
+    CommandLine::parse(arguments)?.resolve()
+}
+
+pub(crate) fn is_known_option(name: &str) -> bool {
+    OPTIONS.iter().any(|(known, _, _)| *known == name)
+}
+
+/// Core's `InterpretValue`: a negation is `false`, or `true` for the double
+/// negative `-nofoo=0`; anything else is its text (empty when elided).
+pub(crate) fn interpret_value(
+    name: &str,
+    negated: bool,
+    value: Option<&str>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> SettingValue {
+    match (negated, value) {
+        (true, Some(value)) if !interpret_bool(value) => {
+            warnings.push(ConfigWarning::DoubleNegative {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            });
+            SettingValue::Bool(true)
+        }
+        (true, _) => SettingValue::Bool(false),
+        (false, value) => SettingValue::Text(value.unwrap_or_default().to_owned()),
+    }
+}
+
+impl CommandLine {
+    /// Parses the arguments after the program name as Core's
+    /// `ParseParameters` does, plus `bitcoind`'s refusal of arguments that
+    /// are not options. A lone `-` ends the options, as in Core.
+    pub fn parse(arguments: &[String]) -> Result<CommandLine, ConfigError> {
+        let mut command_line = CommandLine::default();
+        for argument in arguments {
+            if argument == "-" {
+                break;
+            }
+            let (key, value) = match argument.split_once('=') {
+                Some((key, value)) => (key, Some(value)),
+                None => (argument.as_str(), None),
+            };
+            let Some(key) = key.strip_prefix('-') else {
+                return Err(ConfigError::UnexpectedToken { token: argument.clone() });
+            };
+            // `--name` is `-name`.
+            let key = if key.len() > 1 { key.strip_prefix('-').unwrap_or(key) } else { key };
+            let key_info = interpret_key(key);
+            if !key_info.section.is_empty() || !is_known_option(&key_info.name) {
+                return Err(ConfigError::InvalidParameter { argument: argument.clone() });
+            }
+            let value = interpret_value(
+                &key_info.name,
+                key_info.negated,
+                value,
+                &mut command_line.warnings,
+            );
+            command_line.settings.command_line.entry(key_info.name).or_default().push(value);
+        }
+        let includes = command_line.settings.values("", "includeconf");
+        if let Some(first) = includes.first() {
+            return Err(ConfigError::IncludeOnCommandLine { value: first.to_json() });
+        }
+        Ok(command_line)
+    }
+
+    /// Whether `-?`, `-h` or `-help` was given (Core's `HelpRequested`:
+    /// given at all, even negated).
+    pub fn help_requested(&self) -> bool {
+        ["?", "h", "help"].iter().any(|name| self.settings.command_line.contains_key(*name))
+    }
+
+    /// Whether `-version` was given and true.
+    pub fn version_requested(&self) -> bool {
+        self.settings.value("", "version", false).is_some_and(|value| value.to_bool())
+    }
+
+    /// Reads the configuration file and types every option.
+    pub fn resolve(self) -> Result<NodeOptions, ConfigError> {
+        let CommandLine { mut settings, mut warnings } = self;
+        let initial_data_directory = data_directory(&settings, "")?;
+        let config_file =
+            config_file::load_configuration(&mut settings, &initial_data_directory, &mut warnings)?;
+        let network = select_network(&settings)?;
+        let section = network.name();
+        let data_directory = data_directory(&settings, section)?;
+        if let ConfigFileStatus::Found(path) = &config_file {
+            check_ignored_config_file(&data_directory, &initial_data_directory, path)?;
+        }
+        if network == Network::Testnet3 {
+            warnings.push(ConfigWarning::Testnet3Deprecated);
+        }
+        let typed = Typed { settings: &settings, section };
+        let chain_directory = match network.data_dir_name() {
+            "" => data_directory.clone(),
+            name => data_directory.join(name),
+        };
+        let options = NodeOptions {
+            network,
+            blocks_directory: typed.blocks_directory(&data_directory, network)?,
+            debug_log_file: typed.debug_log_file(&chain_directory),
+            chain_directory,
+            data_directory,
+            dbcache_mebibytes: typed.dbcache_mebibytes(),
+            database_batch_bytes: typed.database_batch_bytes()?,
+            script_threads: script_threads_from_par(typed.integer("par", 0), available_cores()),
+            assume_valid: typed.assume_valid()?,
+            stop_at_height: stop_at_height(typed.integer("stopatheight", 0)),
+            reindex: typed.boolean("reindex", false),
+            reindex_chainstate: typed.boolean("reindex-chainstate", false),
+            load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
+            print_to_console: typed.boolean("printtoconsole", true),
+            shrink_debug_log: typed.boolean("shrinkdebugfile", true),
+            params: typed.params(network, &mut warnings)?,
+            command_line: log_entries(&settings.command_line)
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+            config_file_arguments: settings
+                .config_file
+                .iter()
+                .flat_map(|(section, values)| {
+                    log_entries(values)
+                        .map(|(name, value)| (section.clone(), name.to_owned(), value))
+                })
+                .collect(),
+            config_file,
+            warnings,
+        };
+        Ok(options)
+    }
+}
+
+fn log_entries(
+    values: &std::collections::BTreeMap<String, Vec<SettingValue>>,
+) -> impl Iterator<Item = (&str, String)> {
+    values.iter().flat_map(|(name, list)| list.iter().map(|value| (name.as_str(), value.to_json())))
+}
+
+/// Core's `GetPathArg`: `None` when negated or empty.
+pub(crate) fn path_setting(settings: &Settings, section: &str, name: &str) -> Option<PathBuf> {
+    match settings.value(section, name, false)? {
+        SettingValue::Text(text) if !text.is_empty() => Some(PathBuf::from(text)),
+        _ => None,
+    }
+}
+
+/// The data directory (Core's `GetDataDirBase` with `CheckDataDirOption`).
+fn data_directory(settings: &Settings, section: &str) -> Result<PathBuf, ConfigError> {
+    let Some(path) = path_setting(settings, section, "datadir") else {
+        let home = std::env::var_os("HOME").filter(|home| !home.is_empty());
+        return Ok(
+            PathBuf::from(home.unwrap_or_else(|| "/".into())).join(DATA_DIRECTORY_DEFAULT_NAME)
+        );
+    };
+    match std::path::absolute(&path) {
+        Ok(absolute) if absolute.is_dir() => Ok(absolute),
+        _ => Err(ConfigError::DataDirectoryMissing { path: path.display().to_string() }),
+    }
+}
+
+/// Core refuses a `datadir=` in the configuration file that moves to a
+/// directory holding another configuration file, which would go unread.
+fn check_ignored_config_file(
+    data_directory: &Path,
+    initial_data_directory: &Path,
+    config_file: &Path,
+) -> Result<(), ConfigError> {
+    if data_directory == initial_data_directory {
+        return Ok(());
+    }
+    let other = data_directory.join(config_file::CONFIG_FILE_NAME);
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if other.exists() && !same(&other, config_file) {
+        return Err(ConfigError::IgnoredConfigFile {
+            data_directory: data_directory.to_owned(),
+            config_file: config_file.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Core's `GetChainArg`: at most one of the chain options.
+pub(crate) fn select_network(settings: &Settings) -> Result<Network, ConfigError> {
+    let flag = |name: &str| settings.value("", name, true).is_some_and(|value| value.to_bool());
+    let flags = [
+        (flag("regtest"), Network::Regtest),
+        (flag("signet"), Network::Signet),
+        (flag("testnet"), Network::Testnet3),
+        (flag("testnet4"), Network::Testnet4),
+    ];
+    let chain = settings.value("", "chain", false).map(|value| value.to_text());
+    let given = flags.iter().filter(|(set, _)| *set).count() + usize::from(chain.is_some());
+    if given > 1 {
+        return Err(ConfigError::ConflictingChains);
+    }
+    if let Some(name) = chain {
+        return name.parse().map_err(|_| ConfigError::UnknownChain { name });
+    }
+    Ok(flags.iter().find(|(set, _)| *set).map_or(Network::Main, |(_, network)| *network))
+}
+
+/// The number of cores (Core's `GetNumCores`).
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |cores| cores.get())
+}
+
+/// Core's `-par` arithmetic: 0 means every core, `-n` leaves `n` free; the
+/// main thread counts, and the workers besides it are clamped to 0..=15.
+/// Returns the total, main thread included (1..=16).
+pub fn script_threads_from_par(par: i64, cores: usize) -> usize {
+    // Core stores the option in an `int`.
+    let mut threads = i64::from(par as i32);
+    if threads <= 0 {
+        threads += i64::try_from(cores).unwrap_or(i64::MAX);
+    }
+    let workers = (threads - 1).clamp(0, SCRIPT_CHECK_WORKER_THREADS_MAX as i64);
+    workers as usize + 1
+}
+
+fn stop_at_height(value: i64) -> Option<u32> {
+    match value {
+        0 => None,
+        ..0 => Some(0),
+        _ => Some(u32::try_from(value).unwrap_or(u32::MAX)),
+    }
+}
+
+/// Core's `uint256::FromUserHex`: an optional `0x`, then up to 64 hex
+/// digits, left-padded with zeros. Zero disables.
+pub fn parse_assume_valid(text: &str) -> Option<AssumeValid> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    if digits.len() > 64 || !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    let hash = BlockHash::from_hex(&format!("{digits:0>64}")).ok()?;
+    Some(if hash == BlockHash::ZERO { AssumeValid::Disabled } else { AssumeValid::Block(hash) })
+}
+
+/// Typed reads of the merged settings for one chain.
+struct Typed<'a> {
+    settings: &'a Settings,
+    section: &'a str,
+}
+
+impl Typed<'_> {
+    fn value(&self, name: &str) -> Option<SettingValue> {
+        self.settings.value(self.section, name, false)
+    }
+
+    fn integer(&self, name: &str, default: i64) -> i64 {
+        self.value(name).map_or(default, |value| value.to_integer())
+    }
+
+    fn boolean(&self, name: &str, default: bool) -> bool {
+        self.value(name).map_or(default, |value| value.to_bool())
+    }
+
+    fn list(&self, name: &str) -> Vec<String> {
+        self.settings.values(self.section, name).iter().map(SettingValue::to_text).collect()
+    }
+
+    /// Core's `CalculateDbCacheBytes`, in MiB.
+    fn dbcache_mebibytes(&self) -> u64 {
+        let requested = self.integer("dbcache", DBCACHE_MEBIBYTES_DEFAULT as i64).max(0);
+        (requested as u64).clamp(DBCACHE_MEBIBYTES_MIN, DBCACHE_MEBIBYTES_MAX)
+    }
+
+    /// `-dbbatchsize`: Core takes any number; a batch of zero or fewer
+    /// bytes would make no progress, so we refuse it.
+    fn database_batch_bytes(&self) -> Result<usize, ConfigError> {
+        let Some(value) = self.value("dbbatchsize") else {
+            return Ok(DATABASE_BATCH_BYTES_DEFAULT);
+        };
+        match usize::try_from(value.to_integer()) {
+            Ok(bytes) if bytes > 0 => Ok(bytes),
+            _ => Err(ConfigError::InvalidValue { name: "dbbatchsize", value: value.to_text() }),
+        }
+    }
+
+    fn assume_valid(&self) -> Result<AssumeValid, ConfigError> {
+        let Some(value) = self.value("assumevalid") else {
+            return Ok(AssumeValid::Default);
+        };
+        let text = value.to_text();
+        parse_assume_valid(&text).ok_or(ConfigError::InvalidAssumeValid { value: text })
+    }
+
+    fn blocks_directory(
+        &self,
+        data_directory: &Path,
+        network: Network,
+    ) -> Result<PathBuf, ConfigError> {
+        let base = match path_setting(self.settings, self.section, "blocksdir") {
+            None => data_directory.to_owned(),
+            Some(path) => match std::path::absolute(&path) {
+                Ok(absolute) if absolute.is_dir() => absolute,
+                _ => {
+                    let path = path.display().to_string();
+                    return Err(ConfigError::BlocksDirectoryMissing { path });
+                }
+            },
+        };
+        let chain = network.data_dir_name();
+        Ok(if chain.is_empty() { base.join("blocks") } else { base.join(chain).join("blocks") })
+    }
+
+    fn debug_log_file(&self, chain_directory: &Path) -> Option<PathBuf> {
+        if self.settings.is_negated(self.section, "debuglogfile") {
+            return None;
+        }
+        let path = path_setting(self.settings, self.section, "debuglogfile")
+            .unwrap_or_else(|| PathBuf::from(DEBUG_LOG_FILE_DEFAULT));
+        Some(chain_directory.join(path))
+    }
+
+    /// The chain's parameters; `-testactivationheight` and `-test` only on
+    /// regtest (Core ignores the first elsewhere; we refuse it so that a
+    /// mistaken chain choice cannot go unnoticed).
+    fn params(
+        &self,
+        network: Network,
+        warnings: &mut Vec<ConfigWarning>,
+    ) -> Result<Params, ConfigError> {
+        let activation_heights = self.list("testactivationheight");
+        let test_options = self.list("test");
+        if network != Network::Regtest {
+            if !activation_heights.is_empty() {
+                return Err(ConfigError::RegtestOnly { name: "testactivationheight" });
+            }
+            if !test_options.is_empty() {
+                return Err(ConfigError::RegtestOnly { name: "test=<option>" });
+            }
+            return Ok(Params::for_network(network));
+        }
+        let mut regtest = ibex_primitives::params::RegtestOptions::new();
+        for argument in &activation_heights {
+            regtest = regtest.test_activation_height(argument)?;
+        }
+        for option in test_options {
+            if option == "bip94" {
+                regtest = regtest.enforce_bip94(true);
+            } else {
+                warnings.push(ConfigWarning::UnknownTestOption { option });
+            }
+        }
+        Ok(regtest.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arguments(list: &[&str]) -> Vec<String> {
+        list.iter().map(|argument| (*argument).to_owned()).collect()
+    }
+
+    fn parse_error(list: &[&str]) -> String {
+        CommandLine::parse(&arguments(list)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn command_line_syntax() {
+        let command_line =
+            CommandLine::parse(&arguments(&["--dbcache=5", "-reindex", "-noprinttoconsole"]))
+                .unwrap();
+        let settings = &command_line.settings;
+        assert_eq!(settings.value("", "dbcache", false), Some(SettingValue::Text("5".into())));
+        assert_eq!(settings.value("", "reindex", false), Some(SettingValue::Text(String::new())));
+        assert!(settings.is_negated("", "printtoconsole"));
+        let double = CommandLine::parse(&arguments(&["-noreindex=0"])).unwrap();
+        assert_eq!(double.settings.value("", "reindex", false), Some(SettingValue::Bool(true)));
+        assert_eq!(double.warnings.len(), 1);
+    }
+
+    #[test]
+    fn command_line_refusals() {
+        assert_eq!(
+            parse_error(&["-foo=bar"]),
+            "Error parsing command line arguments: Invalid parameter -foo=bar"
+        );
+        assert_eq!(
+            parse_error(&["-regtest.dbcache=4"]),
+            "Error parsing command line arguments: Invalid parameter -regtest.dbcache=4"
+        );
+        assert_eq!(
+            parse_error(&["-regtest", "extra"]),
+            "Command line contains unexpected token 'extra', see ibexd -h for a list of options."
+        );
+        assert!(parse_error(&["-includeconf=a.conf"]).contains("-includeconf=\"a.conf\""));
+        CommandLine::parse(&arguments(&["-noincludeconf"])).unwrap();
+        // A lone dash ends the options; what follows is not read.
+        CommandLine::parse(&arguments(&["-regtest", "-", "junk"])).unwrap();
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert!(CommandLine::parse(&arguments(&["-?"])).unwrap().help_requested());
+        assert!(CommandLine::parse(&arguments(&["--help"])).unwrap().help_requested());
+        assert!(CommandLine::parse(&arguments(&["-version"])).unwrap().version_requested());
+        assert!(!CommandLine::parse(&arguments(&["-version=0"])).unwrap().version_requested());
+    }
+
+    #[test]
+    fn par_like_core() {
+        assert_eq!(script_threads_from_par(0, 2), 2);
+        assert_eq!(script_threads_from_par(0, 64), 16);
+        assert_eq!(script_threads_from_par(-1, 2), 1);
+        assert_eq!(script_threads_from_par(-5, 2), 1);
+        assert_eq!(script_threads_from_par(1, 8), 1);
+        assert_eq!(script_threads_from_par(4, 2), 4);
+        assert_eq!(script_threads_from_par(100, 2), 16);
+        // Core's int truncation: 2^32 + 3 is 3.
+        assert_eq!(script_threads_from_par((1 << 32) + 3, 2), 3);
+    }
+
+    #[test]
+    fn assume_valid_like_from_user_hex() {
+        assert_eq!(parse_assume_valid("0"), Some(AssumeValid::Disabled));
+        assert_eq!(parse_assume_valid(""), Some(AssumeValid::Disabled));
+        let hash = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206";
+        let expected = AssumeValid::Block(BlockHash::from_hex(hash).unwrap());
+        assert_eq!(parse_assume_valid(hash), Some(expected));
+        assert_eq!(parse_assume_valid(&format!("0x{hash}")), Some(expected));
+        let short = parse_assume_valid("1f").unwrap();
+        let AssumeValid::Block(short) = short else { panic!("not a block") };
+        assert_eq!(short.to_hex(), format!("{:0>64}", "1f"));
+        assert_eq!(parse_assume_valid(&format!("{hash}0")), None);
+        assert_eq!(parse_assume_valid("0X1f"), None);
+        assert_eq!(parse_assume_valid("xyz"), None);
+    }
+
+    #[test]
+    fn stop_height() {
+        assert_eq!(stop_at_height(0), None);
+        assert_eq!(stop_at_height(-3), Some(0));
+        assert_eq!(stop_at_height(120), Some(120));
+        assert_eq!(stop_at_height(i64::MAX), Some(u32::MAX));
+    }
+}

@@ -1,0 +1,178 @@
+//! What `ibexd` does once its options are read: the Core-like startup lines,
+//! then [`run_node`]. For now `run_node` only logs the configuration the
+//! chainstate engine will be built from; the engine is wired in here.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::config::{AssumeValid, ConfigFileStatus, ConfigWarning, NodeOptions};
+use crate::logging::{LogError, Logger};
+
+/// The client name in the log and `-version`.
+pub const CLIENT_NAME: &str = "Ibex";
+
+/// `v` and the crate version, as Core's `FormatFullVersion`.
+pub fn version_string() -> String {
+    format!("v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How the node stopped (both are a clean exit, status 0, as in Core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeExit {
+    /// The work was done (or `-stopatheight` was reached).
+    Finished,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+}
+
+/// Why the node could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The log failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// The coins-related split of `-dbcache` (Core's `kernel::CacheSizes`,
+/// without a transaction index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSizes {
+    /// Block index database cache: an eighth, at most 2 MiB.
+    pub block_index_database_bytes: u64,
+    /// Coins database cache: half the rest, at most 8 MiB.
+    pub coins_database_bytes: u64,
+    /// The in-memory coins cache: everything left.
+    pub coins_bytes: u64,
+}
+
+const MEBIBYTE: u64 = 1 << 20;
+
+impl CacheSizes {
+    /// Splits `dbcache_mebibytes` as Core does.
+    pub fn from_dbcache(dbcache_mebibytes: u64) -> CacheSizes {
+        let total = dbcache_mebibytes.saturating_mul(MEBIBYTE);
+        let block_index_database_bytes = (total / 8).min(2 * MEBIBYTE);
+        let rest = total - block_index_database_bytes;
+        let coins_database_bytes = (rest / 2).min(8 * MEBIBYTE);
+        CacheSizes {
+            block_index_database_bytes,
+            coins_database_bytes,
+            coins_bytes: rest - coins_database_bytes,
+        }
+    }
+}
+
+fn mebibytes(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / MEBIBYTE as f64)
+}
+
+fn warning_line(warning: &ConfigWarning) -> String {
+    match warning {
+        // Core writes this one with its own "Warning:" prefix.
+        ConfigWarning::DoubleNegative { .. } => warning.to_string(),
+        _ => format!("[warning] {warning}"),
+    }
+}
+
+/// Core's first lines: version, data directory, configuration file, every
+/// configuration and command-line value, then any warnings.
+pub fn startup_lines(options: &NodeOptions) -> Vec<String> {
+    let build = if cfg!(debug_assertions) { "debug build" } else { "release build" };
+    let mut lines = vec![
+        format!("{CLIENT_NAME} version {} ({build})", version_string()),
+        format!("Using data directory {}", options.chain_directory.display()),
+    ];
+    lines.push(match &options.config_file {
+        ConfigFileStatus::Disabled => "Config file: <disabled>".to_owned(),
+        ConfigFileStatus::Found(path) => format!("Config file: {}", path.display()),
+        ConfigFileStatus::NotFound(path) => {
+            format!("Config file: {} (not found, skipping)", path.display())
+        }
+    });
+    for (section, name, value) in &options.config_file_arguments {
+        let section = if section.is_empty() { String::new() } else { format!("[{section}] ") };
+        lines.push(format!("Config file arg: {section}{name}={value}"));
+    }
+    for (name, value) in &options.command_line {
+        lines.push(format!("Command-line arg: {name}={value}"));
+    }
+    lines.extend(options.warnings.iter().map(warning_line));
+    lines
+}
+
+/// Writes [`startup_lines`] to the log.
+pub fn log_startup(options: &NodeOptions, logger: &Logger) {
+    for line in startup_lines(options) {
+        logger.log(&line);
+    }
+}
+
+/// The lines describing what the engine will be given.
+pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
+    let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
+    let assume_valid = match options.assume_valid {
+        AssumeValid::Disabled => None,
+        AssumeValid::Block(hash) => Some(hash),
+        AssumeValid::Default => options.params.default_assume_valid,
+    };
+    let mut lines = vec![
+        format!("Script verification uses {} additional threads", options.script_threads - 1),
+        "Cache configuration:".to_owned(),
+        format!(
+            "* Using {} MiB for block index database",
+            mebibytes(cache.block_index_database_bytes)
+        ),
+        format!("* Using {} MiB for chain state database", mebibytes(cache.coins_database_bytes)),
+        format!("* Using {} MiB for in-memory UTXO set", mebibytes(cache.coins_bytes)),
+        format!("Blocks directory: {}", options.blocks_directory.display()),
+    ];
+    lines.push(match assume_valid {
+        Some(hash) => format!("Assuming ancestors of block {hash} have valid signatures."),
+        None => "Validating signatures for all blocks.".to_owned(),
+    });
+    lines.push(format!("Setting nMinimumChainWork={}", options.params.minimum_chain_work));
+    lines
+}
+
+/// Runs the node until it is done or `shutdown` is set. For now it logs
+/// the configuration and returns: the chainstate engine goes here.
+pub fn run_node(
+    options: NodeOptions,
+    logger: Logger,
+    shutdown: Arc<AtomicBool>,
+) -> Result<NodeExit, NodeError> {
+    for line in configuration_lines(&options) {
+        logger.log(&line);
+    }
+    logger.flush()?;
+    if shutdown.load(Ordering::Acquire) {
+        return Ok(NodeExit::Interrupted);
+    }
+    Ok(NodeExit::Finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_split_like_core() {
+        // Core's sample without a transaction index: 450 MiB is 2 + 8 + 440.
+        let cache = CacheSizes::from_dbcache(450);
+        assert_eq!(cache.block_index_database_bytes, 2 * MEBIBYTE);
+        assert_eq!(cache.coins_database_bytes, 8 * MEBIBYTE);
+        assert_eq!(cache.coins_bytes, 440 * MEBIBYTE);
+        // At the 4 MiB floor: 0.5 + 1.75 + 1.75.
+        let cache = CacheSizes::from_dbcache(4);
+        assert_eq!(cache.block_index_database_bytes, MEBIBYTE / 2);
+        assert_eq!(cache.coins_database_bytes, 7 * MEBIBYTE / 4);
+        assert_eq!(cache.coins_bytes, 7 * MEBIBYTE / 4);
+        assert_eq!(mebibytes(cache.coins_bytes), "1.8");
+    }
+
+    #[test]
+    fn version_has_a_v() {
+        assert_eq!(version_string(), format!("v{}", env!("CARGO_PKG_VERSION")));
+    }
+}
