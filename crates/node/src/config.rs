@@ -142,6 +142,8 @@ pub struct NodeOptions {
 pub struct CommandLine {
     settings: Settings,
     warnings: Vec<ConfigWarning>,
+    /// The first argument not starting with `-`, refused after `-help`.
+    unexpected_token: Option<String>,
 }
 
 /// Parses `arguments` (without the program name) and reads the
@@ -177,10 +179,15 @@ pub(crate) fn interpret_value(
 
 impl CommandLine {
     /// Parses the arguments after the program name as Core's
-    /// `ParseParameters` does, plus `bitcoind`'s refusal of arguments that
-    /// are not options. A lone `-` ends the options, as in Core.
+    /// `ParseParameters` does: options up to the first argument that is not
+    /// one (or a lone `-`); an unknown option is an error. An argument not
+    /// starting with `-` anywhere is refused by [`CommandLine::resolve`], as
+    /// `bitcoind` refuses it after handling `-help`.
     pub fn parse(arguments: &[String]) -> Result<CommandLine, ConfigError> {
-        let mut command_line = CommandLine::default();
+        let mut command_line = CommandLine {
+            unexpected_token: arguments.iter().find(|argument| !argument.starts_with('-')).cloned(),
+            ..CommandLine::default()
+        };
         for argument in arguments {
             if argument == "-" {
                 break;
@@ -190,10 +197,10 @@ impl CommandLine {
                 None => (argument.as_str(), None),
             };
             let Some(key) = key.strip_prefix('-') else {
-                return Err(ConfigError::UnexpectedToken { token: argument.clone() });
+                break;
             };
             // `--name` is `-name`.
-            let key = if key.len() > 1 { key.strip_prefix('-').unwrap_or(key) } else { key };
+            let key = key.strip_prefix('-').unwrap_or(key);
             let key_info = interpret_key(key);
             if !key_info.section.is_empty() || !is_known_option(&key_info.name) {
                 return Err(ConfigError::InvalidParameter { argument: argument.clone() });
@@ -226,7 +233,10 @@ impl CommandLine {
 
     /// Reads the configuration file and types every option.
     pub fn resolve(self) -> Result<NodeOptions, ConfigError> {
-        let CommandLine { mut settings, mut warnings } = self;
+        let CommandLine { mut settings, mut warnings, unexpected_token } = self;
+        if let Some(token) = unexpected_token {
+            return Err(ConfigError::UnexpectedToken { token });
+        }
         let initial_data_directory = data_directory(&settings, "")?;
         let config_file =
             config_file::load_configuration(&mut settings, &initial_data_directory, &mut warnings)?;
@@ -508,7 +518,10 @@ mod tests {
     }
 
     fn parse_error(list: &[&str]) -> String {
-        CommandLine::parse(&arguments(list)).unwrap_err().to_string()
+        match CommandLine::parse(&arguments(list)) {
+            Ok(command_line) => command_line.resolve().unwrap_err().to_string(),
+            Err(error) => error.to_string(),
+        }
     }
 
     #[test]
@@ -541,8 +554,16 @@ mod tests {
         );
         assert!(parse_error(&["-includeconf=a.conf"]).contains("-includeconf=\"a.conf\""));
         CommandLine::parse(&arguments(&["-noincludeconf"])).unwrap();
-        // A lone dash ends the options; what follows is not read.
-        CommandLine::parse(&arguments(&["-regtest", "-", "junk"])).unwrap();
+        // A lone dash ends the options: what follows is not read, but a
+        // token there is still refused.
+        let command_line = CommandLine::parse(&arguments(&["-regtest", "-", "-junk"])).unwrap();
+        assert!(!command_line.settings.command_line.contains_key("junk"));
+        assert!(parse_error(&["-regtest", "-", "junk"]).contains("unexpected token 'junk'"));
+        // Options after a token are not parsed; the token is the error.
+        assert!(parse_error(&["junk", "-foo"]).contains("unexpected token 'junk'"));
+        // -help before a token still shows the help.
+        let command_line = CommandLine::parse(&arguments(&["-help", "junk"])).unwrap();
+        assert!(command_line.help_requested());
     }
 
     #[test]
