@@ -39,7 +39,7 @@ pub use manager::accept::AcceptOutcome;
 pub use manager::tips::ChainTip;
 pub use manager::{
     ChainEvent, ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, FlushReason,
-    TipUpdate,
+    TipUpdate, PERIODIC_FLUSH_INTERVAL,
 };
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;

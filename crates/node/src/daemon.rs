@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::config::{AssumeValid, ConfigFileStatus, ConfigWarning, NodeOptions};
+use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
 
 /// The client name in the log and `-version`.
@@ -32,6 +33,9 @@ pub enum NodeError {
     /// The log failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// The chainstate engine failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 /// The coins-related split of `-dbcache` (Core's `kernel::CacheSizes`,
@@ -135,8 +139,8 @@ pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
     lines
 }
 
-/// Runs the node until it is done or `shutdown` is set. For now it logs
-/// the configuration and returns: the chainstate engine goes here.
+/// Runs the node until it is done, `-stopatheight` is reached, or
+/// `shutdown` is set; the chainstate is flushed in every case.
 pub fn run_node(
     options: NodeOptions,
     logger: Logger,
@@ -146,10 +150,34 @@ pub fn run_node(
         logger.log(&line);
     }
     logger.flush()?;
+    let summary = run_engine(&options, &logger, &shutdown)?;
+    logger.log(&summary_line(&summary));
+    logger.flush()?;
     if shutdown.load(Ordering::Acquire) {
         return Ok(NodeExit::Interrupted);
     }
     Ok(NodeExit::Finished)
+}
+
+/// The closing figures of a run.
+pub fn summary_line(summary: &RunSummary) -> String {
+    let statistics = &summary.statistics;
+    let seconds = summary.elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "Imported to height {}: {} blocks, {} transactions, {} inputs ({} scripts checked) in {:.2} s: {:.1} blocks/s, {:.0} transactions/s, {:.0} inputs/s; {} invalid blocks; {} flushes, longest {} ms",
+        summary.height.map_or_else(|| "none".to_owned(), |height| height.to_string()),
+        statistics.blocks_connected,
+        statistics.transactions_connected,
+        statistics.inputs_connected,
+        statistics.scripts_checked,
+        seconds,
+        statistics.blocks_connected as f64 / seconds,
+        statistics.transactions_connected as f64 / seconds,
+        statistics.inputs_connected as f64 / seconds,
+        statistics.blocks_invalid,
+        statistics.flushes,
+        statistics.longest_flush_ms,
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub mod accept;
 mod activate;
 pub mod events;
 pub mod flush;
-mod open;
+pub mod open;
 pub mod recovery;
 pub mod tips;
 

@@ -1,0 +1,208 @@
+//! The node's work between startup and shutdown: prepare the directories
+//! for `-reindex`/`-reindex-chainstate`, open the chainstate, import block
+//! files (its own on a reindex, then every `-loadblock`), connect the best
+//! chain, flush, and report.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ibex_chainstate::manager::open::INDEX_DIRECTORY;
+use ibex_chainstate::{
+    import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions, FlushMode,
+    FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,
+};
+
+use crate::config::{AssumeValid, NodeOptions};
+use crate::daemon::CacheSizes;
+use crate::logging::Logger;
+use crate::node_observer::NodeObserver;
+use crate::progress::Progress;
+
+/// Why the engine stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The chainstate failed.
+    #[error(transparent)]
+    Chainstate(#[from] ChainstateError),
+    /// A directory could not be wiped for a reindex.
+    #[error("cannot remove {path}: {source}")]
+    Wipe {
+        /// The directory or file.
+        path: std::path::PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSummary {
+    /// Counters of the chainstate.
+    pub statistics: ChainStatistics,
+    /// Tip height at the end.
+    pub height: Option<u32>,
+    /// Wall time of the import and connect work.
+    pub elapsed: Duration,
+    /// Whether a signal or `-stopatheight` cut it short.
+    pub interrupted: bool,
+}
+
+fn remove(path: &Path) -> Result<(), EngineError> {
+    let result =
+        if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    match result {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(EngineError::Wipe { path: path.to_path_buf(), source }),
+    }
+}
+
+/// Deletes what `-reindex` rebuilds: the block index, the coins and the
+/// undo files (Core overwrites them from the start; block files are kept).
+fn wipe_for_reindex(options: &NodeOptions, logger: &Logger) -> Result<(), EngineError> {
+    let index = options.blocks_directory.join(INDEX_DIRECTORY);
+    logger.log(&format!("Wiping LevelDB in {}", index.display()));
+    remove(&index)?;
+    wipe_chainstate(options, logger)?;
+    let Ok(entries) = std::fs::read_dir(&options.blocks_directory) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rev") && name.ends_with(".dat") {
+            remove(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+fn wipe_chainstate(options: &NodeOptions, logger: &Logger) -> Result<(), EngineError> {
+    let chainstate = options.chain_directory.join("chainstate");
+    logger.log(&format!("Wiping LevelDB in {}", chainstate.display()));
+    remove(&chainstate)
+}
+
+/// The chainstate options for the node's options.
+pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
+    let assume_valid = match options.assume_valid {
+        AssumeValid::Disabled => None,
+        AssumeValid::Block(hash) => Some(hash),
+        AssumeValid::Default => options.params.default_assume_valid,
+    };
+    let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
+    ChainstateOptions {
+        params: options.params.clone(),
+        blocks_directory: options.blocks_directory.clone(),
+        chainstate_directory: options.chain_directory.join("chainstate"),
+        cache_bytes_max: usize::try_from(cache.coins_bytes).unwrap_or(usize::MAX),
+        flush_batch_bytes_max: options.database_batch_bytes,
+        script_threads: options.script_threads,
+        assume_valid,
+        periodic_flush_interval: PERIODIC_FLUSH_INTERVAL,
+        stop_at_height: options.stop_at_height.filter(|height| *height > 0),
+    }
+}
+
+/// A progress display that does not fight the console log: a bar only
+/// when the log is not printed to the same terminal.
+fn progress_display(options: &NodeOptions) -> Progress {
+    let console_log_on_terminal = options.print_to_console && std::io::stdout().is_terminal();
+    if console_log_on_terminal {
+        Progress::plain(None, 10_000, Box::new(std::io::stderr()))
+    } else {
+        Progress::new(None)
+    }
+}
+
+/// Runs the import and connect work until done, `-stopatheight`, or `shutdown`.
+pub fn run_engine(
+    options: &NodeOptions,
+    logger: &Logger,
+    shutdown: &AtomicBool,
+) -> Result<RunSummary, EngineError> {
+    if options.reindex {
+        wipe_for_reindex(options, logger)?;
+    } else if options.reindex_chainstate {
+        wipe_chainstate(options, logger)?;
+    }
+    let chainstate_options = chainstate_options(options);
+    let progress = Arc::new(progress_display(options));
+    let observer = NodeObserver::new(
+        logger.clone(),
+        progress.clone(),
+        options.network,
+        chainstate_options.cache_bytes_max as u64,
+    );
+    let started = Instant::now();
+    let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
+    log_loaded(&chainstate, logger);
+    let interrupted = import_all(&mut chainstate, options, logger, shutdown)?;
+    logger.log("Flushing chainstate to disk");
+    chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
+    progress.finish();
+    Ok(RunSummary {
+        statistics: chainstate.statistics(),
+        height: chainstate.tip().map(|(_, height)| height),
+        elapsed: started.elapsed(),
+        interrupted,
+    })
+}
+
+fn log_loaded(chainstate: &Chainstate, logger: &Logger) {
+    logger.log(&format!("Loaded {} block index entries", chainstate.index().len()));
+    match chainstate.tip() {
+        Some((hash, height)) => {
+            logger.log(&format!("Loaded best chain: hashBestChain={hash} height={height}"))
+        }
+        None => logger.log("Loaded best chain: none (empty chainstate)"),
+    }
+}
+
+/// Reindex (or continues one), genesis, `-loadblock` files, best chain.
+/// True when stopped early.
+fn import_all(
+    chainstate: &mut Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+    shutdown: &AtomicBool,
+) -> Result<bool, EngineError> {
+    use std::sync::atomic::Ordering;
+    let stopped = |chainstate: &Chainstate| {
+        shutdown.load(Ordering::Relaxed) || chainstate.reached_stop_height()
+    };
+    if options.reindex || chainstate.is_reindexing()? {
+        chainstate.set_reindexing(true)?;
+        logger.log("Reindexing block files...");
+        let summary = import_blocks(chainstate, &ImportSource::OwnBlockFiles, shutdown)?;
+        logger.log(&format!(
+            "Reindexing finished: {} blocks read, {} new, {} rejected, {} without parent",
+            summary.blocks_read,
+            summary.blocks_accepted,
+            summary.blocks_rejected,
+            summary.orphans_left
+        ));
+        if summary.interrupted {
+            return Ok(true);
+        }
+        chainstate.set_reindexing(false)?;
+    }
+    chainstate.ensure_genesis()?;
+    for path in &options.load_blocks {
+        if stopped(chainstate) {
+            return Ok(true);
+        }
+        logger.log(&format!("Importing blocks file {}...", path.display()));
+        let summary =
+            import_blocks(chainstate, &ImportSource::ExternalFile(path.clone()), shutdown)?;
+        logger.log(&format!(
+            "Loaded {} blocks from external file ({} new, {} rejected)",
+            summary.blocks_read, summary.blocks_accepted, summary.blocks_rejected
+        ));
+    }
+    if !stopped(chainstate) {
+        chainstate.activate_best_chain()?;
+    }
+    Ok(stopped(chainstate))
+}

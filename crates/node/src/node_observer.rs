@@ -1,0 +1,112 @@
+//! Turns the chainstate's events into Core-style `debug.log` lines and
+//! progress updates.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ibex_chainstate::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
+use ibex_primitives::Network;
+
+use crate::logging::{
+    format_update_tip, verification_progress, ChainTransactionData, Logger, UpdateTipFields,
+};
+use crate::progress::Progress;
+
+/// The node's [`ChainObserver`]: the log and the progress display.
+pub struct NodeObserver {
+    logger: Logger,
+    progress: Arc<Progress>,
+    transaction_data: ChainTransactionData,
+    cache_bytes_max: u64,
+}
+
+impl NodeObserver {
+    /// An observer writing to `logger` and `progress`.
+    pub fn new(
+        logger: Logger,
+        progress: Arc<Progress>,
+        network: Network,
+        cache_bytes_max: u64,
+    ) -> NodeObserver {
+        NodeObserver {
+            logger,
+            progress,
+            transaction_data: ChainTransactionData::for_network(network),
+            cache_bytes_max,
+        }
+    }
+
+    fn tip_updated(&self, update: &TipUpdate) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX));
+        let fields = UpdateTipFields {
+            block_hash: update.hash,
+            height: update.height,
+            version: update.version,
+            log2_work: update.log2_work,
+            chain_transaction_count: update.chain_transaction_count,
+            block_time: update.time,
+            progress: verification_progress(
+                update.chain_transaction_count,
+                update.time,
+                now,
+                &self.transaction_data,
+            ),
+            cache_bytes: update.cache_bytes as u64,
+            cache_coins: update.cache_coin_count as u64,
+            warnings: Vec::new(),
+        };
+        self.logger.log(&format_update_tip(&fields));
+        self.progress.update(
+            update.height,
+            update.chain_transaction_count,
+            update.cache_bytes as u64,
+            self.cache_bytes_max,
+        );
+    }
+}
+
+fn reason_name(reason: FlushReason) -> &'static str {
+    match reason {
+        FlushReason::CacheFull => "cache full",
+        FlushReason::Periodic => "periodic",
+        FlushReason::Shutdown => "shutdown",
+    }
+}
+
+impl ChainObserver for NodeObserver {
+    fn on_event(&mut self, event: &ChainEvent) {
+        match event {
+            ChainEvent::TipUpdated(update) => self.tip_updated(update),
+            ChainEvent::BlockInvalid { hash, height, reason, marked } => {
+                let verb = if *marked { "invalid block" } else { "rejected block (not marked)" };
+                self.logger.log(&format!(
+                    "InvalidChainFound: {verb}={hash} height={height} reason={reason}"
+                ));
+            }
+            ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
+                self.logger.log(&format!(
+                    "Reorganize: disconnected {disconnected_count} blocks back to height {fork_height}, switching to {new_best}"
+                ));
+            }
+            ChainEvent::Flushed { stats, index_records, duration_ms, reason } => {
+                self.logger.log(&format!(
+                    "FlushStateToDisk ({}): {} coins written, {} erased, {} batches, {:.2} MiB, {} block index records, {} ms",
+                    reason_name(*reason),
+                    stats.coins_written,
+                    stats.coins_erased,
+                    stats.batch_count,
+                    stats.batch_bytes as f64 / (1024.0 * 1024.0),
+                    index_records,
+                    duration_ms
+                ));
+            }
+            ChainEvent::Replayed { rolled_back, rolled_forward } => {
+                self.logger.log(&format!(
+                    "Replaying blocks after an interrupted flush: rolled back {rolled_back}, rolled forward {rolled_forward}"
+                ));
+            }
+        }
+    }
+}
