@@ -217,6 +217,12 @@ impl CoinsDatabase {
         })
     }
 
+    /// RocksDB's estimate of the live data size, in bytes (Core's
+    /// `disk_size` in `gettxoutsetinfo` is LevelDB's estimate too).
+    pub fn estimated_size_bytes(&self) -> Result<u64, ChainstateError> {
+        Ok(self.db.property_int_value("rocksdb.estimate-live-data-size")?.unwrap_or(0))
+    }
+
     /// Writes RocksDB's memtables to table files (shutdown, benchmarks):
     /// reads then come from the files as after a restart.
     pub fn persist_memtables(&self) -> Result<(), ChainstateError> {

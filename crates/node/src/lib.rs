@@ -12,3 +12,4 @@ pub mod node_observer;
 pub mod progress;
 pub mod settings;
 pub mod signals;
+pub mod txoutsetinfo;

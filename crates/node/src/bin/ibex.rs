@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ibex", version, about = "Ibex tools: inspect blocks, generate chains, benchmark")]
+#[command(
+    name = "ibex",
+    version,
+    about = "Ibex tools: inspect blocks, generate chains, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,11 +44,23 @@ fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
+    // `txoutsetinfo` takes Bitcoin Core's `-name=value` options, which clap
+    // does not parse, so it is dispatched before clap.
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    if arguments.first().map(String::as_str) == Some("txoutsetinfo") {
+        return print_result(
+            ibex_node::txoutsetinfo::run(&arguments[1..]).map_err(|error| error.to_string()),
+        );
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Block { file, hex } => run_block(file, *hex),
         Command::Gen(arguments) => ibex_generator::cli::run(arguments),
     };
+    print_result(result)
+}
+
+fn print_result(result: Result<String, String>) -> ExitCode {
     match result {
         Ok(output) => {
             println!("{output}");
