@@ -1,0 +1,235 @@
+//! The chainstate on chains made by `ibex gen` (tiny profile, generated in
+//! process): a clean chain imports to the manifest's tip and UTXO count with
+//! every script checked; each invalid class is rejected once, for Core's
+//! reason, marked or not as Core would, and leaves the same UTXO set as the
+//! clean chain; a chain with forks reorganises and ends with the UTXO set of
+//! its winning branch imported alone; an import stopped halfway and reopened
+//! ends like a one-shot import; and random sequences of connecting, reorgs
+//! to the fork, flushes and reopens end with the UTXO set of a straight
+//! import of the same tip.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "generated_chains/property.rs"]
+mod property;
+#[path = "generated_chains/support.rs"]
+mod support;
+
+use std::path::Path;
+
+use ibex_blockstore::{
+    block_file_path, read_block, write_obfuscation_key, BlockFileWriter, Obfuscation,
+    BLOCK_FILE_BYTES_MAX,
+};
+use ibex_chainstate::{ChainEvent, Chainstate, FlushMode, FlushReason};
+use ibex_generator::forks::{ForkPlan, REORG_BRANCH_BLOCKS};
+use ibex_generator::invalid::InvalidClass;
+use ibex_generator::Manifest;
+use ibex_primitives::BlockHash;
+
+use support::{
+    clean, import, import_alone, invalid_events, tip_hex, utxo_stats, with_forks,
+    with_invalid_blocks, InvalidEvent, Node,
+};
+
+#[test]
+fn tiny_chain_imports_to_the_manifest_tip_checking_every_script() {
+    let chain = clean();
+    let manifest = &chain.manifest;
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    let summary = import(&mut chainstate);
+    assert!(!summary.interrupted);
+    assert_eq!(summary.orphans_left, 0);
+    assert_eq!(summary.blocks_accepted, manifest.records);
+    assert_eq!(tip_hex(&chainstate), chain.tip());
+    let stats = utxo_stats(&mut chainstate);
+    assert_eq!(stats.txouts, manifest.utxo_count);
+    assert!(invalid_events(&node.events()).is_empty());
+    let inputs = &manifest.inputs_by_script_type.0;
+    let spending_inputs = inputs["total"] - inputs["coinbase"];
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.inputs_connected, spending_inputs);
+    assert_eq!(statistics.scripts_checked, spending_inputs, "assume_valid: None checks all");
+    assert_eq!(statistics.blocks_disconnected, 0);
+    assert_eq!(statistics.blocks_invalid, 0);
+}
+
+/// Where an invalid block of `class` ends up: never indexed (a header
+/// failing its context: Core's `AcceptBlockHeader` returns before
+/// `AddToBlockIndex`), indexed without data and not marked (a possibly
+/// mutated copy), or marked invalid.
+fn expected_tip_status(class: InvalidClass) -> Option<&'static str> {
+    match class {
+        InvalidClass::TimeTooOld | InvalidClass::WrongDifficultyBits => None,
+        InvalidClass::BadMerkleRoot
+        | InvalidClass::DuplicateTransactions
+        | InvalidClass::BadWitnessCommitment => Some("headers-only"),
+        _ => Some("invalid"),
+    }
+}
+
+#[test]
+fn each_invalid_class_is_rejected_once_for_cores_reason() {
+    let chain = with_invalid_blocks();
+    let manifest = &chain.manifest;
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    assert_eq!(tip_hex(&chainstate), chain.tip());
+    let stats = utxo_stats(&mut chainstate);
+    let (clean_tip, clean_stats) = import_alone(clean());
+    assert_eq!(clean_tip, chain.tip(), "the invalid blocks follow the clean chain");
+    assert_eq!(stats, clean_stats, "failed connects leave no trace in the coins");
+    let events = invalid_events(&node.events());
+    assert_eq!(manifest.invalid_blocks.len(), InvalidClass::ALL.len());
+    assert_eq!(events.len(), manifest.invalid_blocks.len());
+    let tips = chainstate.chain_tips();
+    let mut marked_count = 0;
+    for record in &manifest.invalid_blocks {
+        let class = InvalidClass::from_name(&record.class).unwrap();
+        assert_eq!(record.reject_reason, class.reject_reason());
+        let hash = BlockHash::from_hex(&record.hash).unwrap();
+        let matching: Vec<&InvalidEvent> = events.iter().filter(|e| e.hash == hash).collect();
+        assert_eq!(matching.len(), 1, "{class:?}: one event");
+        let event = matching[0];
+        assert_eq!(event.reason, record.reject_reason, "{class:?}");
+        let status = expected_tip_status(class);
+        assert_eq!(event.marked, status == Some("invalid"), "{class:?}: marked");
+        marked_count += u64::from(event.marked);
+        if status.is_some() {
+            assert_eq!(event.height, record.height, "{class:?}: height");
+        }
+        let tip = tips.iter().find(|tip| tip.hash == hash);
+        assert_eq!(tip.map(|tip| tip.status), status, "{class:?}: getchaintips status");
+        assert!(tip.is_none_or(|tip| tip.branch_length == 1));
+    }
+    assert_eq!(chainstate.statistics().blocks_invalid, marked_count);
+    // The mutated blocks' headers are valid and have more work than the tip:
+    // the first one indexed is the best header, as Core's `m_best_header`.
+    let first_mutated = &manifest.invalid_blocks[0];
+    assert_eq!(first_mutated.class, InvalidClass::BadMerkleRoot.name());
+    assert_eq!(chainstate.best_header().unwrap().to_hex(), first_mutated.hash);
+}
+
+/// Copies the chain ending at the tip into a new blocks directory (with
+/// another obfuscation key), walking back from the tip through the parents.
+fn write_winning_branch(chainstate: &Chainstate, directory: &Path) {
+    let index = chainstate.index();
+    let mut branch = Vec::new();
+    let mut walk = index.get(&chainstate.tip().unwrap().0);
+    while let Some(id) = walk {
+        branch.push(index.entry(id).block_position.unwrap());
+        walk = index.entry(id).parent;
+    }
+    let key = Obfuscation::new([0x5a, 1, 2, 3, 4, 5, 6, 7]);
+    std::fs::create_dir_all(directory).unwrap();
+    write_obfuscation_key(directory, key).unwrap();
+    let magic = chainstate.params().message_start;
+    let mut writer = BlockFileWriter::new(directory, magic, key, BLOCK_FILE_BYTES_MAX, 0).unwrap();
+    for position in branch.into_iter().rev() {
+        let bytes =
+            read_block(chainstate.blocks_directory(), position, magic, chainstate.obfuscation())
+                .unwrap();
+        writer.append(&bytes).unwrap();
+    }
+    writer.sync().unwrap();
+    assert!(block_file_path(directory, 0).exists());
+}
+
+#[test]
+fn forks_reorganise_to_the_utxo_set_of_the_winning_branch_alone() {
+    let chain = with_forks();
+    let manifest = &chain.manifest;
+    let plan = ForkPlan::for_blocks(manifest.block_count).unwrap();
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    assert_eq!(tip_hex(&chainstate), chain.tip());
+    let stats = utxo_stats(&mut chainstate);
+    assert_eq!(stats.txouts, manifest.utxo_count);
+    let reorganizations: Vec<(u32, u32, BlockHash)> = node
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
+                Some((*disconnected_count, *fork_height, *new_best))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reorganizations.len(), 1, "one reorganisation");
+    let (disconnected_count, fork_height, new_best) = reorganizations[0];
+    assert_eq!((disconnected_count, fork_height), (REORG_BRANCH_BLOCKS, plan.reorg_base_height));
+    let main_after_branch = chainstate.chain().at(plan.reorg_base_height + 3).unwrap();
+    assert_eq!(new_best, chainstate.index().entry(main_after_branch).hash);
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.blocks_disconnected, u64::from(REORG_BRANCH_BLOCKS));
+    let connected = u64::from(manifest.block_count + 1 + REORG_BRANCH_BLOCKS);
+    assert_eq!(statistics.blocks_connected, connected, "genesis, main chain and branch");
+    check_fork_tips(&chainstate, &node, manifest);
+
+    let winning = Node::new();
+    write_winning_branch(&chainstate, &winning.blocks());
+    let mut alone = winning.open();
+    let summary = import(&mut alone);
+    assert_eq!(summary.blocks_read, u64::from(manifest.block_count + 1));
+    assert_eq!(tip_hex(&alone), chain.tip());
+    assert_eq!(utxo_stats(&mut alone), stats);
+    let no_reorganization =
+        winning.events().iter().all(|event| !matches!(event, ChainEvent::Reorganization { .. }));
+    assert!(no_reorganization);
+    assert_eq!(alone.chain_tips().len(), 1);
+}
+
+/// The branches' tips: `valid-fork` once connected (the reorged branch was
+/// the tip until the main chain passed it), `valid-headers` if never (the
+/// stale block came after its rival of equal work).
+fn check_fork_tips(chainstate: &Chainstate, node: &Node, manifest: &Manifest) {
+    let tips_seen = node.tips_seen();
+    let tips = chainstate.chain_tips();
+    assert_eq!(tips.len(), 3, "active, reorged and stale: {tips:?}");
+    let last_of = |branch: &str| {
+        let records = manifest.fork_blocks.iter().filter(|record| record.branch == branch);
+        let last = records.max_by_key(|record| record.height).unwrap();
+        (BlockHash::from_hex(&last.hash).unwrap(), last.height)
+    };
+    for (branch, ever_connected, length) in
+        [("reorged", true, REORG_BRANCH_BLOCKS), ("stale", false, 1)]
+    {
+        let (hash, height) = last_of(branch);
+        assert_eq!(tips_seen.contains(&hash), ever_connected, "{branch} tip connected");
+        let tip = tips.iter().find(|tip| tip.hash == hash).unwrap();
+        let status = if ever_connected { "valid-fork" } else { "valid-headers" };
+        assert_eq!((tip.status, tip.height, tip.branch_length), (status, height, length));
+    }
+}
+
+#[test]
+fn import_stopped_halfway_and_reopened_ends_like_a_one_shot_import() {
+    let chain = clean();
+    let (one_shot_tip, one_shot) = import_alone(chain);
+    let half = chain.manifest.block_count / 2;
+    for flush_before_close in [true, false] {
+        let node = Node::with_chain(chain);
+        {
+            let mut chainstate = node.open();
+            chainstate.set_stop_at_height(Some(half));
+            assert!(import(&mut chainstate).interrupted);
+            assert_eq!(chainstate.tip().unwrap().1, half);
+            if flush_before_close {
+                chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+            }
+        }
+        let mut chainstate = node.open();
+        if flush_before_close {
+            assert_eq!(chainstate.tip().unwrap().1, half, "the flushed tip is kept");
+        }
+        import(&mut chainstate);
+        assert_eq!(tip_hex(&chainstate), one_shot_tip);
+        assert_eq!(utxo_stats(&mut chainstate), one_shot, "flushed first: {flush_before_close}");
+        if flush_before_close {
+            let rest = u64::from(chain.manifest.block_count - half);
+            assert_eq!(chainstate.statistics().blocks_connected, rest, "only the rest connected");
+        }
+    }
+}
