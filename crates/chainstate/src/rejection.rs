@@ -42,6 +42,11 @@ pub enum BlockRejection {
     /// The block's parent (or an ancestor) is invalid (`bad-prevblk`).
     #[error("bad-prevblk")]
     InvalidParent,
+    /// The block is already indexed and marked invalid, or descends from a
+    /// block that is (Core's `duplicate-invalid`, `BLOCK_CACHED_INVALID`):
+    /// refused before any check, nothing marked again.
+    #[error("duplicate-invalid")]
+    DuplicateInvalid,
     /// The block's total fees are out of range.
     #[error("bad-txns-accumulated-fee-outofrange")]
     FeesOutOfRange,
@@ -67,6 +72,7 @@ impl BlockRejection {
             BlockRejection::Bip30 { .. } => "bad-txns-BIP30".to_string(),
             BlockRejection::SequenceLocks { .. } => "bad-txns-nonfinal".to_string(),
             BlockRejection::InvalidParent => "bad-prevblk".to_string(),
+            BlockRejection::DuplicateInvalid => "duplicate-invalid".to_string(),
             BlockRejection::FeesOutOfRange => "bad-txns-accumulated-fee-outofrange".to_string(),
             BlockRejection::Script { error, .. } => script_failure_reason(*error),
         }

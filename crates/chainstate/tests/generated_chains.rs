@@ -233,3 +233,62 @@ fn import_stopped_halfway_and_reopened_ends_like_a_one_shot_import() {
         }
     }
 }
+
+/// What offering the invalid blocks again logs, as Core's `AcceptBlock`
+/// would: a block marked invalid without its data being stored is refused as
+/// `duplicate-invalid` (Core's `AcceptBlockHeader` finds the failed header)
+/// and nothing is marked again; a block whose data is stored (it failed to
+/// connect) is skipped like any stored block (`LoadExternalBlockFile`); the
+/// others were never remembered and fail again for their own reason.
+fn expected_reoffer_reason(
+    chainstate: &Chainstate,
+    hash: &BlockHash,
+    reason: &str,
+) -> Option<String> {
+    let Some(id) = chainstate.index().get(hash) else { return Some(reason.to_string()) };
+    let entry = chainstate.index().entry(id);
+    match (entry.status.is_failed(), entry.block_position) {
+        (false, _) => Some(reason.to_string()),
+        (true, None) => Some("duplicate-invalid".to_string()),
+        (true, Some(_)) => None,
+    }
+}
+
+#[test]
+fn invalid_blocks_offered_again_are_refused_as_core_does_across_a_restart() {
+    let chain = with_invalid_blocks();
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    let tips = chainstate.chain_tips();
+    let blocks_invalid = chainstate.statistics().blocks_invalid;
+    for reopen in [false, true] {
+        if reopen {
+            chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+            drop(chainstate);
+            chainstate = node.open();
+            assert_eq!(chainstate.chain_tips(), tips, "failures are remembered");
+        }
+        let events_before = node.events().len();
+        import(&mut chainstate);
+        let events = invalid_events(&node.events()[events_before..]);
+        assert!(events.iter().all(|event| !event.marked), "nothing is marked again");
+        let mut duplicates = 0;
+        for record in &chain.manifest.invalid_blocks {
+            let hash = BlockHash::from_hex(&record.hash).unwrap();
+            let expected = expected_reoffer_reason(&chainstate, &hash, &record.reject_reason);
+            let reasons: Vec<&str> =
+                events.iter().filter(|e| e.hash == hash).map(|e| e.reason.as_str()).collect();
+            assert_eq!(reasons, Vec::from_iter(expected.as_deref()), "{}", record.class);
+            duplicates += usize::from(expected.as_deref() == Some("duplicate-invalid"));
+        }
+        assert_eq!(
+            duplicates, 4,
+            "bad-cb-height, bad-blk-weight, bad-blk-sigops, bad-txns-nonfinal"
+        );
+        assert_eq!(chainstate.chain_tips(), tips);
+        assert_eq!(tip_hex(&chainstate), chain.tip());
+        let marked_here = if reopen { 0 } else { blocks_invalid };
+        assert_eq!(chainstate.statistics().blocks_invalid, marked_here);
+    }
+}

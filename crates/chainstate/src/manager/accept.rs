@@ -35,8 +35,14 @@ impl Chainstate {
     /// Indexes `block` and stores its data if it is not in a block file yet.
     pub fn accept_block(&mut self, block: PreparedBlock) -> Result<AcceptOutcome, ChainstateError> {
         if let Some(id) = self.index.get(&block.hash) {
-            if self.index.entry(id).status.has(BlockStatus::HAVE_DATA) {
+            let status = self.index.entry(id).status;
+            if status.has(BlockStatus::HAVE_DATA) {
                 return Ok(AcceptOutcome::AlreadyKnown(id));
+            }
+            // Core's AcceptBlockHeader refuses a known header marked failed
+            // (itself or an ancestor) before any check.
+            if status.is_failed() {
+                return Ok(self.reject(&block, Some(id), BlockRejection::DuplicateInvalid));
             }
         }
         let is_genesis = block.hash == self.options.params.genesis_hash;
@@ -129,7 +135,9 @@ impl Chainstate {
         id: Option<EntryId>,
         rejection: BlockRejection,
     ) -> AcceptOutcome {
-        let marked = id.is_some() && !rejection.is_possible_mutation();
+        let marked = id.is_some()
+            && !rejection.is_possible_mutation()
+            && rejection != BlockRejection::DuplicateInvalid;
         let height = id.map_or(0, |id| self.index.entry(id).height);
         if let (Some(id), true) = (id, marked) {
             self.mark_invalid(id);
