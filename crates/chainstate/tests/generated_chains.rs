@@ -3,10 +3,13 @@
 //! every script checked; each invalid class is rejected once, for Core's
 //! reason, marked or not as Core would, and leaves the same UTXO set as the
 //! clean chain; a chain with forks reorganises and ends with the UTXO set of
-//! its winning branch imported alone; an import stopped halfway and reopened
-//! ends like a one-shot import; and random sequences of connecting, reorgs
-//! to the fork, flushes and reopens end with the UTXO set of a straight
-//! import of the same tip.
+//! its winning branch imported alone; invalid blocks offered again are
+//! refused as Core refuses them (`duplicate-invalid`), across a restart too;
+//! an import stopped halfway (or on the reorged branch) and reopened ends
+//! like a one-shot import; `-loadblock` files in reverse or swapped order
+//! end the same; and random sequences of connecting, reorgs to the fork,
+//! flushes and reopens end with the UTXO set of a straight import of the
+//! same tip.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "generated_chains/property.rs"]
@@ -15,12 +18,15 @@ mod property;
 mod support;
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use ibex_blockstore::{
     block_file_path, read_block, write_obfuscation_key, BlockFileWriter, Obfuscation,
     BLOCK_FILE_BYTES_MAX,
 };
-use ibex_chainstate::{ChainEvent, Chainstate, FlushMode, FlushReason};
+use ibex_chainstate::{
+    import_blocks, ChainEvent, Chainstate, FlushMode, FlushReason, ImportSource,
+};
 use ibex_generator::forks::{ForkPlan, REORG_BRANCH_BLOCKS};
 use ibex_generator::invalid::InvalidClass;
 use ibex_generator::Manifest;
@@ -28,7 +34,7 @@ use ibex_primitives::BlockHash;
 
 use support::{
     clean, import, import_alone, invalid_events, tip_hex, utxo_stats, with_forks,
-    with_invalid_blocks, InvalidEvent, Node,
+    with_invalid_blocks, Generated, InvalidEvent, Node,
 };
 
 #[test]
@@ -207,31 +213,59 @@ fn check_fork_tips(chainstate: &Chainstate, node: &Node, manifest: &Manifest) {
 #[test]
 fn import_stopped_halfway_and_reopened_ends_like_a_one_shot_import() {
     let chain = clean();
-    let (one_shot_tip, one_shot) = import_alone(chain);
     let half = chain.manifest.block_count / 2;
     for flush_before_close in [true, false] {
-        let node = Node::with_chain(chain);
-        {
-            let mut chainstate = node.open();
-            chainstate.set_stop_at_height(Some(half));
-            assert!(import(&mut chainstate).interrupted);
-            assert_eq!(chainstate.tip().unwrap().1, half);
-            if flush_before_close {
-                chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
-            }
-        }
-        let mut chainstate = node.open();
+        let (chainstate, _) = stop_reopen_and_continue(chain, half, flush_before_close);
+        let rest = u64::from(chain.manifest.block_count - half);
         if flush_before_close {
-            assert_eq!(chainstate.tip().unwrap().1, half, "the flushed tip is kept");
-        }
-        import(&mut chainstate);
-        assert_eq!(tip_hex(&chainstate), one_shot_tip);
-        assert_eq!(utxo_stats(&mut chainstate), one_shot, "flushed first: {flush_before_close}");
-        if flush_before_close {
-            let rest = u64::from(chain.manifest.block_count - half);
             assert_eq!(chainstate.statistics().blocks_connected, rest, "only the rest connected");
         }
     }
+}
+
+#[test]
+fn import_stopped_on_the_reorged_branch_and_reopened_ends_like_a_one_shot_import() {
+    let chain = with_forks();
+    let plan = ForkPlan::for_blocks(chain.manifest.block_count).unwrap();
+    // The branch comes first in the files: the import stops on its blocks.
+    for stop_height in [plan.reorg_base_height + 1, plan.reorg_base_height + 2] {
+        let (_, stopped_at) = stop_reopen_and_continue(chain, stop_height, true);
+        let on_branch = chain
+            .manifest
+            .fork_blocks
+            .iter()
+            .any(|record| record.branch == "reorged" && record.hash == stopped_at.to_hex());
+        assert!(on_branch, "stopped at {stop_height} on the reorged branch");
+    }
+}
+
+/// Imports `chain` up to `stop_height`, closes (after a flush or as a
+/// crash), reopens and imports the rest: the tip and UTXO set are a one-shot
+/// import's. Returns the chainstate and the tip it stopped at.
+fn stop_reopen_and_continue(
+    chain: &Generated,
+    stop_height: u32,
+    flush: bool,
+) -> (Chainstate, BlockHash) {
+    let (one_shot_tip, one_shot) = import_alone(chain);
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    chainstate.set_stop_at_height(Some(stop_height));
+    assert!(import(&mut chainstate).interrupted);
+    let stopped_at = chainstate.tip().unwrap();
+    assert_eq!(stopped_at.1, stop_height);
+    if flush {
+        chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+    }
+    drop(chainstate);
+    let mut chainstate = node.open();
+    if flush {
+        assert_eq!(chainstate.tip().unwrap(), stopped_at, "the flushed tip is kept");
+    }
+    import(&mut chainstate);
+    assert_eq!(tip_hex(&chainstate), one_shot_tip);
+    assert_eq!(utxo_stats(&mut chainstate), one_shot, "stopped at {stop_height}, flush {flush}");
+    (chainstate, stopped_at.0)
 }
 
 /// What offering the invalid blocks again logs, as Core's `AcceptBlock`
@@ -290,5 +324,39 @@ fn invalid_blocks_offered_again_are_refused_as_core_does_across_a_restart() {
         assert_eq!(tip_hex(&chainstate), chain.tip());
         let marked_here = if reopen { 0 } else { blocks_invalid };
         assert_eq!(chainstate.statistics().blocks_invalid, marked_here);
+    }
+}
+
+/// Writes `blocks` as a `-loadblock` file: framed, not obfuscated.
+fn write_external_file(path: &Path, blocks: &[&[u8]]) {
+    let magic = ibex_primitives::Params::regtest().message_start;
+    let mut data = Vec::new();
+    for block in blocks {
+        ibex_blockstore::encode_record(&mut data, magic, block);
+    }
+    std::fs::write(path, data).unwrap();
+}
+
+#[test]
+fn loadblock_files_out_of_order_reach_the_same_tip_and_utxo_set() {
+    let chain = with_forks();
+    let (in_order_tip, in_order) = import_alone(chain);
+    let blocks = chain.blocks();
+    let reversed: Vec<&[u8]> = blocks.iter().rev().map(Vec::as_slice).collect();
+    // Pairs swapped: every other block arrives before its parent.
+    let swapped: Vec<&[u8]> =
+        blocks.chunks(2).flat_map(|pair| pair.iter().rev()).map(Vec::as_slice).collect();
+    for order in [reversed, swapped] {
+        let node = Node::new();
+        let file = node.blocks().with_file_name("bootstrap.dat");
+        write_external_file(&file, &order);
+        let mut chainstate = node.open();
+        let source = ImportSource::ExternalFile(file);
+        let summary = import_blocks(&mut chainstate, &source, &AtomicBool::new(false)).unwrap();
+        assert_eq!(summary.blocks_accepted, chain.manifest.records);
+        assert_eq!(summary.orphans_left, 0);
+        assert_eq!(tip_hex(&chainstate), in_order_tip);
+        assert_eq!(utxo_stats(&mut chainstate), in_order);
+        assert!(invalid_events(&node.events()).is_empty());
     }
 }
