@@ -23,6 +23,7 @@
 //! at most one batch beyond the cache itself.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ibex_primitives::encode::{write_compact_size, Reader};
 use ibex_primitives::{BlockHash, OutPoint};
@@ -84,6 +85,10 @@ pub struct FlushStats {
 pub struct CoinsDatabase {
     db: DB,
     flush_batch_bytes_max: usize,
+    /// Core's `-dbcrashratio`: after each partial flush batch, exit at
+    /// random with probability 1 / ratio (0: never). Only crash tests set it.
+    crash_ratio: AtomicU64,
+    crash_random: AtomicU64,
 }
 
 impl std::fmt::Debug for CoinsDatabase {
@@ -111,7 +116,40 @@ impl CoinsDatabase {
         // Listing the default family gives `batched_multi_get_cf` its handle.
         let db = DB::open_cf(&rocks, path, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])?;
         let flush_batch_bytes_max = options.flush_batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN);
-        Ok(CoinsDatabase { db, flush_batch_bytes_max })
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |elapsed| elapsed.as_nanos() as u64 | 1);
+        Ok(CoinsDatabase {
+            db,
+            flush_batch_bytes_max,
+            crash_ratio: AtomicU64::new(0),
+            crash_random: AtomicU64::new(seed),
+        })
+    }
+
+    /// Sets Core's `-dbcrashratio` (testing only): after each partial
+    /// flush batch the process exits at random with probability `1 / ratio`,
+    /// leaving an interrupted flush for the next start to replay.
+    pub fn set_crash_ratio(&self, ratio: u64) {
+        self.crash_ratio.store(ratio, Ordering::Relaxed);
+    }
+
+    /// Simulates a crash per [`CoinsDatabase::set_crash_ratio`].
+    fn maybe_simulate_crash(&self) {
+        let ratio = self.crash_ratio.load(Ordering::Relaxed);
+        if ratio == 0 {
+            return;
+        }
+        // xorshift64: cheap, and good enough to pick crash points.
+        let mut value = self.crash_random.load(Ordering::Relaxed);
+        value ^= value << 13;
+        value ^= value >> 7;
+        value ^= value << 17;
+        self.crash_random.store(value, Ordering::Relaxed);
+        if value % ratio == 0 {
+            eprintln!("Simulating a crash. Goodbye.");
+            std::process::exit(0);
+        }
     }
 
     /// The batch limit of flushes, in bytes.
@@ -286,6 +324,7 @@ impl FlushWriter<'_> {
         self.stats.batch_bytes += batch.size_in_bytes() as u64;
         // Not synced: only the last batch needs to be durable before `'B'` is.
         self.database.db.write(batch)?;
+        self.database.maybe_simulate_crash();
         Ok(())
     }
 

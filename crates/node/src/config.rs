@@ -51,6 +51,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("testnet4", "", "Use testnet4 (same as -chain=testnet4)"),
     ("signet", "", "Use signet (same as -chain=signet)"),
     ("dbcache", "=<n>", "Database cache in MiB (minimum 4, default: 450)"),
+    ("dbcrashratio", "=<n>", "Testing: exit at random during coins flushes with probability 1/n, as a crash (default: 0, never)"),
     ("dbbatchsize", "=<n>", "Largest database write batch in bytes (default: 33554432)"),
     ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
     ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
@@ -103,6 +104,8 @@ pub struct NodeOptions {
     pub dbcache_mebibytes: u64,
     /// `-dbbatchsize`, bytes.
     pub database_batch_bytes: usize,
+    /// `-dbcrashratio` (testing only; 0 = never).
+    pub database_crash_ratio: u64,
     /// Script-check threads including the main thread, 1 to 16 (Core's
     /// `-par`: its `worker_threads_num` is this minus one).
     pub script_threads: usize,
@@ -262,6 +265,7 @@ impl CommandLine {
             data_directory,
             dbcache_mebibytes: typed.dbcache_mebibytes(),
             database_batch_bytes: typed.database_batch_bytes()?,
+            database_crash_ratio: typed.integer("dbcrashratio", 0).max(0) as u64,
             script_threads: script_threads_from_par(typed.integer("par", 0), available_cores()),
             assume_valid: typed.assume_valid()?,
             stop_at_height: stop_at_height(typed.integer("stopatheight", 0)),

@@ -20,6 +20,7 @@ use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
 use crate::progress::Progress;
+use crate::reindex_marker::{read_state, write_state, ReindexState};
 
 /// Why the engine stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -51,14 +52,39 @@ pub struct RunSummary {
     pub interrupted: bool,
 }
 
+fn wipe_error(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
+    move |source| EngineError::Wipe { path: path.to_path_buf(), source }
+}
+
+/// Removes a file or directory. A directory is first renamed to
+/// `<name>.wiping` (atomic), so a crash never leaves a half-deleted
+/// database under its real name; leftovers go at the next start.
 fn remove(path: &Path) -> Result<(), EngineError> {
-    let result =
-        if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
-    match result {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(EngineError::Wipe { path: path.to_path_buf(), source }),
+    if path.is_dir() {
+        let mut doomed = path.as_os_str().to_owned();
+        doomed.push(".wiping");
+        let doomed = std::path::PathBuf::from(doomed);
+        std::fs::rename(path, &doomed).map_err(wipe_error(path))?;
+        return std::fs::remove_dir_all(&doomed).map_err(wipe_error(&doomed));
     }
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(wipe_error(path)(error)),
+        _ => Ok(()),
+    }
+}
+
+/// Removes `*.wiping` directories a crash left behind.
+fn remove_leftovers(options: &NodeOptions) -> Result<(), EngineError> {
+    for directory in [&options.chain_directory, &options.blocks_directory] {
+        let Ok(entries) = std::fs::read_dir(directory) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().ends_with(".wiping") {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path).map_err(wipe_error(&path))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Deletes what `-reindex` rebuilds: the block index, the coins and the
@@ -122,8 +148,15 @@ pub fn run_engine(
     logger: &Logger,
     shutdown: &AtomicBool,
 ) -> Result<RunSummary, EngineError> {
-    if options.reindex {
+    remove_leftovers(options)?;
+    let blocks = &options.blocks_directory;
+    let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
+    let mut reindex_state = read_state(blocks);
+    if options.reindex || reindex_state == ReindexState::Wiping {
+        marker(ReindexState::Wiping)?;
         wipe_for_reindex(options, logger)?;
+        marker(ReindexState::Importing)?;
+        reindex_state = ReindexState::Importing;
     } else if options.reindex_chainstate {
         wipe_chainstate(options, logger)?;
     }
@@ -137,10 +170,15 @@ pub fn run_engine(
     );
     let started = Instant::now();
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
+    chainstate.set_flush_crash_ratio(options.database_crash_ratio);
     log_loaded(&chainstate, logger);
-    let interrupted = import_all(&mut chainstate, options, logger, shutdown)?;
+    let reindexing = reindex_state == ReindexState::Importing;
+    let interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
+    if reindexing && !interrupted {
+        marker(ReindexState::None)?;
+    }
     progress.finish();
     Ok(RunSummary {
         statistics: chainstate.statistics(),
@@ -165,6 +203,7 @@ fn log_loaded(chainstate: &Chainstate, logger: &Logger) {
 fn import_all(
     chainstate: &mut Chainstate,
     options: &NodeOptions,
+    reindexing: bool,
     logger: &Logger,
     shutdown: &AtomicBool,
 ) -> Result<bool, EngineError> {
@@ -172,8 +211,7 @@ fn import_all(
     let stopped = |chainstate: &Chainstate| {
         shutdown.load(Ordering::Relaxed) || chainstate.reached_stop_height()
     };
-    if options.reindex || chainstate.is_reindexing()? {
-        chainstate.set_reindexing(true)?;
+    if reindexing {
         logger.log("Reindexing block files...");
         let summary = import_blocks(chainstate, &ImportSource::OwnBlockFiles, shutdown)?;
         logger.log(&format!(
@@ -186,7 +224,6 @@ fn import_all(
         if summary.interrupted {
             return Ok(true);
         }
-        chainstate.set_reindexing(false)?;
     }
     chainstate.ensure_genesis()?;
     for path in &options.load_blocks {

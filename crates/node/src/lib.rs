@@ -10,6 +10,7 @@ pub mod engine;
 pub mod logging;
 pub mod node_observer;
 pub mod progress;
+pub mod reindex_marker;
 pub mod settings;
 pub mod signals;
 pub mod txoutsetinfo;

@@ -1,8 +1,9 @@
 //! The block index on disk: a RocksDB at `blocks/index` (Core keeps a
 //! LevelDB there), one record per block plus a few flags.
 //!
-//! Records: `'b' || hash` -> [`encode_entry`]; `'R'` -> 1 while a reindex is
-//! under way (Core's `DB_REINDEX_FLAG`), so a restart continues it.
+//! Records: `'b' || hash` -> [`encode_entry`]. (An unfinished reindex is
+//! recorded by the node beside the block files, not here: the index is
+//! what a reindex deletes.)
 //! Writes are synced: the coins database only ever names a tip whose index
 //! record, block and undo data are already durable.
 
@@ -17,7 +18,6 @@ use super::{BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 use crate::error::ChainstateError;
 
 const ENTRY_PREFIX: u8 = b'b';
-const REINDEX_KEY: &[u8] = b"R";
 const RECORD_VERSION: u8 = 1;
 
 /// The block index database.
@@ -130,36 +130,6 @@ impl IndexStore {
         options.set_compression_type(DBCompressionType::None);
         let db = DB::open(&options, path)?;
         Ok(IndexStore { db })
-    }
-
-    /// Whether a reindex was under way when the node stopped.
-    pub fn is_reindexing(&self) -> Result<bool, ChainstateError> {
-        Ok(self.db.get_pinned(REINDEX_KEY)?.is_some_and(|value| value.first() == Some(&1)))
-    }
-
-    /// Records that a reindex starts (`true`) or has finished (`false`).
-    pub fn set_reindexing(&self, reindexing: bool) -> Result<(), ChainstateError> {
-        let mut options = WriteOptions::default();
-        options.set_sync(true);
-        if reindexing {
-            self.db.put_opt(REINDEX_KEY, [1u8], &options)?;
-        } else {
-            self.db.delete_opt(REINDEX_KEY, &options)?;
-        }
-        Ok(())
-    }
-
-    /// Erases every record (the start of a reindex).
-    pub fn wipe(&self) -> Result<(), ChainstateError> {
-        let mut batch = WriteBatch::default();
-        for item in self.db.iterator(rocksdb::IteratorMode::Start) {
-            let (key, _) = item?;
-            batch.delete(key);
-        }
-        let mut options = WriteOptions::default();
-        options.set_sync(true);
-        self.db.write_opt(batch, &options)?;
-        Ok(())
     }
 
     /// Writes the index's changed entries, synced. Returns how many.

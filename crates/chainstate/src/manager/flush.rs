@@ -44,9 +44,4 @@ impl Chainstate {
         self.undo_writer.sync()?;
         self.store.write_dirty(&mut self.index)
     }
-
-    /// Records whether a reindex is under way, so a restart continues it.
-    pub fn set_reindexing(&mut self, reindexing: bool) -> Result<(), ChainstateError> {
-        self.store.set_reindexing(reindexing)
-    }
 }

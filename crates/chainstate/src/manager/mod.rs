@@ -160,6 +160,12 @@ impl Chainstate {
         Some((entry.hash, entry.height))
     }
 
+    /// Core's `-dbcrashratio` (crash tests): see
+    /// [`CoinsDatabase::set_crash_ratio`](crate::CoinsDatabase::set_crash_ratio).
+    pub fn set_flush_crash_ratio(&self, ratio: u64) {
+        self.cache.database().set_crash_ratio(ratio);
+    }
+
     /// Changes the `-stopatheight` height.
     pub fn set_stop_at_height(&mut self, height: Option<u32>) {
         self.options.stop_at_height = height;

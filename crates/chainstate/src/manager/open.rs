@@ -127,11 +127,6 @@ impl Chainstate {
             }
         }
     }
-
-    /// Whether a reindex was interrupted (the node should continue it).
-    pub fn is_reindexing(&self) -> Result<bool, ChainstateError> {
-        self.store.is_reindexing()
-    }
 }
 
 impl Chainstate {
