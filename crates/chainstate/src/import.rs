@@ -127,6 +127,13 @@ impl Importer<'_> {
         if !self.summary.interrupted {
             self.chainstate.activate_best_chain()?;
         }
+        // The last block's scripts; if they fail, the best chain moves.
+        while !self.chainstate.settle()? {
+            if self.summary.interrupted {
+                break;
+            }
+            self.chainstate.activate_best_chain()?;
+        }
         self.summary.orphans_left = self.orphans.values().map(|list| list.len() as u64).sum();
         Ok(self.summary)
     }

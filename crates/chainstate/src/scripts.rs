@@ -25,10 +25,10 @@ use crate::undo::BlockUndo;
 /// Inputs of one transaction below which they are checked on one thread.
 const PARALLEL_INPUTS_MIN: usize = 16;
 
-/// The threads scripts are checked on.
-#[derive(Debug)]
+/// The threads scripts are checked on (cheap to clone: one shared pool).
+#[derive(Debug, Clone)]
 pub struct ScriptThreads {
-    pool: rayon::ThreadPool,
+    pool: std::sync::Arc<rayon::ThreadPool>,
 }
 
 impl ScriptThreads {
@@ -39,12 +39,17 @@ impl ScriptThreads {
             .thread_name(|index| format!("ibex-script-{index}"))
             .build()
             .map_err(|source| ChainstateError::ThreadPool { source })?;
-        Ok(ScriptThreads { pool })
+        Ok(ScriptThreads { pool: std::sync::Arc::new(pool) })
     }
 
     /// Threads in the pool.
     pub fn thread_count(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// Starts `work` on the pool and returns at once.
+    pub fn spawn(&self, work: impl FnOnce() + Send + 'static) {
+        self.pool.spawn(work);
     }
 
     /// Runs `work` on the pool.

@@ -6,6 +6,7 @@ use ibex_consensus::block_script_flags;
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::{BlockBuffers, BlockView};
 
+use super::pipeline::ScriptJob;
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::cache::FlushMode;
 use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
@@ -15,6 +16,10 @@ use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::rejection::BlockRejection;
 use crate::undo::BlockUndo;
+
+fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
+    chainstate.index.entry(id).height
+}
 
 /// Core's assumevalid distance: scripts are skipped only for blocks at
 /// least two weeks' worth of work below the best header.
@@ -42,7 +47,15 @@ impl Chainstate {
     /// Disconnects to the fork with `target`'s chain, then connects towards
     /// `target` until it is reached, a block fails, or the stop height.
     fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
-        let fork = self.chain.find_fork(&self.index, target);
+        let mut fork = self.chain.find_fork(&self.index, target);
+        if fork != self.chain.tip() {
+            // Disconnecting needs a settled tip; a failed pending block
+            // changes the chain, so the caller picks the target again.
+            if !self.settle_pending(None)? {
+                return Ok(());
+            }
+            fork = self.chain.find_fork(&self.index, target);
+        }
         let mut disconnected_count = 0u32;
         while self.chain.tip().is_some() && self.chain.tip() != fork {
             self.disconnect_tip()?;
@@ -124,7 +137,7 @@ impl Chainstate {
         if self.index.entry(id).parent.is_none() {
             // Core never connects the genesis block's transactions: its
             // coinbase is not spendable.
-            self.finish_connect(id, &view, None)?;
+            self.finish_genesis(id, &view);
             return Ok(true);
         }
         let outpoints: Vec<_> = view
@@ -135,26 +148,56 @@ impl Chainstate {
             })
             .collect();
         self.cache.prefetch(&outpoints)?;
-        match self.connect_with_context(id, &view, &block) {
+        let script_flags = (!self.assume_valid_covers(id))
+            .then(|| block_script_flags(&self.options.params, view_height(self, id), &block.hash));
+        drop(view);
+        match self.connect_with_context(id, &block) {
             Ok(connected) => {
-                self.write_undo(id, &connected)?;
-                self.finish_connect(id, &view, Some(&connected))?;
+                self.chain.push(id);
+                // The previous block's scripts were checked while this one
+                // connected; if they failed, both are rolled back.
+                if !self.settle_pending(Some((&block, &connected)))? {
+                    return Ok(false);
+                }
+                let no_scripts = script_flags.is_none();
+                self.start_pending(id, ScriptJob { block, connected }, script_flags);
+                if no_scripts {
+                    self.settle_pending(None)?;
+                }
+                self.flush_if_needed()?;
                 Ok(true)
             }
             Err(ConnectError::Invalid(rejection)) => {
-                self.connect_failed(id, rejection);
+                // A failure of the previous block comes first: this one is
+                // then its descendant and marked with it.
+                if self.settle_pending(None)? {
+                    self.connect_failed(id, rejection);
+                }
                 Ok(false)
             }
             Err(ConnectError::Chainstate(error)) => Err(error),
         }
     }
 
+    /// Makes the genesis block the tip (no coins, no undo data).
+    fn finish_genesis(&mut self, id: EntryId, view: &BlockView<'_>) {
+        self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        self.chain.push(id);
+        self.statistics.blocks_connected += 1;
+        self.statistics.transactions_connected += view.transaction_count() as u64;
+        let update = self.tip_update_for(id, view.input_count());
+        self.emit(ChainEvent::TipUpdated(update));
+    }
+
+    /// Applies block `id`'s coins with every rule but its scripts, which
+    /// the pipeline checks (see [`super::pipeline`]).
     fn connect_with_context(
         &mut self,
         id: EntryId,
-        view: &BlockView<'_>,
         block: &PreparedBlock,
     ) -> Result<ConnectedBlock, ConnectError> {
+        let view = BlockView::parse(&block.bytes)
+            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
         let entry = self.index.entry(id);
         let height = entry.height;
         let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash: block.hash })?;
@@ -165,7 +208,6 @@ impl Chainstate {
             .map(|ancestor| self.index.entry(ancestor).hash);
         let enforce_bip30 =
             params.bip30_check_required(height, &block.hash, bip34_ancestor.as_ref());
-        let check_scripts = !self.assume_valid_covers(id);
         let index = &self.index;
         let chain = &self.chain;
         let median_time_past_at =
@@ -174,7 +216,7 @@ impl Chainstate {
             params,
             height,
             flags: block_script_flags(params, height, &block.hash),
-            check_scripts,
+            check_scripts: false,
             enforce_bip30,
             enforce_sequence_locks: params
                 .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
@@ -182,7 +224,7 @@ impl Chainstate {
             median_time_past_at: &median_time_past_at,
             script_threads: &self.scripts,
         };
-        connect_block(&mut self.cache, view, &block.txids, &context)
+        connect_block(&mut self.cache, &view, &block.txids, &context)
     }
 
     /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
@@ -215,7 +257,7 @@ impl Chainstate {
     }
 
     /// Writes block `id`'s undo data unless it already has some.
-    fn write_undo(
+    pub(crate) fn write_undo(
         &mut self,
         id: EntryId,
         connected: &ConnectedBlock,
@@ -237,28 +279,8 @@ impl Chainstate {
         Ok(())
     }
 
-    /// Makes `id` the tip after its coins were applied.
-    fn finish_connect(
-        &mut self,
-        id: EntryId,
-        view: &BlockView<'_>,
-        connected: Option<&ConnectedBlock>,
-    ) -> Result<(), ChainstateError> {
-        self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
-        self.chain.push(id);
-        self.statistics.blocks_connected += 1;
-        self.statistics.transactions_connected += view.transaction_count() as u64;
-        if let Some(connected) = connected {
-            self.statistics.inputs_connected += connected.input_count;
-            self.statistics.scripts_checked += connected.scripts_checked;
-        }
-        let update = self.tip_update(view.input_count());
-        self.emit(ChainEvent::TipUpdated(update));
-        self.flush_if_needed()
-    }
-
     /// Marks a block that failed to connect and logs why.
-    fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
+    pub(crate) fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
         let entry = self.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
         self.mark_invalid(id);
@@ -289,23 +311,23 @@ impl Chainstate {
         // branch fail.
         let candidate = self.candidate(id);
         self.candidates.insert(candidate);
-        if self.chain.tip().is_some() {
-            let update = self.tip_update(0);
+        if let Some(tip) = self.chain.tip() {
+            let update = self.tip_update_for(tip, 0);
             self.emit(ChainEvent::TipUpdated(update));
         }
         Ok(())
     }
 
-    /// The `UpdateTip` fields for the current tip.
-    pub(crate) fn tip_update(&self, input_count: usize) -> TipUpdate {
-        let entry = self.chain.tip().map(|id| self.index.entry(id));
+    /// The `UpdateTip` fields for block `id` as the tip.
+    pub(crate) fn tip_update_for(&self, id: EntryId, input_count: usize) -> TipUpdate {
+        let entry = self.index.entry(id);
         TipUpdate {
-            hash: entry.map(|entry| entry.hash).unwrap_or_default(),
-            height: entry.map_or(0, |entry| entry.height),
-            version: entry.map_or(0, |entry| entry.header.version),
-            log2_work: entry.map_or(0.0, |entry| entry.chain_work.log2()),
-            chain_transaction_count: entry.map_or(0, |entry| entry.chain_transaction_count),
-            time: entry.map_or(0, |entry| entry.header.time),
+            hash: entry.hash,
+            height: entry.height,
+            version: entry.header.version,
+            log2_work: entry.chain_work.log2(),
+            chain_transaction_count: entry.chain_transaction_count,
+            time: entry.header.time,
             cache_bytes: self.cache.memory_bytes(),
             cache_coin_count: self.cache.entry_count(),
             input_count,

@@ -18,6 +18,8 @@ use crate::error::ChainstateError;
 impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
+        // Only verified state is written: settle the pipeline first.
+        self.settle_pending(None)?;
         let started = Instant::now();
         self.block_writer.sync()?;
         self.undo_writer.sync()?;

@@ -18,6 +18,7 @@ mod activate;
 pub mod events;
 pub mod flush;
 pub mod open;
+mod pipeline;
 pub mod recovery;
 pub mod tips;
 
@@ -93,6 +94,8 @@ pub struct Chainstate {
     pub(crate) statistics: ChainStatistics,
     pub(crate) undo_buffer: Vec<u8>,
     pub(crate) best_header: Option<EntryId>,
+    /// The connected block whose scripts are still being checked.
+    pub(crate) pending: Option<pipeline::PendingBlock>,
 }
 
 impl std::fmt::Debug for Chainstate {

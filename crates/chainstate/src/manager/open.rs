@@ -102,6 +102,7 @@ impl Chainstate {
             statistics: ChainStatistics::default(),
             undo_buffer: Vec::new(),
             best_header: None,
+            pending: None,
         };
         chainstate.best_header = chainstate.scan_best_header();
         chainstate.rebuild_candidates();
