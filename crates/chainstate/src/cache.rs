@@ -63,7 +63,7 @@ pub(crate) struct CacheEntry {
 }
 
 impl CacheEntry {
-    fn is_dirty(&self) -> bool {
+    pub(crate) fn is_dirty(&self) -> bool {
         self.flags & DIRTY != 0
     }
 
@@ -93,8 +93,10 @@ pub struct CoinsCache {
     pub(crate) database: Arc<CoinsDatabase>,
     cache_bytes_max: usize,
     pub(crate) script_heap_bytes: usize,
-    dirty_count: usize,
+    pub(crate) dirty_count: usize,
     pub(crate) flush_epoch: u64,
+    /// A flush being written on a writer thread (see [`crate::background`]).
+    pub(crate) background: Option<crate::background::BackgroundFlush>,
 }
 
 impl CoinsCache {
@@ -107,6 +109,7 @@ impl CoinsCache {
             script_heap_bytes: 0,
             dirty_count: 0,
             flush_epoch: 0,
+            background: None,
         }
     }
 
@@ -125,13 +128,23 @@ impl CoinsCache {
         self.cache_bytes_max
     }
 
-    /// Bytes used: the table's allocation plus the scripts' heap bytes.
+    /// Bytes used: the table's allocation plus the scripts' heap bytes,
+    /// plus a map still being written by a background flush.
     pub fn memory_bytes(&self) -> usize {
+        self.live_memory_bytes() + self.frozen_memory_bytes()
+    }
+
+    /// Bytes of the live map alone.
+    pub fn live_memory_bytes(&self) -> usize {
         self.map.allocation_size() + self.script_heap_bytes
     }
 
-    /// Whether the cache uses at least its limit and should be flushed.
+    /// Whether the cache should be flushed: it uses at least its limit, or,
+    /// while a background flush runs, the live map used up its headroom.
     pub fn is_full(&self) -> bool {
+        if self.background.is_some() {
+            return self.live_memory_bytes() >= self.background_headroom_bytes();
+        }
         self.memory_bytes() >= self.cache_bytes_max
     }
 
@@ -156,6 +169,14 @@ impl CoinsCache {
 
     /// Reads `outpoint` from the database and caches it clean if found.
     fn load(&mut self, outpoint: &OutPoint) -> Result<(), ChainstateError> {
+        // A background flush's frozen map is newer than the database.
+        if let Some(frozen) = self.frozen_lookup(outpoint) {
+            if let Some(coin) = frozen.cloned() {
+                self.script_heap_bytes += coin.heap_bytes();
+                self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: 0 });
+            }
+            return Ok(());
+        }
         if let Some(coin) = self.database.coin(outpoint)? {
             self.script_heap_bytes += coin.heap_bytes();
             self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: 0 });
@@ -250,6 +271,7 @@ impl CoinsCache {
         best_block: BlockHash,
         mode: FlushMode,
     ) -> Result<FlushStats, ChainstateError> {
+        self.finish_background_flush()?;
         self.flush_epoch += 1;
         let mut writer = self.database.begin_flush(best_block)?;
         for (outpoint, entry) in self.map.iter().filter(|(_, entry)| entry.is_dirty()) {

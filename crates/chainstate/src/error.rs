@@ -129,6 +129,15 @@ pub enum ChainstateError {
         /// Which coins.
         source: ibex_primitives::txoutset::CoinOrderError,
     },
+    /// The background flush thread could not be started.
+    #[error("cannot start the flush thread: {source}")]
+    FlushThread {
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The background flush thread panicked.
+    #[error("the flush thread panicked")]
+    FlushThreadPanicked,
     /// RocksDB failed.
     #[error("database: {source}")]
     Database {

@@ -9,6 +9,7 @@
 //! the dirty coins to the [`CoinsDatabase`] in bounded batches, recording the
 //! blocks it covers so a crash mid-flush is detected and replayed.
 
+pub mod background;
 pub mod cache;
 pub mod coin;
 pub mod compress;

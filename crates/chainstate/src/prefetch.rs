@@ -99,7 +99,11 @@ impl CoinsCache {
     ) -> PrefetchRequest {
         let mut missing: Vec<OutPoint> = outpoints
             .into_iter()
-            .filter(|outpoint| !outpoint.is_null() && !self.map.contains_key(*outpoint))
+            .filter(|outpoint| {
+                !outpoint.is_null()
+                    && !self.map.contains_key(*outpoint)
+                    && self.frozen_lookup(outpoint).is_none()
+            })
             .copied()
             .collect();
         missing.sort_unstable();

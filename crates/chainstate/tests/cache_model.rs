@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Property test: the UTXO cache over RocksDB against a `BTreeMap` model.
-//! Random add/spend/fetch/flush/reopen sequences; the visible set always
-//! equals the model, and after each flush the database equals it too.
+//! Random add/spend/fetch/flush/reopen sequences, with flushes written on
+//! the background writer thread while operations go on; the visible set
+//! always equals the model, and after each flush the database equals the
+//! model as it was when that flush started.
 
 mod common;
 
@@ -25,6 +27,8 @@ enum Operation {
     Fetch { outpoint: u8 },
     Prefetch,
     Flush { keep_coins: bool },
+    BackgroundFlush { keep_coins: bool },
+    CollectBackground,
     Reopen,
 }
 
@@ -67,6 +71,8 @@ fn operation() -> impl Strategy<Value = Operation> {
         2 => (0..OUTPOINT_COUNT).prop_map(|outpoint| Operation::Fetch { outpoint }),
         1 => Just(Operation::Prefetch),
         2 => any::<bool>().prop_map(|keep_coins| Operation::Flush { keep_coins }),
+        2 => any::<bool>().prop_map(|keep_coins| Operation::BackgroundFlush { keep_coins }),
+        1 => Just(Operation::CollectBackground),
         1 => Just(Operation::Reopen),
     ]
 }
@@ -76,13 +82,21 @@ struct Harness {
     slot: Option<CoinsCache>,
     model: BTreeMap<OutPoint, Coin>,
     flush_count: u64,
+    /// The model and tip when the running background flush started.
+    background_snapshot: Option<(BTreeMap<OutPoint, Coin>, BlockHash)>,
 }
 
 impl Harness {
     fn new(batch_bytes: usize) -> Harness {
         let directory = TempDirectory::new("model");
         let slot = Some(open_cache(&directory, batch_bytes));
-        Harness { directory, slot, model: BTreeMap::new(), flush_count: 0 }
+        Harness {
+            directory,
+            slot,
+            model: BTreeMap::new(),
+            flush_count: 0,
+            background_snapshot: None,
+        }
     }
 
     fn cache(&mut self) -> &mut CoinsCache {
@@ -118,6 +132,16 @@ impl Harness {
                 let mode = if *keep_coins { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
                 self.flush(mode);
             }
+            Operation::BackgroundFlush { keep_coins } => {
+                let mode = if *keep_coins { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
+                self.flush_count += 1;
+                let tip = BlockHash([self.flush_count as u8; 32]);
+                self.collect_background();
+                self.cache().start_background_flush(tip, mode).unwrap();
+                assert_eq!(self.cache().dirty_count(), 0);
+                self.background_snapshot = Some((self.model.clone(), tip));
+            }
+            Operation::CollectBackground => self.collect_background(),
             Operation::Reopen => {
                 self.flush(FlushMode::KeepCoins);
                 let batch_bytes = self.slot.as_mut().unwrap().database().flush_batch_bytes_max();
@@ -147,7 +171,21 @@ impl Harness {
         }
     }
 
+    /// Waits for the background flush; the database then holds the model
+    /// as it was when the flush started.
+    fn collect_background(&mut self) {
+        let collected = self.cache().finish_background_flush().unwrap();
+        assert_eq!(collected.is_some(), self.background_snapshot.is_some());
+        if let Some((snapshot, tip)) = self.background_snapshot.take() {
+            assert_eq!(self.cache().database().best_block().unwrap(), Some(tip));
+            let stored: BTreeMap<OutPoint, Coin> =
+                self.cache().database().iter_coins().map(Result::unwrap).collect();
+            assert_eq!(stored, snapshot);
+        }
+    }
+
     fn flush(&mut self, mode: FlushMode) {
+        self.collect_background();
         self.flush_count += 1;
         let tip = BlockHash([self.flush_count as u8; 32]);
         self.slot.as_mut().unwrap().flush(tip, mode).unwrap();

@@ -90,16 +90,17 @@ impl ChainObserver for NodeObserver {
                     "Reorganize: disconnected {disconnected_count} blocks back to height {fork_height}, switching to {new_best}"
                 ));
             }
-            ChainEvent::Flushed { stats, index_records, duration_ms, reason } => {
+            ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason } => {
                 self.logger.log(&format!(
-                    "FlushStateToDisk ({}): {} coins written, {} erased, {} batches, {:.2} MiB, {} block index records, {} ms",
+                    "FlushStateToDisk ({}): {} coins written, {} erased, {} batches, {:.2} MiB, {} block index records, {} ms (validation waited {} ms)",
                     reason_name(*reason),
                     stats.coins_written,
                     stats.coins_erased,
                     stats.batch_count,
                     stats.batch_bytes as f64 / (1024.0 * 1024.0),
                     index_records,
-                    duration_ms
+                    duration_ms,
+                    stall_ms
                 ));
             }
             ChainEvent::Replayed { rolled_back, rolled_forward } => {

@@ -164,8 +164,10 @@ impl Chainstate {
                 if no_scripts {
                     self.settle_pending(None)?;
                 }
+                // A flush settles the block just started: if its scripts
+                // failed, it was rolled back and nothing may follow it.
                 self.flush_if_needed()?;
-                Ok(true)
+                Ok(self.chain.tip() == Some(id))
             }
             Err(ConnectError::Invalid(rejection)) => {
                 // A failure of the previous block comes first: this one is
@@ -336,10 +338,11 @@ impl Chainstate {
 
     /// Flushes when the cache is full or the periodic interval passed.
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
+        self.collect_background_flush(false)?;
         if self.cache.is_full() {
-            self.flush(FlushReason::CacheFull, FlushMode::EmptyCache)?;
+            self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
         } else if self.last_flush.elapsed() >= self.options.periodic_flush_interval {
-            self.flush(FlushReason::Periodic, FlushMode::KeepCoins)?;
+            self.flush_in_background(FlushReason::Periodic, FlushMode::KeepCoins)?;
         }
         Ok(())
     }

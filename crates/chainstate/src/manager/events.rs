@@ -60,8 +60,10 @@ pub enum ChainEvent {
         stats: FlushStats,
         /// Block index records written.
         index_records: usize,
-        /// How long it took, in milliseconds.
+        /// How long it took from start to written, in milliseconds.
         duration_ms: u64,
+        /// How long validation waited for it, in milliseconds.
+        stall_ms: u64,
         /// Why.
         reason: FlushReason,
     },

@@ -16,27 +16,89 @@ use crate::cache::FlushMode;
 use crate::error::ChainstateError;
 
 impl Chainstate {
-    /// Writes everything: files, index, coins (as of the current tip).
+    /// Writes everything: files, index, coins (as of the current tip), and
+    /// waits until it is written (shutdown, tests).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
+        let started = Instant::now();
+        self.collect_background_flush(true)?;
+        let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
+        let stats = self.cache.flush(hash, mode)?;
+        let duration_ms = elapsed_ms(started);
+        self.record_flush(duration_ms, duration_ms);
+        self.emit(ChainEvent::Flushed {
+            stats,
+            index_records,
+            duration_ms,
+            stall_ms: duration_ms,
+            reason,
+        });
+        Ok(())
+    }
+
+    /// Starts a coins flush on the writer thread (see
+    /// [`crate::background`]): validation goes on while it is written.
+    /// Files and the block index are made durable first, synchronously.
+    pub fn flush_in_background(
+        &mut self,
+        reason: FlushReason,
+        mode: FlushMode,
+    ) -> Result<(), ChainstateError> {
+        let started = Instant::now();
+        self.collect_background_flush(true)?;
+        let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
+        self.cache.start_background_flush(hash, mode)?;
+        let stall_ms = elapsed_ms(started);
+        self.background_flush = Some(BackgroundFlushInfo { started, index_records, reason });
+        self.statistics.longest_flush_stall_ms =
+            self.statistics.longest_flush_stall_ms.max(stall_ms);
+        Ok(())
+    }
+
+    /// Collects a finished background flush (waiting for it if `wait`)
+    /// and reports it.
+    pub(crate) fn collect_background_flush(&mut self, wait: bool) -> Result<(), ChainstateError> {
+        let waited = Instant::now();
+        let stats = if wait {
+            self.cache.finish_background_flush()?
+        } else {
+            self.cache.poll_background_flush()?
+        };
+        let (Some(stats), Some(info)) = (stats, self.background_flush.take()) else {
+            return Ok(());
+        };
+        let duration_ms = elapsed_ms(info.started);
+        let stall_ms = elapsed_ms(waited);
+        self.record_flush(duration_ms, stall_ms);
+        self.emit(ChainEvent::Flushed {
+            stats,
+            index_records: info.index_records,
+            duration_ms,
+            stall_ms,
+            reason: info.reason,
+        });
+        Ok(())
+    }
+
+    /// Settles the pipeline, syncs block and undo files and writes the block
+    /// index: everything the coins will refer to. The tip's hash, or `None`
+    /// when there is no tip yet.
+    fn prepare_flush(
+        &mut self,
+    ) -> Result<Option<(ibex_primitives::BlockHash, usize)>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
         self.settle_pending(None)?;
-        let started = Instant::now();
         self.block_writer.sync()?;
         self.undo_writer.sync()?;
         let index_records = self.store.write_dirty(&mut self.index)?;
-        let stats = match self.chain.tip() {
-            Some(tip) => {
-                let hash = self.index.entry(tip).hash;
-                self.cache.flush(hash, mode)?
-            }
-            None => Default::default(),
-        };
         self.last_flush = Instant::now();
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(self.chain.tip().map(|tip| (self.index.entry(tip).hash, index_records)))
+    }
+
+    fn record_flush(&mut self, duration_ms: u64, stall_ms: u64) {
         self.statistics.flushes += 1;
         self.statistics.longest_flush_ms = self.statistics.longest_flush_ms.max(duration_ms);
-        self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, reason });
-        Ok(())
+        self.statistics.longest_flush_stall_ms =
+            self.statistics.longest_flush_stall_ms.max(stall_ms);
     }
 
     /// Writes only the block index (and syncs the files it names): cheap,
@@ -46,4 +108,16 @@ impl Chainstate {
         self.undo_writer.sync()?;
         self.store.write_dirty(&mut self.index)
     }
+}
+
+/// A background flush being written, for its report.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BackgroundFlushInfo {
+    started: Instant,
+    index_records: usize,
+    reason: FlushReason,
+}
+
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }

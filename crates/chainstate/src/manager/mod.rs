@@ -96,6 +96,8 @@ pub struct Chainstate {
     pub(crate) best_header: Option<EntryId>,
     /// The connected block whose scripts are still being checked.
     pub(crate) pending: Option<pipeline::PendingBlock>,
+    /// The coins flush being written on the writer thread.
+    pub(crate) background_flush: Option<flush::BackgroundFlushInfo>,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -126,8 +128,10 @@ pub struct ChainStatistics {
     pub blocks_invalid: u64,
     /// Coins flushes.
     pub flushes: u64,
-    /// Longest flush, in milliseconds.
+    /// Longest flush from start to written, in milliseconds.
     pub longest_flush_ms: u64,
+    /// Longest time validation waited for a flush, in milliseconds.
+    pub longest_flush_stall_ms: u64,
 }
 
 impl Chainstate {

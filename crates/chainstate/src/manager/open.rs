@@ -103,6 +103,7 @@ impl Chainstate {
             undo_buffer: Vec::new(),
             best_header: None,
             pending: None,
+            background_flush: None,
         };
         chainstate.best_header = chainstate.scan_best_header();
         chainstate.rebuild_candidates();
