@@ -38,16 +38,23 @@ fn copy_blocks(root: &Path) -> PathBuf {
     blocks
 }
 
-fn open(
+type Events = std::sync::Arc<std::sync::Mutex<Vec<ChainEvent>>>;
+
+fn open(root: &Path, blocks: &Path, events: Events) -> Chainstate {
+    open_with_cache(root, blocks, events, 32 << 20)
+}
+
+fn open_with_cache(
     root: &Path,
     blocks: &Path,
-    events: std::sync::Arc<std::sync::Mutex<Vec<ChainEvent>>>,
+    events: Events,
+    cache_bytes_max: usize,
 ) -> Chainstate {
     let options = ChainstateOptions {
         params: Params::regtest(),
         blocks_directory: blocks.to_path_buf(),
         chainstate_directory: root.join("chainstate"),
-        cache_bytes_max: 32 << 20,
+        cache_bytes_max,
         flush_batch_bytes_max: 1 << 20,
         script_threads: 2,
         assume_valid: None,
@@ -176,4 +183,31 @@ fn reindex_writes_cores_undo_file() {
     assert!(ours[..] == core[..ours.len()], "rev00000.dat differs from Core's");
     let tail_is_zero = core[ours.len()..].iter().all(|byte| *byte == 0);
     assert!(tail_is_zero, "Core's file has more undo records than ours");
+}
+
+/// With a cache far smaller than the UTXO set, flushes run on the writer
+/// thread while blocks connect: each one is reported once, validation
+/// waits little, and the result is still Core's.
+#[test]
+fn background_flushes_are_reported_and_reach_cores_utxo_set() {
+    let expected = expected();
+    let root = tempfile::tempdir().unwrap();
+    let blocks = copy_blocks(root.path());
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut chainstate = open_with_cache(root.path(), &blocks, events.clone(), 256 << 10);
+    import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false)).unwrap();
+    chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache).unwrap();
+    let flushes: Vec<FlushReason> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            ChainEvent::Flushed { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .collect();
+    let background = flushes.iter().filter(|reason| **reason == FlushReason::CacheFull).count();
+    assert!(background >= 2, "{flushes:?}");
+    assert_eq!(chainstate.statistics().flushes, flushes.len() as u64);
+    check_tip(&chainstate, &expected);
 }

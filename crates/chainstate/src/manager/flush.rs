@@ -63,9 +63,10 @@ impl Chainstate {
         } else {
             self.cache.poll_background_flush()?
         };
-        let (Some(stats), Some(info)) = (stats, self.background_flush.take()) else {
-            return Ok(());
-        };
+        // Take the report only with the statistics: a poll that finds the
+        // writer still busy must leave it for the next one.
+        let Some(stats) = stats else { return Ok(()) };
+        let Some(info) = self.background_flush.take() else { return Ok(()) };
         let duration_ms = elapsed_ms(info.started);
         let stall_ms = elapsed_ms(waited);
         self.record_flush(duration_ms, stall_ms);
