@@ -64,10 +64,12 @@ impl Chainstate {
                 return Ok(self.reject(&block, None, error.into()));
             }
         }
-        let id = self.index.insert_header(&block.header, block.hash)?;
-        if self.index.entry(id).status.is_failed() {
-            return Ok(self.reject(&block, Some(id), BlockRejection::InvalidParent));
+        // Core's AcceptBlockHeader: a child of a failed block is refused
+        // (`bad-prevblk`) and not indexed.
+        if parent.is_some_and(|parent| self.index.entry(parent).status.is_failed()) {
+            return Ok(self.reject(&block, None, BlockRejection::InvalidParent));
         }
+        let id = self.index.insert_header(&block.header, block.hash)?;
         self.consider_best_header(id);
         if let Err(error) = block.check {
             return Ok(self.reject(&block, Some(id), error.into()));
