@@ -1,7 +1,8 @@
 //! `ibexd -reindex` on a copy of Core's regtest blocks, then
 //! `ibex txoutsetinfo`: Core's `gettxoutsetinfo` answers from
 //! `expected.json` at the heights Core reported (via `-stopatheight`, each
-//! run continuing the interrupted reindex) and at the tip.
+//! run continuing the interrupted reindex) and at the tip, and again at the
+//! tip after `-reindex-chainstate`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -82,4 +83,9 @@ fn reindex_then_txoutsetinfo_gives_cores_answers() {
     assert_same(&ours, core, &tip_fields);
     let ours = txoutsetinfo(datadir.path(), "muhash");
     assert_same(&ours, &expected["gettxoutsetinfo"]["1190"]["muhash"], &fields);
+    // -reindex-chainstate: coins rebuilt from the kept index and files.
+    let log = ibexd(datadir.path(), &["-reindex-chainstate"]);
+    assert!(log.contains("Loaded 1210 block index entries"));
+    let ours = txoutsetinfo(datadir.path(), "hash_serialized_3");
+    assert_same(&ours, core, &tip_fields);
 }
