@@ -22,7 +22,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use ibex_blockstore::{
     block_file_path, read_block, read_block_file, BlockPosition, Obfuscation, Records,
 };
-use ibex_primitives::{BlockBuffers, BlockHash, Params};
+use ibex_primitives::{BlockBuffers, BlockHash, Header, Params, HEADER_BYTES};
 use rayon::prelude::*;
 
 use crate::error::ChainstateError;
@@ -71,12 +71,74 @@ struct Orphan {
     block: PreparedBlock,
 }
 
-/// Imports every block of `source` into `chainstate`, connecting as it goes.
+/// The files of `source`, with their `blk` number when they are the
+/// node's own (then obfuscated with the directory's key).
+fn source_files(source: &ImportSource, directory: &Path) -> Vec<(Option<u32>, PathBuf)> {
+    match source {
+        ImportSource::OwnBlockFiles => (0u32..)
+            .map(|number| (Some(number), block_file_path(directory, number)))
+            .take_while(|(_, path)| path.exists())
+            .collect(),
+        ImportSource::ExternalFile(path) => vec![(None, path.clone())],
+    }
+}
+
+/// Every block header in a block file, found by walking the record
+/// framing with small reads (no block is read whole): the headers-first
+/// pass of an import. Stops at the first gap, as Core's pre-allocated
+/// zero tails end the records.
+fn scan_headers(
+    path: &Path,
+    magic: [u8; 4],
+    obfuscation: &Obfuscation,
+    headers: &mut Vec<Header>,
+) -> Result<(), ChainstateError> {
+    use std::os::unix::fs::FileExt;
+    let io_error =
+        |source| ibex_blockstore::BlockStoreError::Io { path: path.to_path_buf(), source };
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    let length = file.metadata().map_err(io_error)?.len();
+    let mut offset = 0u64;
+    let mut frame = [0u8; 8 + HEADER_BYTES];
+    while offset + frame.len() as u64 <= length {
+        file.read_exact_at(&mut frame, offset).map_err(io_error)?;
+        obfuscation.apply(&mut frame, offset);
+        let size = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]) as u64;
+        if frame[..4] != magic || !(HEADER_BYTES as u64..=4_000_000).contains(&size) {
+            break;
+        }
+        let mut header_bytes = [0u8; HEADER_BYTES];
+        header_bytes.copy_from_slice(&frame[8..]);
+        headers.push(Header::decode(&header_bytes));
+        offset += 8 + size;
+    }
+    Ok(())
+}
+
+/// Indexes every header of `source` before its blocks are read.
+fn index_headers_first(
+    chainstate: &mut Chainstate,
+    source: &ImportSource,
+) -> Result<usize, ChainstateError> {
+    let directory = chainstate.blocks_directory().to_path_buf();
+    let magic = chainstate.params().message_start;
+    let mut headers = Vec::new();
+    for (file_number, path) in source_files(source, &directory) {
+        let key =
+            if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
+        scan_headers(&path, magic, &key, &mut headers)?;
+    }
+    chainstate.accept_headers(&headers)
+}
+
+/// Imports every block of `source` into `chainstate`, connecting as it
+/// goes, after indexing all their headers (so `-assumevalid` applies).
 pub fn import_blocks(
     chainstate: &mut Chainstate,
     source: &ImportSource,
     shutdown: &AtomicBool,
 ) -> Result<ImportSummary, ChainstateError> {
+    index_headers_first(chainstate, source)?;
     let params = chainstate.params().clone();
     let directory = chainstate.blocks_directory().to_path_buf();
     let obfuscation = *chainstate.obfuscation();
@@ -205,15 +267,7 @@ fn read_source(
     sender: &SyncSender<ReaderMessage>,
     shutdown: &AtomicBool,
 ) {
-    let files: Box<dyn Iterator<Item = (Option<u32>, PathBuf)>> = match source {
-        ImportSource::OwnBlockFiles => Box::new(
-            (0u32..)
-                .map(|number| (Some(number), block_file_path(directory, number)))
-                .take_while(|(_, path)| path.exists()),
-        ),
-        ImportSource::ExternalFile(path) => Box::new(std::iter::once((None, path.clone()))),
-    };
-    for (file_number, path) in files {
+    for (file_number, path) in source_files(source, directory) {
         let key = if file_number.is_some() { obfuscation } else { Obfuscation::default() };
         let data = match read_block_file(&path, &key) {
             Ok(data) => data,

@@ -10,7 +10,7 @@ use ibex_consensus::{
 };
 use ibex_primitives::pow::next_work_required;
 use ibex_primitives::pow::BlockSummary;
-use ibex_primitives::{BlockHash, BlockView, CompactTarget};
+use ibex_primitives::{BlockHash, BlockView, CompactTarget, Header};
 
 use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
@@ -60,7 +60,7 @@ impl Chainstate {
             return Ok(self.reject(&block, None, BlockRejection::Block(BlockError::HighHash)));
         }
         if let Some(parent) = parent {
-            if let Err(error) = self.check_header_context(&block, parent) {
+            if let Err(error) = self.check_header_context(&block.header, parent) {
                 return Ok(self.reject(&block, None, error.into()));
             }
         }
@@ -85,9 +85,9 @@ impl Chainstate {
     }
 
     /// `ContextualCheckBlockHeader` against the parent `parent`.
-    fn check_header_context(
+    pub(crate) fn check_header_context(
         &self,
-        block: &PreparedBlock,
+        header: &Header,
         parent: EntryId,
     ) -> Result<(), BlockError> {
         let parent_entry = self.index.entry(parent);
@@ -100,11 +100,10 @@ impl Chainstate {
                 time: entry.header.time,
             }
         };
-        let expected_bits =
-            next_work_required(params, summary(parent), block.header.time, |height| {
-                self.index.ancestor(parent, height).map(summary)
-            })
-            .map_err(|_| BlockError::BadDifficultyBits { bits: block.header.bits, expected: 0 })?;
+        let expected_bits = next_work_required(params, summary(parent), header.time, |height| {
+            self.index.ancestor(parent, height).map(summary)
+        })
+        .map_err(|_| BlockError::BadDifficultyBits { bits: header.bits, expected: 0 })?;
         let now =
             SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
         let context = HeaderContext {
@@ -114,7 +113,7 @@ impl Chainstate {
             expected_bits,
             adjusted_time_seconds: i64::try_from(now).unwrap_or(i64::MAX),
         };
-        contextual_check_block_header(&block.header, &context, params)
+        contextual_check_block_header(header, &context, params)
     }
 
     /// `ContextualCheckBlock` against the parent `parent`.
@@ -168,7 +167,7 @@ impl Chainstate {
     }
 
     /// Makes `id` the best header if it has more work than the current one.
-    fn consider_best_header(&mut self, id: EntryId) {
+    pub(crate) fn consider_best_header(&mut self, id: EntryId) {
         let work = self.index.entry(id).chain_work;
         let better = match self.best_header {
             None => true,

@@ -17,6 +17,7 @@ pub mod accept;
 mod activate;
 pub mod events;
 pub mod flush;
+mod headers;
 pub mod open;
 mod pipeline;
 pub mod recovery;
