@@ -8,6 +8,7 @@ pub mod files;
 pub mod framing;
 pub mod obfuscation;
 pub mod reader;
+pub mod record_stream;
 pub mod undo_files;
 
 pub use error::BlockStoreError;
@@ -18,6 +19,7 @@ pub use files::{
 pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;
 pub use reader::{read_block, read_block_into};
+pub use record_stream::{OwnedRecord, RecordStream, READ_WINDOW_BYTES_DEFAULT};
 pub use undo_files::{
     read_undo, read_undo_into, undo_checksum, UndoFileWriter, UndoRecord, UndoRecords,
     UNDO_PAYLOAD_BYTES_MAX,

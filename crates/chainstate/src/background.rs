@@ -43,7 +43,7 @@ use crate::hasher::salted_hash_builder;
 
 /// Most memory the live map may take while a writer runs (also bounded by a
 /// quarter of the cache limit).
-pub const BACKGROUND_HEADROOM_BYTES_MAX: usize = 192 << 20;
+pub const BACKGROUND_HEADROOM_BYTES_MAX: usize = 128 << 20;
 
 /// A map being written by a background flush.
 #[derive(Debug)]

@@ -3,12 +3,11 @@
 //! blocks, appended to the node's own files as they are accepted).
 //!
 //! # Pipeline
-//! A reader thread reads one file at a time (at most
-//! [`BLOCK_FILE_BYTES_MAX`](ibex_blockstore::BLOCK_FILE_BYTES_MAX)),
-//! removes the obfuscation, splits it into records and prepares them
-//! ([`PreparedBlock`]: parse, block hash, txids, merkle root, `CheckBlock`)
-//! in parallel chunks, then hands them over in file order through a queue of
-//! at most [`IMPORT_QUEUE_BLOCKS_MAX`] blocks. The calling thread accepts
+//! A reader thread ([`crate::import_reader`]) streams the files a window at
+//! a time, removes the obfuscation, splits them into records and prepares
+//! them ([`PreparedBlock`]: parse, block hash, txids, merkle root,
+//! `CheckBlock`) in parallel chunks, then hands them over in file order,
+//! holding at most [`IMPORT_QUEUE_BYTES_MAX`] bytes of blocks not yet taken. The calling thread accepts
 //! each block and connects it as soon as it extends the best chain, while
 //! the reader is already preparing the next ones. Blocks met before their
 //! parent wait in a map keyed by the parent's hash (only their position when
@@ -17,23 +16,20 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver};
 
-use ibex_blockstore::{
-    block_file_path, read_block, read_block_file, BlockPosition, Obfuscation, Records,
-};
-use ibex_primitives::{BlockBuffers, BlockHash, Header, Params, HEADER_BYTES};
-use rayon::prelude::*;
+use ibex_blockstore::{block_file_path, read_block, Obfuscation};
+use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
 
 use crate::error::ChainstateError;
+use crate::import_reader::{
+    read_source, InFlightBytes, ReaderMessage, ReaderOutput, IMPORT_QUEUE_BLOCKS_MAX,
+    IMPORT_QUEUE_BYTES_MAX,
+};
 use crate::manager::accept::AcceptOutcome;
 use crate::manager::Chainstate;
 use crate::prepared::PreparedBlock;
 
-/// Prepared blocks waiting for the connecting thread (each at most 4 MB).
-pub const IMPORT_QUEUE_BLOCKS_MAX: usize = 64;
-/// Blocks prepared in parallel at a time.
-const PREPARE_CHUNK_BLOCKS: usize = 16;
 /// Bytes of orphan blocks kept in memory (those without a file position).
 pub const ORPHAN_BYTES_MAX: usize = 256 << 20;
 
@@ -61,11 +57,6 @@ pub struct ImportSummary {
     pub interrupted: bool,
 }
 
-enum ReaderMessage {
-    Block(PreparedBlock),
-    Failed(ChainstateError),
-}
-
 /// A block waiting for its parent.
 struct Orphan {
     block: PreparedBlock,
@@ -73,7 +64,7 @@ struct Orphan {
 
 /// The files of `source`, with their `blk` number when they are the
 /// node's own (then obfuscated with the directory's key).
-fn source_files(source: &ImportSource, directory: &Path) -> Vec<(Option<u32>, PathBuf)> {
+pub(crate) fn source_files(source: &ImportSource, directory: &Path) -> Vec<(Option<u32>, PathBuf)> {
     match source {
         ImportSource::OwnBlockFiles => (0u32..)
             .map(|number| (Some(number), block_file_path(directory, number)))
@@ -143,19 +134,21 @@ pub fn import_blocks(
     let directory = chainstate.blocks_directory().to_path_buf();
     let obfuscation = *chainstate.obfuscation();
     let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
+    let in_flight = InFlightBytes::new(IMPORT_QUEUE_BYTES_MAX);
     std::thread::scope(|scope| {
         let reader_params = &params;
-        scope.spawn(move || {
-            read_source(source, &directory, obfuscation, reader_params, &sender, shutdown)
-        });
+        let output = ReaderOutput { sender, in_flight: &in_flight, shutdown };
+        scope.spawn(move || read_source(source, &directory, obfuscation, reader_params, &output));
         let mut importer = Importer {
             chainstate,
             orphans: HashMap::new(),
             orphan_bytes: 0,
             summary: ImportSummary::default(),
         };
-        let result = importer.run(&receiver, shutdown);
-        // Let the reader finish: dropping the receiver makes its sends fail.
+        let result = importer.run(&receiver, &in_flight, shutdown);
+        // Let the reader finish: closing wakes it if it waits for bytes,
+        // and dropping the receiver makes its sends fail.
+        in_flight.close();
         drop(receiver);
         result
     })
@@ -172,11 +165,15 @@ impl Importer<'_> {
     fn run(
         &mut self,
         receiver: &Receiver<ReaderMessage>,
+        in_flight: &InFlightBytes,
         shutdown: &AtomicBool,
     ) -> Result<ImportSummary, ChainstateError> {
         for message in receiver {
             let block = match message {
-                ReaderMessage::Block(block) => block,
+                ReaderMessage::Block(block, bytes) => {
+                    in_flight.release(bytes);
+                    block
+                }
                 ReaderMessage::Failed(error) => return Err(error),
             };
             self.summary.blocks_read += 1;
@@ -256,60 +253,4 @@ impl Importer<'_> {
         }
         Ok(block)
     }
-}
-
-/// The reader thread: files in order, records prepared in parallel chunks.
-fn read_source(
-    source: &ImportSource,
-    directory: &Path,
-    obfuscation: Obfuscation,
-    params: &Params,
-    sender: &SyncSender<ReaderMessage>,
-    shutdown: &AtomicBool,
-) {
-    for (file_number, path) in source_files(source, directory) {
-        let key = if file_number.is_some() { obfuscation } else { Obfuscation::default() };
-        let data = match read_block_file(&path, &key) {
-            Ok(data) => data,
-            Err(error) => {
-                let _ = sender.send(ReaderMessage::Failed(error.into()));
-                return;
-            }
-        };
-        if !send_file_blocks(&data, file_number, params, sender, shutdown) {
-            return;
-        }
-    }
-}
-
-/// Prepares and sends one file's blocks; false when the import stopped.
-fn send_file_blocks(
-    data: &[u8],
-    file_number: Option<u32>,
-    params: &Params,
-    sender: &SyncSender<ReaderMessage>,
-    shutdown: &AtomicBool,
-) -> bool {
-    let records: Vec<_> = Records::new(data, params.message_start).collect();
-    for chunk in records.chunks(PREPARE_CHUNK_BLOCKS) {
-        if shutdown.load(Ordering::Relaxed) {
-            return false;
-        }
-        let prepared: Vec<_> = chunk
-            .par_iter()
-            .map_init(BlockBuffers::default, |buffers, record| {
-                let position = file_number.map(|file_number| BlockPosition {
-                    file_number,
-                    data_offset: record.data_offset,
-                });
-                PreparedBlock::prepare(record.bytes.to_vec(), position, params, buffers)
-            })
-            .collect();
-        for block in prepared.into_iter().flatten() {
-            if sender.send(ReaderMessage::Block(block)).is_err() {
-                return false;
-            }
-        }
-    }
-    true
 }

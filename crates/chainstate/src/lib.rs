@@ -19,6 +19,7 @@ pub mod disconnect;
 pub mod error;
 pub mod hasher;
 pub mod import;
+pub mod import_reader;
 pub mod index;
 pub mod manager;
 pub mod prefetch;
@@ -31,10 +32,12 @@ pub mod undo;
 pub use cache::{CoinsCache, FlushMode};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
 pub use database::{
-    CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
+    CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
+    FLUSH_BATCH_BYTES_DEFAULT,
 };
 pub use error::{ChainstateError, CoinDecodeError};
 pub use import::{import_blocks, ImportSource, ImportSummary};
+pub use import_reader::IMPORT_QUEUE_BYTES_MAX;
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use manager::accept::AcceptOutcome;
 pub use manager::tips::ChainTip;

@@ -18,6 +18,10 @@ use super::{BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 use crate::error::ChainstateError;
 
 const ENTRY_PREFIX: u8 = b'b';
+/// One memtable of the block index database (~40,000 entries).
+const INDEX_MEMTABLE_BYTES: usize = 4 << 20;
+/// The block index database's block cache (it is read once, at start).
+const INDEX_BLOCK_CACHE_BYTES: usize = 2 << 20;
 const RECORD_VERSION: u8 = 1;
 
 /// The block index database.
@@ -128,6 +132,13 @@ impl IndexStore {
         let mut options = Options::default();
         options.create_if_missing(true);
         options.set_compression_type(DBCompressionType::None);
+        // Small and written in small batches: bound RocksDB's memory well
+        // below its defaults (64 MiB memtables, 32 MiB block cache).
+        options.set_write_buffer_size(INDEX_MEMTABLE_BYTES);
+        options.set_max_write_buffer_number(2);
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&rocksdb::Cache::new_lru_cache(INDEX_BLOCK_CACHE_BYTES));
+        options.set_block_based_table_factory(&table);
         let db = DB::open(&options, path)?;
         Ok(IndexStore { db })
     }

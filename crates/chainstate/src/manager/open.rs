@@ -70,7 +70,7 @@ impl Chainstate {
         let index = store.load()?;
         let database_options = DatabaseOptions {
             flush_batch_bytes_max: options.flush_batch_bytes_max,
-            create_if_missing: true,
+            ..DatabaseOptions::default()
         };
         let database = CoinsDatabase::open(&options.chainstate_directory, &database_options)?;
         let cache = CoinsCache::new(Arc::new(database), options.cache_bytes_max);
