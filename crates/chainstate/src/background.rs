@@ -33,13 +33,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use hashbrown::hash_map::Entry as MapEntry;
-use hashbrown::HashMap;
 use ibex_primitives::{BlockHash, OutPoint};
 
 use crate::cache::{CacheEntry, CoinsCache, FlushMode};
+use crate::coin_map::CoinMap;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
-use crate::hasher::salted_hash_builder;
 
 /// Most memory the live map may take while a writer runs (also bounded by a
 /// quarter of the cache limit).
@@ -48,7 +47,7 @@ pub const BACKGROUND_HEADROOM_BYTES_MAX: usize = 128 << 20;
 /// A map being written by a background flush.
 #[derive(Debug)]
 pub(crate) struct FrozenCoins {
-    pub(crate) map: HashMap<OutPoint, CacheEntry, foldhash::fast::SeedableRandomState>,
+    pub(crate) map: CoinMap,
     pub(crate) memory_bytes: usize,
     pub(crate) mode: FlushMode,
 }
@@ -98,7 +97,7 @@ impl CoinsCache {
         let previous = self.finish_background_flush()?;
         self.flush_epoch += 1;
         let live_bytes = self.live_memory_bytes();
-        let map = std::mem::replace(&mut self.map, HashMap::with_hasher(salted_hash_builder()));
+        let map = std::mem::replace(&mut self.map, CoinMap::new());
         self.script_heap_bytes = 0;
         self.dirty_count = 0;
         let frozen = Arc::new(FrozenCoins { map, memory_bytes: live_bytes, mode });
@@ -135,7 +134,7 @@ impl CoinsCache {
     }
 
     /// Takes back a written map's unspent coins where the live map has none.
-    fn absorb(&mut self, map: HashMap<OutPoint, CacheEntry, foldhash::fast::SeedableRandomState>) {
+    fn absorb(&mut self, map: CoinMap) {
         for (outpoint, entry) in map {
             let Some(coin) = entry.coin else { continue };
             if let MapEntry::Vacant(slot) = self.map.entry(outpoint) {

@@ -23,13 +23,67 @@ pub const COIN_HEIGHT_MAX: u32 = (1 << 31) - 1;
 /// Longest coin key: prefix, txid and a 5-byte VARINT of a 32-bit index.
 pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
 
+/// Scripts up to this length live inside the [`Coin`] (every standard
+/// output type but bare multisig and uncompressed P2PK: P2TR and P2WSH are
+/// 34 bytes, P2PKH 25, P2SH 23, P2WPKH 22), as in Core since it stores
+/// 34-byte scripts inline.
+pub const INLINE_SCRIPT_BYTES_MAX: usize = 34;
+
+/// A coin's locking script: inline when short, else on the heap.
+///
+/// # Napkin math
+/// A heap script costs a `malloc` when the coin is created and a `free`
+/// when it is spent (~40-80 ns each, and the allocator's lock when the
+/// freeing thread is not the allocating one), plus Core's `MallocUsage`
+/// of 48 bytes for a 22-byte script. Inline, the coin grows from 32 to 56
+/// bytes and those calls disappear for ~99 % of outputs.
+#[derive(Clone)]
+enum CoinScript {
+    Inline { length: u8, bytes: [u8; INLINE_SCRIPT_BYTES_MAX] },
+    Heap(Box<[u8]>),
+}
+
+impl CoinScript {
+    fn new(script: &[u8]) -> CoinScript {
+        if script.len() <= INLINE_SCRIPT_BYTES_MAX {
+            let mut bytes = [0u8; INLINE_SCRIPT_BYTES_MAX];
+            bytes[..script.len()].copy_from_slice(script);
+            CoinScript::Inline { length: script.len() as u8, bytes }
+        } else {
+            CoinScript::Heap(script.into())
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            CoinScript::Inline { length, bytes } => &bytes[..usize::from(*length)],
+            CoinScript::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for CoinScript {
+    fn eq(&self, other: &CoinScript) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for CoinScript {}
+
+impl std::fmt::Debug for CoinScript {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
 /// An unspent transaction output as the chainstate keeps it.
 ///
-/// 32 bytes in memory plus the script's heap allocation.
+/// 56 bytes in memory; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
+/// heap allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coin {
     amount: Amount,
-    script_pubkey: Box<[u8]>,
+    script_pubkey: CoinScript,
     height: u32,
     is_coinbase: bool,
 }
@@ -38,14 +92,15 @@ impl Coin {
     /// A coin created at `height`; fails when the height exceeds 31 bits.
     pub fn new(
         amount: Amount,
-        script_pubkey: impl Into<Box<[u8]>>,
+        script_pubkey: impl AsRef<[u8]>,
         height: u32,
         is_coinbase: bool,
     ) -> Result<Coin, ChainstateError> {
         if height > COIN_HEIGHT_MAX {
             return Err(ChainstateError::HeightOutOfRange { height });
         }
-        Ok(Coin { amount, script_pubkey: script_pubkey.into(), height, is_coinbase })
+        let script_pubkey = CoinScript::new(script_pubkey.as_ref());
+        Ok(Coin { amount, script_pubkey, height, is_coinbase })
     }
 
     /// The output's value.
@@ -55,7 +110,7 @@ impl Coin {
 
     /// The output's locking script.
     pub fn script_pubkey(&self) -> &[u8] {
-        &self.script_pubkey
+        self.script_pubkey.as_slice()
     }
 
     /// Height of the block that created the coin.
@@ -68,11 +123,14 @@ impl Coin {
         self.is_coinbase
     }
 
-    /// Heap bytes the script takes, counted like Core's `MallocUsage`
-    /// (rounded up to 16 with a 16-byte header) so the cache limit
-    /// reflects the allocator's real cost.
+    /// Heap bytes the script takes (none when inline), counted like Core's
+    /// `MallocUsage` (rounded up to 16 with a 16-byte header) so the cache
+    /// limit reflects the allocator's real cost.
     pub fn heap_bytes(&self) -> usize {
-        heap_bytes_for(self.script_pubkey.len())
+        match &self.script_pubkey {
+            CoinScript::Inline { .. } => 0,
+            CoinScript::Heap(bytes) => heap_bytes_for(bytes.len()),
+        }
     }
 
     /// Appends Core's serialisation of the coin.
@@ -80,12 +138,12 @@ impl Coin {
         let code = u64::from(self.height) * 2 + u64::from(self.is_coinbase);
         write_varint(out, code);
         write_varint(out, compress_amount(self.amount.to_sat() as u64));
-        write_script(out, &self.script_pubkey);
+        write_script(out, self.script_pubkey());
     }
 
     /// Core's serialisation of the coin.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.script_pubkey.len());
+        let mut out = Vec::with_capacity(16 + self.script_pubkey().len());
         self.encode_into(&mut out);
         out
     }
@@ -99,7 +157,7 @@ impl Coin {
         let satoshis = read_amount(&mut reader)?;
         let amount = Amount::from_sat(satoshis)
             .map_err(|_| CoinDecodeError::AmountOutOfRange { compressed: satoshis as u64 })?;
-        let script_pubkey = read_script(&mut reader)?.into_boxed_slice();
+        let script_pubkey = CoinScript::new(&read_script(&mut reader)?);
         reader.finish()?;
         Ok(Coin { amount, script_pubkey, height: code >> 1, is_coinbase: code & 1 == 1 })
     }

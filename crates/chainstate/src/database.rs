@@ -362,6 +362,7 @@ impl<'a> FlushWriter<'a> {
     /// Writes the last batch: erases `'H'`, sets `'B'` to the new tip, and
     /// syncs the write-ahead log so everything before it is durable too.
     pub fn finish(mut self) -> Result<FlushStats, ChainstateError> {
+        self.batches.fill_batch();
         self.batches.batch.delete(HEAD_BLOCKS_KEY);
         self.batches.batch.put(BEST_BLOCK_KEY, self.new_tip.as_bytes());
         let batch = std::mem::take(&mut self.batches.batch);
@@ -376,13 +377,36 @@ impl<'a> FlushWriter<'a> {
 
 /// Coin writes and erasures of a flush, written in batches of at most a
 /// given size, unsynced (the flush's last batch syncs them all).
+///
+/// # Napkin math
+/// A cache hands its coins over in hash order. Inserted in that order,
+/// every key lands at a random place in RocksDB's skip-list memtable: ~2 us
+/// a coin of pointer chasing (`RecomputeSpliceLevels` was 7 % of an
+/// import's CPU with scripts skipped, ~4 s for 2 M coins). A batch's keys
+/// are therefore sorted before they go into the `WriteBatch` (~0.1 us a
+/// key), so each insert starts from where the previous one ended.
 pub struct CoinBatches<'a> {
     database: &'a CoinsDatabase,
     batch: WriteBatch,
     batch_bytes_max: usize,
     stats: FlushStats,
-    value: Vec<u8>,
+    /// Writes not yet in `batch`, sorted by key when the batch is built.
+    pending: Vec<PendingWrite>,
+    /// Encoded values of `pending`, back to back.
+    values: Vec<u8>,
+    pending_bytes: usize,
 }
+
+/// A coin write (or an erasure: `value_length == ERASE`) waiting to be sorted.
+struct PendingWrite {
+    key: CoinKey,
+    value_offset: u32,
+    value_length: u32,
+}
+
+const ERASE: u32 = u32::MAX;
+/// `WriteBatch`'s framing per record: a tag and two length prefixes.
+const RECORD_OVERHEAD_BYTES: usize = 3;
 
 impl<'a> CoinBatches<'a> {
     fn new(database: &'a CoinsDatabase, batch_bytes_max: usize) -> Self {
@@ -391,36 +415,65 @@ impl<'a> CoinBatches<'a> {
             batch: WriteBatch::default(),
             batch_bytes_max: batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN),
             stats: FlushStats::default(),
-            value: Vec::new(),
+            pending: Vec::new(),
+            values: Vec::new(),
+            pending_bytes: 0,
         }
     }
 
     /// Writes (creates or replaces) the coin at `outpoint`.
     pub fn put(&mut self, outpoint: &OutPoint, coin: &Coin) -> Result<(), ChainstateError> {
-        self.value.clear();
-        coin.encode_into(&mut self.value);
-        self.batch.put(CoinKey::new(outpoint), &self.value);
+        let value_offset = self.values.len();
+        coin.encode_into(&mut self.values);
+        let value_length = self.values.len() - value_offset;
+        let key = CoinKey::new(outpoint);
+        self.pending_bytes += key.as_ref().len() + value_length + RECORD_OVERHEAD_BYTES;
+        self.pending.push(PendingWrite {
+            key,
+            value_offset: value_offset as u32,
+            value_length: value_length as u32,
+        });
         self.stats.coins_written += 1;
         self.write_if_full()
     }
 
     /// Erases the coin at `outpoint`.
     pub fn erase(&mut self, outpoint: &OutPoint) -> Result<(), ChainstateError> {
-        self.batch.delete(CoinKey::new(outpoint));
+        let key = CoinKey::new(outpoint);
+        self.pending_bytes += key.as_ref().len() + RECORD_OVERHEAD_BYTES;
+        self.pending.push(PendingWrite { key, value_offset: 0, value_length: ERASE });
         self.stats.coins_erased += 1;
         self.write_if_full()
     }
 
     fn write_if_full(&mut self) -> Result<(), ChainstateError> {
-        if self.batch.size_in_bytes() < self.batch_bytes_max {
+        if self.batch.size_in_bytes() + self.pending_bytes < self.batch_bytes_max {
             return Ok(());
         }
         self.write_batch()
     }
 
+    /// Moves the pending writes into the batch in key order.
+    fn fill_batch(&mut self) {
+        self.pending.sort_unstable_by(|left, right| left.key.as_ref().cmp(right.key.as_ref()));
+        for write in &self.pending {
+            if write.value_length == ERASE {
+                self.batch.delete(write.key);
+            } else {
+                let start = write.value_offset as usize;
+                let value = &self.values[start..start + write.value_length as usize];
+                self.batch.put(write.key, value);
+            }
+        }
+        self.pending.clear();
+        self.values.clear();
+        self.pending_bytes = 0;
+    }
+
     /// Writes the batch so far, unsynced: only the flush's last batch needs
     /// to be durable before `'B'` is.
     fn write_batch(&mut self) -> Result<(), ChainstateError> {
+        self.fill_batch();
         if self.batch.is_empty() {
             return Ok(());
         }

@@ -12,6 +12,7 @@
 pub mod background;
 pub mod cache;
 pub mod coin;
+mod coin_map;
 pub mod compress;
 pub mod connect;
 pub mod database;
