@@ -97,7 +97,7 @@ impl CoinsCache {
         let previous = self.finish_background_flush()?;
         self.flush_epoch += 1;
         let live_bytes = self.live_memory_bytes();
-        let map = std::mem::replace(&mut self.map, CoinMap::new());
+        let map = std::mem::take(&mut self.map);
         self.script_heap_bytes = 0;
         self.dirty_count = 0;
         let frozen = Arc::new(FrozenCoins { map, memory_bytes: live_bytes, mode });

@@ -101,7 +101,7 @@ impl CoinsCache {
             .into_iter()
             .filter(|outpoint| {
                 !outpoint.is_null()
-                    && !self.map.contains_key(*outpoint)
+                    && !self.map.contains_key(outpoint)
                     && self.frozen_lookup(outpoint).is_none()
             })
             .copied()
