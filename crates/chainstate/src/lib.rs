@@ -41,6 +41,7 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_reader::IMPORT_QUEUE_BYTES_MAX;
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use manager::accept::AcceptOutcome;
+pub use manager::pipeline::SCRIPT_PIPELINE_BLOCKS;
 pub use manager::tips::ChainTip;
 pub use manager::{
     ChainEvent, ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, FlushReason,

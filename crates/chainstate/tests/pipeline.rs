@@ -21,7 +21,7 @@ mod node;
 
 use std::time::Duration;
 
-use ibex_chainstate::{AcceptOutcome, BlockRejection, Chainstate};
+use ibex_chainstate::{AcceptOutcome, BlockRejection, Chainstate, SCRIPT_PIPELINE_BLOCKS};
 use ibex_primitives::owned::Block;
 use ibex_primitives::{BlockHash, Params};
 
@@ -29,7 +29,10 @@ use blocks::{break_signature, coinbase_chain, first_witness_signature, main_chai
 use node::{accept, import, import_alone, offer, utxo_stats, Node};
 
 /// Blocks of the broken branch built on top of the broken block.
-const CHILDREN: u32 = 2;
+/// Children of the broken block: the pipeline connects up to
+/// `SCRIPT_PIPELINE_BLOCKS` of them before its verdict, and one more is left
+/// to be refused as the child of an invalid block.
+const CHILDREN: u32 = SCRIPT_PIPELINE_BLOCKS as u32 + 1;
 
 /// The scenario: Core's chain, the height of its first signed spend, and
 /// the broken branch there (the broken block first, then its children).
@@ -226,9 +229,16 @@ fn offered_blocks_roll_back_the_child_of_a_block_whose_scripts_fail() {
     // Connected, its scripts still being checked: on the chain, not announced.
     assert_eq!(chainstate.tip().unwrap(), (scenario.broken_hash(), h));
     assert!(!node.announced(&scenario.broken_hash()));
-    offer(&mut chainstate, &broken[1]);
+    let connected_on_top = SCRIPT_PIPELINE_BLOCKS;
+    for (index, bytes) in broken[1..=connected_on_top].iter().enumerate() {
+        offer(&mut chainstate, bytes);
+        if index + 1 < connected_on_top {
+            // Still pending: the child is the tip.
+            assert_eq!(chainstate.tip().unwrap().1, h + index as u32 + 1);
+        }
+    }
     assert_eq!(chainstate.tip().unwrap(), below_tip);
-    for bytes in &broken[2..] {
+    for bytes in &broken[connected_on_top + 1..] {
         assert!(is_invalid_parent(&accept(&mut chainstate, bytes)));
     }
     scenario.check_broken_branch(&node, &chainstate);

@@ -6,7 +6,7 @@ use ibex_consensus::block_script_flags;
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::{BlockBuffers, BlockView};
 
-use super::pipeline::ScriptJob;
+use super::pipeline::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::cache::FlushMode;
 use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
@@ -51,7 +51,7 @@ impl Chainstate {
         if fork != self.chain.tip() {
             // Disconnecting needs a settled tip; a failed pending block
             // changes the chain, so the caller picks the target again.
-            if !self.settle_pending(None)? {
+            if !self.settle_pending()? {
                 return Ok(());
             }
             fork = self.chain.find_fork(&self.index, target);
@@ -154,25 +154,24 @@ impl Chainstate {
         match self.connect_with_context(id, &block) {
             Ok(connected) => {
                 self.chain.push(id);
-                // The previous block's scripts were checked while this one
-                // connected; if they failed, both are rolled back.
-                if !self.settle_pending(Some((&block, &connected)))? {
-                    return Ok(false);
-                }
                 let no_scripts = script_flags.is_none();
                 self.start_pending(id, ScriptJob { block, connected }, script_flags);
-                if no_scripts {
-                    self.settle_pending(None)?;
+                // Earlier blocks' scripts were checked while this one
+                // connected; if one failed, it and everything above it
+                // (this block included) were rolled back.
+                let left = if no_scripts { 0 } else { SCRIPT_PIPELINE_BLOCKS };
+                if !self.settle_pending_to(left)? {
+                    return Ok(false);
                 }
-                // A flush settles the block just started: if its scripts
-                // failed, it was rolled back and nothing may follow it.
+                // A flush settles the blocks just started: if their scripts
+                // failed, they were rolled back and nothing may follow them.
                 self.flush_if_needed()?;
                 Ok(self.chain.tip() == Some(id))
             }
             Err(ConnectError::Invalid(rejection)) => {
-                // A failure of the previous block comes first: this one is
+                // A failure of an earlier block comes first: this one is
                 // then its descendant and marked with it.
-                if self.settle_pending(None)? {
+                if self.settle_pending()? {
                     self.connect_failed(id, rejection);
                 }
                 Ok(false)

@@ -87,7 +87,7 @@ impl Chainstate {
         &mut self,
     ) -> Result<Option<(ibex_primitives::BlockHash, usize)>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
-        self.settle_pending(None)?;
+        self.settle_pending()?;
         self.block_writer.sync()?;
         self.undo_writer.sync()?;
         let index_records = self.store.write_dirty(&mut self.index)?;

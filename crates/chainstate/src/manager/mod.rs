@@ -19,7 +19,7 @@ pub mod events;
 pub mod flush;
 mod headers;
 pub mod open;
-mod pipeline;
+pub mod pipeline;
 pub mod recovery;
 pub mod tips;
 
@@ -95,8 +95,9 @@ pub struct Chainstate {
     pub(crate) statistics: ChainStatistics,
     pub(crate) undo_buffer: Vec<u8>,
     pub(crate) best_header: Option<EntryId>,
-    /// The connected block whose scripts are still being checked.
-    pub(crate) pending: Option<pipeline::PendingBlock>,
+    /// Connected blocks whose scripts are still being checked, oldest first
+    /// (at most [`pipeline::SCRIPT_PIPELINE_BLOCKS`] + 1).
+    pub(crate) pending: std::collections::VecDeque<pipeline::PendingBlock>,
     /// The coins flush being written on the writer thread.
     pub(crate) background_flush: Option<flush::BackgroundFlushInfo>,
 }

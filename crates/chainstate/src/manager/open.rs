@@ -102,7 +102,7 @@ impl Chainstate {
             statistics: ChainStatistics::default(),
             undo_buffer: Vec::new(),
             best_header: None,
-            pending: None,
+            pending: std::collections::VecDeque::new(),
             background_flush: None,
         };
         chainstate.best_header = chainstate.scan_best_header();
