@@ -130,6 +130,8 @@ impl CoinsCache {
                 self.absorb(frozen.map);
             }
         }
+        // The frozen table and the writer's batches are free now.
+        crate::heap::release_free_memory();
         Ok(Some(stats))
     }
 

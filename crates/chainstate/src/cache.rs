@@ -286,6 +286,7 @@ impl CoinsCache {
             }
         }
         self.dirty_count = 0;
+        crate::heap::release_free_memory();
         Ok(stats)
     }
 }

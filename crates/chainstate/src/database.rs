@@ -446,8 +446,13 @@ impl<'a> CoinBatches<'a> {
         self.write_if_full()
     }
 
+    /// The sorted writes and the batch built from them exist together while
+    /// a batch is built: each may take half of the limit.
     fn write_if_full(&mut self) -> Result<(), ChainstateError> {
-        if self.batch.size_in_bytes() + self.pending_bytes < self.batch_bytes_max {
+        let pending_memory_bytes =
+            self.pending.len() * std::mem::size_of::<PendingWrite>() + self.values.len();
+        let half = self.batch_bytes_max / 2;
+        if self.batch.size_in_bytes() + self.pending_bytes < half && pending_memory_bytes < half {
             return Ok(());
         }
         self.write_batch()

@@ -7,7 +7,8 @@
 //! a time, removes the obfuscation, splits them into records and prepares
 //! them ([`PreparedBlock`]: parse, block hash, txids, merkle root,
 //! `CheckBlock`) in parallel chunks, then hands them over in file order,
-//! holding at most [`IMPORT_QUEUE_BYTES_MAX`] bytes of blocks not yet taken. The calling thread accepts
+//! holding at most [`import_queue_bytes`] of blocks not yet taken (a quarter
+//! of the cache, 16-64 MiB). The calling thread accepts
 //! each block and connects it as soon as it extends the best chain, while
 //! the reader is already preparing the next ones. Blocks met before their
 //! parent wait in a map keyed by the parent's hash (only their position when
@@ -23,8 +24,8 @@ use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
 
 use crate::error::ChainstateError;
 use crate::import_reader::{
-    read_source, InFlightBytes, ReaderMessage, ReaderOutput, IMPORT_QUEUE_BLOCKS_MAX,
-    IMPORT_QUEUE_BYTES_MAX,
+    import_queue_bytes, read_source, InFlightBytes, ReaderMessage, ReaderOutput,
+    IMPORT_QUEUE_BLOCKS_MAX,
 };
 use crate::manager::accept::AcceptOutcome;
 use crate::manager::Chainstate;
@@ -134,7 +135,7 @@ pub fn import_blocks(
     let directory = chainstate.blocks_directory().to_path_buf();
     let obfuscation = *chainstate.obfuscation();
     let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
-    let in_flight = InFlightBytes::new(IMPORT_QUEUE_BYTES_MAX);
+    let in_flight = InFlightBytes::new(import_queue_bytes(chainstate.cache().cache_bytes_max()));
     std::thread::scope(|scope| {
         let reader_params = &params;
         let output = ReaderOutput { sender, in_flight: &in_flight, shutdown };

@@ -19,6 +19,7 @@ pub mod database;
 pub mod disconnect;
 pub mod error;
 pub mod hasher;
+mod heap;
 pub mod import;
 pub mod import_reader;
 pub mod index;
@@ -38,7 +39,7 @@ pub use database::{
 };
 pub use error::{ChainstateError, CoinDecodeError};
 pub use import::{import_blocks, ImportSource, ImportSummary};
-pub use import_reader::IMPORT_QUEUE_BYTES_MAX;
+pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use manager::accept::AcceptOutcome;
 pub use manager::pipeline::SCRIPT_PIPELINE_BLOCKS;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 fn shared_block(name: &str) -> Vec<u8> {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/blocks").join(name);
-    std::fs::read(path).unwrap()
+    std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
 fn reason(bytes: &[u8]) -> Result<usize, String> {
