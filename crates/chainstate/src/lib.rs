@@ -19,7 +19,7 @@ pub mod database;
 pub mod disconnect;
 pub mod error;
 pub mod hasher;
-mod heap;
+pub mod heap;
 pub mod import;
 pub mod import_reader;
 pub mod index;
@@ -38,6 +38,7 @@ pub use database::{
     FLUSH_BATCH_BYTES_DEFAULT,
 };
 pub use error::{ChainstateError, CoinDecodeError};
+pub use heap::bound_heap_retention;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};

@@ -56,6 +56,8 @@ fn fail(message: &dyn std::fmt::Display) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Keep freed cache tables from staying resident (see the module docs).
+    ibex_chainstate::bound_heap_retention();
     let arguments: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|argument| argument.to_string_lossy().into_owned())
