@@ -58,6 +58,13 @@ fn tiny_chain_imports_to_the_manifest_tip_checking_every_script() {
     assert_eq!(statistics.scripts_checked, spending_inputs, "assume_valid: None checks all");
     assert_eq!(statistics.blocks_disconnected, 0);
     assert_eq!(statistics.blocks_invalid, 0);
+
+    // The shutdown flush is counted and timed, but no block waited for it.
+    chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+    let after = chainstate.statistics();
+    assert_eq!(after.flushes, statistics.flushes + 1);
+    assert_eq!(after.longest_flush_stall_ms, statistics.longest_flush_stall_ms);
+    assert!(after.shutdown_flush_ms <= after.longest_flush_ms);
 }
 
 /// Where an invalid block of `class` ends up: never indexed (a header

@@ -164,7 +164,7 @@ pub fn summary_line(summary: &RunSummary) -> String {
     let statistics = &summary.statistics;
     let seconds = summary.elapsed.as_secs_f64().max(1e-9);
     format!(
-        "Imported to height {}: {} blocks, {} transactions, {} inputs ({} scripts checked) in {:.2} s: {:.1} blocks/s, {:.0} transactions/s, {:.0} inputs/s; {} invalid blocks; {} flushes, longest {} ms, longest wait for a flush {} ms",
+        "Imported to height {}: {} blocks, {} transactions, {} inputs ({} scripts checked) in {:.2} s: {:.1} blocks/s, {:.0} transactions/s, {:.0} inputs/s; {} invalid blocks; {} flushes, longest {} ms, longest wait for a flush {} ms, shutdown flush {} ms",
         summary.height.map_or_else(|| "none".to_owned(), |height| height.to_string()),
         statistics.blocks_connected,
         statistics.transactions_connected,
@@ -178,6 +178,7 @@ pub fn summary_line(summary: &RunSummary) -> String {
         statistics.flushes,
         statistics.longest_flush_ms,
         statistics.longest_flush_stall_ms,
+        statistics.shutdown_flush_ms,
     )
 }
 

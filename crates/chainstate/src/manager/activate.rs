@@ -337,7 +337,7 @@ impl Chainstate {
 
     /// Flushes when the cache is full or the periodic interval passed.
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
-        self.collect_background_flush(false)?;
+        self.collect_background_flush(super::flush::Collect::Poll)?;
         if self.cache.is_full() {
             self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
         } else if self.last_flush.elapsed() >= self.options.periodic_flush_interval {

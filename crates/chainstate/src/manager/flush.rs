@@ -20,11 +20,19 @@ impl Chainstate {
     /// waits until it is written (shutdown, tests).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
         let started = Instant::now();
-        self.collect_background_flush(true)?;
+        let shutdown = reason == FlushReason::Shutdown;
+        self.collect_background_flush(if shutdown { Collect::AtShutdown } else { Collect::Wait })?;
         let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
         let stats = self.cache.flush(hash, mode)?;
         let duration_ms = elapsed_ms(started);
-        self.record_flush(duration_ms, duration_ms);
+        // A shutdown flush holds up no validation; the others stop it whole.
+        let stall_ms = if shutdown {
+            self.statistics.shutdown_flush_ms = duration_ms;
+            0
+        } else {
+            duration_ms
+        };
+        self.record_flush(duration_ms, stall_ms);
         self.emit(ChainEvent::Flushed {
             stats,
             index_records,
@@ -44,7 +52,7 @@ impl Chainstate {
         mode: FlushMode,
     ) -> Result<(), ChainstateError> {
         let started = Instant::now();
-        self.collect_background_flush(true)?;
+        self.collect_background_flush(Collect::Wait)?;
         let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
         self.cache.start_background_flush(hash, mode)?;
         let stall_ms = elapsed_ms(started);
@@ -54,21 +62,24 @@ impl Chainstate {
         Ok(())
     }
 
-    /// Collects a finished background flush (waiting for it if `wait`)
-    /// and reports it.
-    pub(crate) fn collect_background_flush(&mut self, wait: bool) -> Result<(), ChainstateError> {
+    /// Collects a finished background flush (waiting for it unless
+    /// `collect` is [`Collect::Poll`]) and reports it.
+    pub(crate) fn collect_background_flush(
+        &mut self,
+        collect: Collect,
+    ) -> Result<(), ChainstateError> {
         let waited = Instant::now();
-        let stats = if wait {
-            self.cache.finish_background_flush()?
-        } else {
+        let stats = if collect == Collect::Poll {
             self.cache.poll_background_flush()?
+        } else {
+            self.cache.finish_background_flush()?
         };
         // Take the report only with the statistics: a poll that finds the
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
         let Some(info) = self.background_flush.take() else { return Ok(()) };
         let duration_ms = elapsed_ms(info.started);
-        let stall_ms = elapsed_ms(waited);
+        let stall_ms = if collect == Collect::AtShutdown { 0 } else { elapsed_ms(waited) };
         self.record_flush(duration_ms, stall_ms);
         self.emit(ChainEvent::Flushed {
             stats,
@@ -109,6 +120,17 @@ impl Chainstate {
         self.undo_writer.sync()?;
         self.store.write_dirty(&mut self.index)
     }
+}
+
+/// How [`Chainstate::collect_background_flush`] treats a writer still busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Collect {
+    /// Leave it running.
+    Poll,
+    /// Wait for it: validation stalls meanwhile.
+    Wait,
+    /// Wait for it at shutdown: nothing is left to validate, no stall.
+    AtShutdown,
 }
 
 /// A background flush being written, for its report.

@@ -132,8 +132,11 @@ pub struct ChainStatistics {
     pub flushes: u64,
     /// Longest flush from start to written, in milliseconds.
     pub longest_flush_ms: u64,
-    /// Longest time validation waited for a flush, in milliseconds.
+    /// Longest time validation waited for a flush, in milliseconds (the
+    /// shutdown flush excluded: no block waits for it).
     pub longest_flush_stall_ms: u64,
+    /// The last shutdown flush, start to synced, in milliseconds.
+    pub shutdown_flush_ms: u64,
 }
 
 impl Chainstate {
