@@ -67,6 +67,8 @@ fn import(
             }
         }
     };
+    // As `ibexd` does first thing: this child process is Ibex's alone.
+    ibex_chainstate::bound_heap_retention();
     let started = Instant::now();
     let mut chainstate = Chainstate::open(options, Box::new(observer))?;
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false))?;

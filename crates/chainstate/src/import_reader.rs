@@ -32,14 +32,15 @@ use crate::prepared::PreparedBlock;
 /// Bytes of blocks read but not yet taken by the connecting thread, at most.
 pub const IMPORT_QUEUE_BYTES_MAX: usize = 64 << 20;
 /// ... and at least, however small the cache.
-pub const IMPORT_QUEUE_BYTES_MIN: usize = 16 << 20;
+pub const IMPORT_QUEUE_BYTES_MIN: usize = 12 << 20;
 
-/// The read-ahead for a coins cache of `cache_bytes_max`: a quarter of it,
+/// The read-ahead for a coins cache of `cache_bytes_max`: a sixth of it,
 /// within [`IMPORT_QUEUE_BYTES_MIN`]..=[`IMPORT_QUEUE_BYTES_MAX`], so that
-/// a small `-dbcache` also keeps the memory outside the cache small (16 MiB
-/// still holds ~11 full blocks, ~2 s of work with every script checked).
+/// a small `-dbcache` also keeps the memory outside the cache small (12 MiB
+/// still holds ~8 full blocks, ~1.5 s of work with every script checked;
+/// prepared, a block takes about twice its serialised size).
 pub fn import_queue_bytes(cache_bytes_max: usize) -> usize {
-    (cache_bytes_max / 4).clamp(IMPORT_QUEUE_BYTES_MIN, IMPORT_QUEUE_BYTES_MAX)
+    (cache_bytes_max / 6).clamp(IMPORT_QUEUE_BYTES_MIN, IMPORT_QUEUE_BYTES_MAX)
 }
 /// Blocks queued at most (a second bound, for many tiny blocks).
 pub(crate) const IMPORT_QUEUE_BLOCKS_MAX: usize = 1024;
@@ -252,7 +253,7 @@ mod tests {
     #[test]
     fn read_ahead_follows_the_cache_within_bounds() {
         assert_eq!(import_queue_bytes(8 << 20), IMPORT_QUEUE_BYTES_MIN);
-        assert_eq!(import_queue_bytes(100 << 20), 25 << 20);
+        assert_eq!(import_queue_bytes(96 << 20), 16 << 20);
         assert_eq!(import_queue_bytes(440 << 20), IMPORT_QUEUE_BYTES_MAX);
     }
 

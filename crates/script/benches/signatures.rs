@@ -59,6 +59,48 @@ fn bare_verification(criterion: &mut Criterion) {
     });
 }
 
+/// The signature floor's unit: one key parse plus one verification on every
+/// core at once. A whole import keeps all cores verifying; on a VM whose
+/// vCPUs share physical cores (this one: 28-32 us alone, 38-44 us with two
+/// at once) that is what a verification costs, and the time per iteration
+/// reported here is the wall time for `cores` verifications, so a chain's
+/// floor is `verifications x time / cores`.
+fn verification_on_every_core(criterion: &mut Criterion) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let context = Secp256k1::new();
+    let secret = SecretKey::from_byte_array([0x5a; 32]).unwrap();
+    let public = secret.public_key(&context).serialize();
+    let message = Message::from_digest([0x77; 32]);
+    let ecdsa = context.sign_ecdsa(message, &secret);
+    let keypair = Keypair::from_secret_key(&context, &secret);
+    let x_only = keypair.x_only_public_key().0.serialize();
+    let schnorr = context.sign_schnorr_no_aux_rand(&[0x77; 32], &keypair);
+    let verifier = Secp256k1::verification_only();
+    let ecdsa_once = || {
+        let key = secp256k1::PublicKey::from_byte_array_compressed(*black_box(&public)).unwrap();
+        verifier.verify_ecdsa(black_box(message), &ecdsa, &key).unwrap();
+    };
+    let schnorr_once = || {
+        let key = secp256k1::XOnlyPublicKey::from_byte_array(*black_box(&x_only)).unwrap();
+        verifier.verify_schnorr(&schnorr, black_box(&[0x77; 32]), &key).unwrap();
+    };
+    let on_every_core = |iterations: u64, once: &(dyn Fn() + Sync)| {
+        let started = std::time::Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..cores {
+                scope.spawn(|| (0..iterations).for_each(|_| once()));
+            }
+        });
+        started.elapsed()
+    };
+    criterion.bench_function(&format!("ecdsa parse + verify, {cores} cores at once"), |bench| {
+        bench.iter_custom(|iterations| on_every_core(iterations, &ecdsa_once))
+    });
+    criterion.bench_function(&format!("schnorr parse + verify, {cores} cores at once"), |bench| {
+        bench.iter_custom(|iterations| on_every_core(iterations, &schnorr_once))
+    });
+}
+
 fn input_verification(criterion: &mut Criterion) {
     let context = Secp256k1::new();
     let secret = SecretKey::from_byte_array([0x5a; 32]).unwrap();
@@ -257,6 +299,7 @@ fn thousand_input_sighashes(criterion: &mut Criterion) {
 criterion_group!(
     benches,
     bare_verification,
+    verification_on_every_core,
     input_verification,
     full_input_verification,
     thousand_input_sighashes

@@ -33,13 +33,7 @@ impl Chainstate {
             duration_ms
         };
         self.record_flush(duration_ms, stall_ms);
-        self.emit(ChainEvent::Flushed {
-            stats,
-            index_records,
-            duration_ms,
-            stall_ms: duration_ms,
-            reason,
-        });
+        self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
         Ok(())
     }
 
