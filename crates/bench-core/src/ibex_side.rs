@@ -68,7 +68,7 @@ fn import(
         }
     };
     // As `ibexd` does first thing: this child process is Ibex's alone.
-    ibex_chainstate::bound_heap_retention();
+    ibex_chainstate::bound_heap_retention(options.cache_bytes_max);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(options, Box::new(observer))?;
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false))?;
