@@ -161,6 +161,9 @@ pub fn run_engine(
         wipe_chainstate(options, logger)?;
     }
     let chainstate_options = chainstate_options(options);
+    // Keep freed cache tables and blocks from staying resident (see
+    // `ibex_chainstate::heap`); before the chainstate allocates anything.
+    ibex_chainstate::bound_heap_retention(chainstate_options.cache_bytes_max);
     let progress = Arc::new(progress_display(options));
     let observer = NodeObserver::new(
         logger.clone(),

@@ -61,8 +61,9 @@ fn bare_verification(criterion: &mut Criterion) {
 
 /// The signature floor's unit: one key parse plus one verification on every
 /// core at once. A whole import keeps all cores verifying; on a VM whose
-/// vCPUs share physical cores (this one: 28-32 us alone, 38-44 us with two
-/// at once) that is what a verification costs, and the time per iteration
+/// vCPUs share physical cores (the 2-core EPYC VM of docs/benchmarks.md:
+/// 28-32 us alone, 34-52 us with two at once) that is what a verification
+/// costs, and the time per iteration
 /// reported here is the wall time for `cores` verifications, so a chain's
 /// floor is `verifications x time / cores`.
 fn verification_on_every_core(criterion: &mut Criterion) {

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use ibex_node::config::{CommandLine, OPTIONS};
 use ibex_node::daemon::{log_startup, run_node, version_string, CLIENT_NAME};
-use ibex_node::engine::chainstate_options;
 use ibex_node::logging::Logger;
 use ibex_node::signals::{register_log_reopen, register_shutdown_signals};
 
@@ -78,9 +77,6 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(error) => return fail(&error),
     };
-    // Keep freed cache tables and blocks from staying resident (see
-    // `ibex_chainstate::heap`).
-    ibex_chainstate::bound_heap_retention(chainstate_options(&options).cache_bytes_max);
     let logger = match Logger::open(&options) {
         Ok(logger) => logger,
         Err(error) => return fail(&error),
