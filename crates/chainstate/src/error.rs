@@ -110,6 +110,18 @@ pub enum ChainstateError {
         /// The block.
         hash: BlockHash,
     },
+    /// Activation left a block with more work than the tip untried even
+    /// after the candidates were rebuilt from the index (a broken
+    /// invariant: fail closed rather than end short of the best chain).
+    #[error("block {hash} at height {height} has more work than the tip and was left: {reason}")]
+    ActivationIncomplete {
+        /// The block left.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// Why.
+        reason: crate::manager::fixed_point::CandidateLeft,
+    },
     /// The script thread pool could not be started.
     #[error("cannot start script threads: {source}")]
     ThreadPool {
@@ -145,6 +157,67 @@ pub enum ChainstateError {
         #[from]
         source: rocksdb::Error,
     },
+    /// The block index or the coins database could not be opened or read
+    /// as the chainstate opened (a missing `CURRENT`, a table failing its
+    /// checksum). Worded as Core's "Error opening block database" / "Error
+    /// opening coins database" (`src/node/chainstate.cpp`).
+    #[error("Error opening {database} database {}: {source}", .path.display())]
+    DatabaseOpen {
+        /// Which database.
+        database: DatabaseKind,
+        /// Its directory.
+        path: std::path::PathBuf,
+        /// The RocksDB error.
+        source: rocksdb::Error,
+    },
+}
+
+impl ChainstateError {
+    /// The database to rebuild when this error is one a rebuild cures: a
+    /// database that opened as corrupt or incomplete. Not for an I/O error
+    /// (a held lock, a permission, a failing disk), which a rebuild does not
+    /// fix, nor for errors met after opening.
+    pub fn database_to_rebuild(&self) -> Option<DatabaseKind> {
+        let ChainstateError::DatabaseOpen { database, source, .. } = self else {
+            return None;
+        };
+        use rocksdb::ErrorKind;
+        match source.kind() {
+            ErrorKind::Corruption | ErrorKind::InvalidArgument | ErrorKind::NotFound => {
+                Some(*database)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The chainstate's two databases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DatabaseKind {
+    /// The block index, `<blocks>/index` (Core's block tree database).
+    BlockIndex,
+    /// The coins, `<chain>/chainstate` (Core's chainstate database).
+    Coins,
+}
+
+impl DatabaseKind {
+    /// The `ibexd` option that rebuilds this database from the block files.
+    pub fn rebuild_option(self) -> &'static str {
+        match self {
+            DatabaseKind::BlockIndex => "-reindex",
+            DatabaseKind::Coins => "-reindex-chainstate",
+        }
+    }
+}
+
+impl std::fmt::Display for DatabaseKind {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            DatabaseKind::BlockIndex => "block index",
+            DatabaseKind::Coins => "coins",
+        })
+    }
 }
 
 /// Why a coin record or key could not be decoded (untrusted bytes).

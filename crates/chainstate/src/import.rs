@@ -184,14 +184,15 @@ impl Importer<'_> {
                 break;
             }
         }
-        if !self.summary.interrupted {
-            self.chainstate.activate_best_chain()?;
-        }
-        // The last block's scripts; if they fail, the best chain moves.
-        while !self.chainstate.settle()? {
-            if self.summary.interrupted {
-                break;
-            }
+        if shutdown.load(Ordering::Relaxed) {
+            // The pending blocks' verdicts; whatever they are, the next
+            // start activates the best chain again.
+            self.chainstate.settle()?;
+        } else {
+            // Every block is read: run to the fixed point, where no
+            // candidate with more work than the tip is left untried (a
+            // pending block that fails moves the best chain; with
+            // `-stopatheight` reached it stays there).
             self.chainstate.activate_best_chain()?;
         }
         self.summary.orphans_left = self.orphans.values().map(|list| list.len() as u64).sum();
@@ -207,7 +208,7 @@ impl Importer<'_> {
             match self.chainstate.accept_block(block)? {
                 AcceptOutcome::Accepted(_) => {
                     self.summary.blocks_accepted += 1;
-                    self.chainstate.activate_best_chain()?;
+                    self.chainstate.advance_best_chain()?;
                 }
                 AcceptOutcome::AlreadyKnown(_) => {}
                 AcceptOutcome::UnknownParent(block) => {

@@ -37,7 +37,7 @@ pub use database::{
     CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
     FLUSH_BATCH_BYTES_DEFAULT,
 };
-pub use error::{ChainstateError, CoinDecodeError};
+pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use heap::bound_heap_retention;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
@@ -46,8 +46,8 @@ pub use manager::accept::AcceptOutcome;
 pub use manager::pipeline::SCRIPT_PIPELINE_BLOCKS;
 pub use manager::tips::ChainTip;
 pub use manager::{
-    ChainEvent, ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, FlushReason,
-    TipUpdate, PERIODIC_FLUSH_INTERVAL,
+    BestCandidateCheck, CandidateLeft, ChainEvent, ChainObserver, ChainStatistics, Chainstate,
+    ChainstateOptions, FlushReason, TipUpdate, PERIODIC_FLUSH_INTERVAL,
 };
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;

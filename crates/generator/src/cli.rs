@@ -6,6 +6,7 @@ use clap::Args;
 
 use crate::generate::generate;
 use crate::options::{GeneratorOptions, Profile};
+use crate::siblings::{parse_classes, SiblingTail};
 
 /// `ibex gen`: write a valid, realistic regtest chain as Core block files.
 #[derive(Debug, Clone, Args)]
@@ -35,6 +36,18 @@ pub struct GenArguments {
     /// Also write a reorged branch and a stale block.
     #[arg(long)]
     pub forks: bool,
+    /// End the chain with invalid siblings of its last valid block, of
+    /// these classes in file order (comma-separated names, as in the
+    /// manifest: invalid_signature, coinbase_overpays, missing_coin, ...).
+    #[arg(long)]
+    pub invalid_siblings: Option<String>,
+    /// Where the valid sibling goes among the invalid ones: 0 first
+    /// (default: after all of them).
+    #[arg(long, requires = "invalid_siblings")]
+    pub valid_sibling_position: Option<usize>,
+    /// Add a valid child of the valid sibling after all the siblings.
+    #[arg(long, requires = "invalid_siblings")]
+    pub valid_child: bool,
     /// Signing threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -51,6 +64,12 @@ pub fn run(arguments: &GenArguments) -> Result<String, String> {
     options.invalid = arguments.invalid;
     options.forks = arguments.forks;
     options.threads = arguments.threads;
+    if let Some(names) = &arguments.invalid_siblings {
+        let invalid = parse_classes(names)?;
+        let valid_position = arguments.valid_sibling_position.unwrap_or(invalid.len());
+        options.siblings =
+            Some(SiblingTail { invalid, valid_position, valid_child: arguments.valid_child });
+    }
     let report = generate(&options).map_err(|error| error.to_string())?;
     let manifest = &report.manifest;
     Ok(format!(

@@ -17,6 +17,7 @@ use crate::options::{GeneratorOptions, RecordedOptions};
 use crate::output::{write_manifest, ChainWriter};
 use crate::random::DeterministicRng;
 use crate::regtest::Regtest;
+use crate::siblings::Sibling;
 use crate::signer::Signer;
 use crate::statistics::ChainStatistics;
 
@@ -108,9 +109,20 @@ impl Run<'_> {
             if fork_plan.is_some_and(|plan| plan.stale_height == next_height) {
                 stale_base = Some(self.state.clone());
             }
+            let tail = options
+                .siblings
+                .as_ref()
+                .filter(|tail| next_height + tail.valid_blocks() == options.block_count() + 1);
+            let siblings = match tail {
+                Some(tail) => tail.build(&self.maker, &self.state, options.seed)?,
+                None => Vec::new(),
+            };
+            let valid_position = tail.map_or(0, |tail| tail.valid_position);
             let built = self.maker.next_block(&mut self.state)?;
+            self.write_invalid_siblings(&siblings[..valid_position], next_height)?;
             self.writer.append(&built.bytes)?;
             self.statistics.add(&built);
+            self.write_invalid_siblings(&siblings[valid_position..], next_height)?;
             let Some(plan) = fork_plan else { continue };
             if self.state.height == plan.reorg_base_height {
                 let base = self.state.clone();
@@ -119,6 +131,27 @@ impl Run<'_> {
             if let Some(base) = stale_base.take_if(|_| self.state.height == plan.stale_height) {
                 self.write_branch(&base, 1, "stale", options.seed)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Invalid siblings at `height` (see [`crate::siblings`]), recorded as
+    /// the manifest's invalid blocks.
+    fn write_invalid_siblings(
+        &mut self,
+        siblings: &[Sibling],
+        height: u32,
+    ) -> Result<(), GeneratorError> {
+        for sibling in siblings {
+            self.writer.append(&sibling.bytes)?;
+            let class = sibling.class;
+            self.invalid_blocks.push(InvalidBlockRecord {
+                class: class.name().to_owned(),
+                reject_reason: class.reject_reason().to_owned(),
+                description: class.description().to_owned(),
+                height,
+                hash: sibling.hash.to_hex(),
+            });
         }
         Ok(())
     }
@@ -153,6 +186,9 @@ fn generate_in_pool(options: &GeneratorOptions) -> Result<GenerationReport, Gene
     let key = obfuscation_key(options);
     let mut writer = ChainWriter::create(&options.out, params.message_start, key)?;
     writer.append(&params.genesis.encode())?;
+    if let Some(tail) = &options.siblings {
+        tail.validate(options.block_count())?;
+    }
     let mut run = Run {
         maker: BlockMaker {
             params: &params,

@@ -32,6 +32,7 @@ pub mod random;
 pub mod regtest;
 pub mod replay;
 pub mod script_kind;
+pub mod siblings;
 pub mod signer;
 pub mod statistics;
 pub mod wallet;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::planner::TrafficMix;
+use crate::siblings::{SiblingTail, SiblingTailRecord};
 
 /// A preset size and shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,6 +95,8 @@ pub struct GeneratorOptions {
     pub invalid: bool,
     /// Also write a reorged branch and a stale block.
     pub forks: bool,
+    /// End the chain with invalid siblings of its last valid block.
+    pub siblings: Option<SiblingTail>,
     /// Signing threads (all cores when `None`).
     pub threads: Option<usize>,
 }
@@ -110,6 +113,7 @@ impl GeneratorOptions {
             xor_zero: false,
             invalid: false,
             forks: false,
+            siblings: None,
             threads: None,
         }
     }
@@ -143,6 +147,9 @@ pub struct RecordedOptions {
     pub invalid: bool,
     /// Fork branches written.
     pub forks: bool,
+    /// Invalid siblings at the end of the chain (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub siblings: Option<SiblingTailRecord>,
     /// Keys in the pool.
     pub key_count: usize,
     /// The traffic mix.
@@ -158,6 +165,7 @@ impl From<&GeneratorOptions> for RecordedOptions {
             xor_zero: options.xor_zero,
             invalid: options.invalid,
             forks: options.forks,
+            siblings: options.siblings.as_ref().map(SiblingTail::record),
             key_count: options.profile.key_count(),
             traffic: options.profile.traffic_mix(),
         }

@@ -26,10 +26,33 @@ fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
 const ASSUME_VALID_MARGIN_SECONDS: u64 = 60 * 60 * 24 * 7 * 2;
 
 impl Chainstate {
-    /// Connects and disconnects until the tip is the best candidate, or the
-    /// `-stopatheight` height is reached. Invalid blocks met on the way are
-    /// marked and the next best chain is tried.
+    /// Connects and disconnects until the tip is the best candidate and
+    /// every connected block's scripts are checked, or the `-stopatheight`
+    /// height is reached: a fixed point. Invalid blocks met on the way
+    /// (their scripts included) are marked and the next best chain is tried,
+    /// as Core's `ActivateBestChain` goes on after `InvalidChainFound` until
+    /// no candidate with more work than the tip is left.
+    ///
+    /// Ends with nothing pending: each round either settles every pending
+    /// block valid (done) or marks one invalid (finitely many), so it
+    /// terminates.
     pub fn activate_best_chain(&mut self) -> Result<(), ChainstateError> {
+        loop {
+            self.advance_best_chain()?;
+            if self.settle_pending()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`Self::activate_best_chain`] without waiting for the last blocks'
+    /// scripts: the step after each block of a stream (an import, a
+    /// download), so that scripts overlap the next blocks (see
+    /// [`super::pipeline`]). Up to [`SCRIPT_PIPELINE_BLOCKS`] blocks may be
+    /// left pending, and one of them may still fail: once no more blocks
+    /// are coming, call [`Self::activate_best_chain`] to reach the fixed
+    /// point.
+    pub fn advance_best_chain(&mut self) -> Result<(), ChainstateError> {
         loop {
             if self.reached_stop_height() {
                 return Ok(());
@@ -78,9 +101,22 @@ impl Chainstate {
         Ok(())
     }
 
-    /// Drops candidates worse than the tip (Core's `PruneBlockIndexCandidates`).
-    fn prune_candidates(&mut self) {
-        let Some(tip) = self.chain.tip() else { return };
+    /// Drops candidates worse than the settled tip (Core's
+    /// `PruneBlockIndexCandidates`).
+    ///
+    /// Core prunes against a tip whose scripts were checked. Here the tip
+    /// may be a pending block whose scripts may still fail; pruning against
+    /// it dropped its equal-work siblings received later, so when it and
+    /// the next sibling failed no candidate was left and the import ended
+    /// on the parent (issue 12). So the bar is the block below the oldest
+    /// pending one: candidates that would be worth trying if every pending
+    /// block failed stay.
+    pub(crate) fn prune_candidates(&mut self) {
+        let settled_tip = match self.pending.front() {
+            Some(oldest) => self.index.entry(oldest.id).parent,
+            None => self.chain.tip(),
+        };
+        let Some(tip) = settled_tip else { return };
         let tip_candidate = self.candidate(tip);
         while let Some(last) = self.candidates.last().copied() {
             if last <= tip_candidate {

@@ -6,8 +6,13 @@
 //!   that does not need the coins (Core's `AcceptBlock`).
 //! - [`Chainstate::activate_best_chain`] moves the tip to the most-work
 //!   valid chain: disconnecting, connecting, marking invalid blocks (Core's
-//!   `ActivateBestChain`). On equal work the chain whose tip was met first
+//!   `ActivateBestChain`), until no untried candidate with more work than
+//!   the tip is left. On equal work the chain whose tip was met first
 //!   stays ([`BlockIndexEntry::sequence`](crate::index::BlockIndexEntry)).
+//!   [`Chainstate::advance_best_chain`] is its step within a stream of
+//!   blocks, leaving the last blocks' scripts running.
+//! - [`Chainstate::check_best_candidate`] states whether that fixed point
+//!   holds (the startup and end-of-import check).
 //! - [`Chainstate::flush`] makes it all durable in Core's order: block and
 //!   undo files, then the block index, then the coins (see [`flush`]).
 //!
@@ -16,6 +21,7 @@
 pub mod accept;
 mod activate;
 pub mod events;
+pub mod fixed_point;
 pub mod flush;
 mod headers;
 pub mod open;
@@ -31,6 +37,7 @@ use ibex_blockstore::{BlockFileWriter, Obfuscation, UndoFileWriter};
 use ibex_primitives::{BlockHash, ChainWork, Params};
 
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
+pub use fixed_point::{BestCandidateCheck, CandidateLeft};
 
 use crate::cache::CoinsCache;
 use crate::index::store::IndexStore;

@@ -14,7 +14,7 @@ use ibex_blockstore::{
 use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions};
 use crate::cache::CoinsCache;
 use crate::database::{CoinsDatabase, DatabaseOptions};
-use crate::error::ChainstateError;
+use crate::error::{ChainstateError, DatabaseKind};
 use crate::index::store::IndexStore;
 use crate::index::{ActiveChain, BlockStatus, EntryId};
 use crate::scripts::ScriptThreads;
@@ -49,6 +49,20 @@ fn last_block_file(directory: &Path) -> u32 {
     number
 }
 
+/// Names the database and its directory in a RocksDB failure met while
+/// opening it, so that the node can say which one to rebuild.
+fn opening(
+    database: DatabaseKind,
+    path: &Path,
+) -> impl Fn(ChainstateError) -> ChainstateError + '_ {
+    move |error| match error {
+        ChainstateError::Database { source } => {
+            ChainstateError::DatabaseOpen { database, path: path.to_path_buf(), source }
+        }
+        other => other,
+    }
+}
+
 fn create_directory(path: &Path) -> Result<(), ChainstateError> {
     std::fs::create_dir_all(path).map_err(|source| ChainstateError::BlockStore {
         source: ibex_blockstore::BlockStoreError::Io { path: path.to_path_buf(), source },
@@ -66,8 +80,10 @@ impl Chainstate {
         create_directory(&blocks)?;
         create_directory(&options.chainstate_directory)?;
         let obfuscation = obfuscation_for(&blocks)?;
-        let store = IndexStore::open(&blocks.join(INDEX_DIRECTORY))?;
-        let index = store.load()?;
+        let index_path = blocks.join(INDEX_DIRECTORY);
+        let store = IndexStore::open(&index_path)
+            .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
+        let index = store.load().map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
         let database_options = DatabaseOptions {
             flush_batch_bytes_max: flush_batch_bytes_for(
                 options.flush_batch_bytes_max,
@@ -76,7 +92,9 @@ impl Chainstate {
             memtable_bytes: memtable_bytes_for(options.cache_bytes_max),
             ..DatabaseOptions::default()
         };
-        let database = CoinsDatabase::open(&options.chainstate_directory, &database_options)?;
+        let coins_path = &options.chainstate_directory;
+        let database = CoinsDatabase::open(coins_path, &database_options)
+            .map_err(opening(DatabaseKind::Coins, coins_path))?;
         let cache = CoinsCache::new(Arc::new(database), options.cache_bytes_max);
         let magic = options.params.message_start;
         let block_writer = BlockFileWriter::new(
@@ -117,18 +135,14 @@ impl Chainstate {
 
     /// Candidate tips and unlinked blocks from the loaded index.
     fn rebuild_candidates(&mut self) {
+        self.insert_candidates_from_index();
         let ids: Vec<EntryId> = self.index.ids().collect();
         for id in ids {
             let entry = self.index.entry(id);
-            if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
-                continue;
-            }
-            if entry.has_chain_data() {
-                if entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS) {
-                    let candidate = self.candidate(id);
-                    self.candidates.insert(candidate);
-                }
-            } else if let Some(parent) = entry.parent {
+            let waiting = entry.status.has(BlockStatus::HAVE_DATA)
+                && !entry.status.is_failed()
+                && !entry.has_chain_data();
+            if let Some(parent) = entry.parent.filter(|_| waiting) {
                 self.unlinked.entry(parent).or_default().push(id);
             }
         }

@@ -120,6 +120,12 @@ impl Node {
     }
 
     pub fn open(&self) -> Chainstate {
+        self.open_watching(|_| {})
+    }
+
+    /// Opens the chainstate with `watch` called on every event (on the
+    /// connecting thread) after it is recorded.
+    pub fn open_watching(&self, mut watch: impl FnMut(&ChainEvent) + Send + 'static) -> Chainstate {
         let options = ChainstateOptions {
             params: Params::regtest(),
             blocks_directory: self.blocks(),
@@ -132,7 +138,10 @@ impl Node {
             stop_at_height: None,
         };
         let events = self.events.clone();
-        let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());
+        let observer = move |event: &ChainEvent| {
+            events.lock().unwrap().push(event.clone());
+            watch(event);
+        };
         Chainstate::open(options, Box::new(observer)).unwrap()
     }
 
@@ -200,7 +209,7 @@ pub fn offer(chainstate: &mut Chainstate, bytes: &[u8]) {
     let block =
         PreparedBlock::prepare(bytes.to_vec(), None, chainstate.params(), &mut buffers).unwrap();
     match chainstate.accept_block(block).unwrap() {
-        AcceptOutcome::Accepted(_) => chainstate.activate_best_chain().unwrap(),
+        AcceptOutcome::Accepted(_) => chainstate.advance_best_chain().unwrap(),
         AcceptOutcome::AlreadyKnown(_) => {}
         other => panic!("offered block not accepted: {other:?}"),
     }

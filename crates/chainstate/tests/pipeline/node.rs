@@ -123,7 +123,7 @@ pub fn accept(chainstate: &mut Chainstate, bytes: &[u8]) -> AcceptOutcome {
 /// best, as a P2P node does.
 pub fn offer(chainstate: &mut Chainstate, bytes: &[u8]) {
     match accept(chainstate, bytes) {
-        AcceptOutcome::Accepted(_) => chainstate.activate_best_chain().unwrap(),
+        AcceptOutcome::Accepted(_) => chainstate.advance_best_chain().unwrap(),
         other => panic!("offered block not accepted: {other:?}"),
     }
 }
