@@ -1,7 +1,7 @@
 //! Connecting a block to the UTXO cache (Core's `ConnectBlock` after the
 //! header and block checks): inputs exist and are unspent, BIP30, coinbase
 //! maturity and amounts (`CheckTxInputs`), BIP68 sequence locks, the sigop
-//! cost limit, the coinbase value, and every input's script.
+//! cost limit and the coinbase value: every rule but the scripts.
 //!
 //! The cache is changed in place while the block is checked: spends and
 //! new coins go straight in, and the spent coins become the block's undo
@@ -10,9 +10,10 @@
 //! (flags may differ, values not). This costs nothing for valid blocks,
 //! unlike Core's temporary view which every coin passes through twice.
 //!
-//! Scripts are checked last, on all cores ([`crate::scripts`]), after every
-//! other rule of the block, so the coinbase-amount failure is reported
-//! before a script failure as in Core with parallel script checks.
+//! Scripts are checked afterwards, on all cores, by the pipeline
+//! ([`crate::manager::pipeline`], [`crate::scripts`]), after every other
+//! rule of the block, so the coinbase-amount failure is reported before a
+//! script failure as in Core with parallel script checks.
 
 use ibex_consensus::finality::{sequence_locks, sequence_locks_satisfied};
 use ibex_consensus::limits::BLOCK_SIGOPS_COST_MAX;
@@ -29,7 +30,6 @@ use crate::coin::Coin;
 use crate::compress::is_unspendable;
 use crate::error::ChainstateError;
 use crate::rejection::BlockRejection;
-use crate::scripts::{verify_block_scripts, ScriptThreads};
 use crate::undo::{BlockUndo, TransactionUndo};
 
 /// Everything about the block's place in the chain that connecting it needs.
@@ -40,8 +40,6 @@ pub struct ConnectContext<'a> {
     pub height: u32,
     /// Script flags in force for this block.
     pub flags: VerifyFlags,
-    /// Whether scripts are checked (false below `-assumevalid`).
-    pub check_scripts: bool,
     /// Whether BIP30 requires that no output already exists.
     pub enforce_bip30: bool,
     /// Whether BIP68 sequence locks apply (CSV active).
@@ -50,8 +48,6 @@ pub struct ConnectContext<'a> {
     pub previous_median_time_past: i64,
     /// Median time past of the active-chain block at a height up to the parent's.
     pub median_time_past_at: &'a dyn Fn(u32) -> i64,
-    /// Where script checks run.
-    pub script_threads: &'a ScriptThreads,
 }
 
 /// A connected block's results.
@@ -63,8 +59,6 @@ pub struct ConnectedBlock {
     pub fees: i64,
     /// Inputs (excluding the coinbase's).
     pub input_count: u64,
-    /// Inputs whose scripts were checked.
-    pub scripts_checked: u64,
 }
 
 /// Why a block could not be connected.
@@ -104,22 +98,9 @@ pub fn connect_block(
         let error = BlockRejection::Block(rejection).into();
         return Err(rollback_after(cache, block, txids, &undo, outputs_added, error));
     }
-    let mut scripts_checked = 0;
-    if context.check_scripts {
-        match verify_block_scripts(block, txids, &undo, context.flags, context.script_threads) {
-            Ok(count) => scripts_checked = count,
-            Err(rejection) => {
-                let error = rejection.into();
-                return Err(rollback_after(cache, block, txids, &undo, outputs_added, error));
-            }
-        }
-    }
-    Ok(ConnectedBlock {
-        undo,
-        fees: outcome.fees,
-        input_count: outcome.input_count,
-        scripts_checked,
-    })
+    // Scripts are checked by the pipeline once the block is connected
+    // (`manager::pipeline`), never here.
+    Ok(ConnectedBlock { undo, fees: outcome.fees, input_count: outcome.input_count })
 }
 
 struct Totals {

@@ -56,6 +56,25 @@ pub const MEMTABLE_COUNT_MAX: i32 = 2;
 /// RocksDB block cache by default (Core's LevelDB block cache at its
 /// largest: half of the 8 MiB coins-database share).
 pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 4 << 20;
+
+/// Whether directory `path` holds RocksDB data: tables (`*.sst`, `*.blob`)
+/// or a write-ahead log (`*.log`; the info log is `LOG`).
+///
+/// A database is created only where there is none. RocksDB's
+/// `create_if_missing` looks only at `CURRENT`: with `CURRENT` lost, it
+/// writes a new, empty database over the old tables (refusing once if a
+/// log is left, then opening the empty database at the next start), and a
+/// chainstate would then claim its tip with no coins. Without
+/// `create_if_missing`, the open fails instead, and the node says which
+/// database to rebuild.
+pub fn holds_database_files(path: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(path) else { return false };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        [".sst", ".blob", ".log"].iter().any(|suffix| name.ends_with(suffix))
+    })
+}
 const BEST_BLOCK_KEY: &[u8] = b"B";
 const HEAD_BLOCKS_KEY: &[u8] = b"H";
 /// Compact-size count 2 and two hashes, as Core's `std::vector<uint256>`.
@@ -145,7 +164,7 @@ impl CoinsDatabase {
         table.set_bloom_filter(10.0, false);
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(options.block_cache_bytes));
         let mut rocks = Options::default();
-        rocks.create_if_missing(options.create_if_missing);
+        rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
         rocks.set_write_buffer_size(options.memtable_bytes);
         rocks.set_max_write_buffer_number(MEMTABLE_COUNT_MAX);
         // Values are already compact; compression would cost CPU for little.

@@ -122,6 +122,15 @@ pub enum ChainstateError {
         /// Why.
         reason: crate::manager::fixed_point::CandidateLeft,
     },
+    /// A block's scripts could not be judged (a broken invariant; the
+    /// block is left neither valid nor invalid).
+    #[error("the scripts of block {hash} could not be checked: {reason}")]
+    ScriptCheckBroken {
+        /// The block.
+        hash: BlockHash,
+        /// What broke.
+        reason: crate::scripts::ScriptCheckBroken,
+    },
     /// The script thread pool could not be started.
     #[error("cannot start script threads: {source}")]
     ThreadPool {

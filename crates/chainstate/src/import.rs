@@ -15,6 +15,7 @@
 //! they can be read again; bounded by [`ORPHAN_BYTES_MAX`] otherwise).
 
 use std::collections::HashMap;
+use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -28,7 +29,7 @@ use crate::import_reader::{
     IMPORT_QUEUE_BLOCKS_MAX,
 };
 use crate::manager::accept::AcceptOutcome;
-use crate::manager::Chainstate;
+use crate::manager::{ChainEvent, Chainstate};
 use crate::prepared::PreparedBlock;
 
 /// Bytes of orphan blocks kept in memory (those without a file position).
@@ -139,7 +140,8 @@ pub fn import_blocks(
     std::thread::scope(|scope| {
         let reader_params = &params;
         let output = ReaderOutput { sender, in_flight: &in_flight, shutdown };
-        scope.spawn(move || read_source(source, &directory, obfuscation, reader_params, &output));
+        let reader = scope
+            .spawn(move || read_source(source, &directory, obfuscation, reader_params, &output));
         let mut importer = Importer {
             chainstate,
             orphans: HashMap::new(),
@@ -151,6 +153,11 @@ pub fn import_blocks(
         // and dropping the receiver makes its sends fail.
         in_flight.close();
         drop(receiver);
+        // Files in which the reader found no block, said once it is done.
+        let files_without_blocks = reader.join().unwrap_or_else(|panic| resume_unwind(panic));
+        for file in files_without_blocks {
+            importer.chainstate.emit(ChainEvent::BlockFileWithoutBlocks(file));
+        }
         result
     })
 }

@@ -27,6 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::ChainstateError;
 use crate::import::{source_files, ImportSource};
+use crate::import_diagnosis::{diagnose, FileWithoutBlocks};
 use crate::prepared::PreparedBlock;
 
 /// Bytes of blocks read but not yet taken by the connecting thread, at most.
@@ -133,28 +134,42 @@ pub(crate) struct ReaderOutput<'a> {
     pub(crate) shutdown: &'a AtomicBool,
 }
 
-/// The reader thread: `source`'s files in order.
+/// Records found and blocks decoded in one file.
+#[derive(Debug, Clone, Copy, Default)]
+struct FileCounts {
+    records: u64,
+    blocks: u64,
+}
+
+/// The reader thread: `source`'s files in order. Returns the files read to
+/// their end in which no block was found, with the likely cause.
 pub(crate) fn read_source(
     source: &ImportSource,
     directory: &Path,
     obfuscation: Obfuscation,
     params: &Params,
     output: &ReaderOutput<'_>,
-) {
+) -> Vec<FileWithoutBlocks> {
+    let mut files_without_blocks = Vec::new();
     for (file_number, path) in source_files(source, directory) {
         let key = if file_number.is_some() { obfuscation } else { Obfuscation::default() };
+        let mut counts = FileCounts::default();
         let result = RecordStream::open(&path, params.message_start, key)
             .map_err(ChainstateError::from)
-            .and_then(|stream| send_file_blocks(stream, file_number, params, output));
+            .and_then(|stream| send_file_blocks(stream, file_number, params, output, &mut counts));
         match result {
             Ok(true) => {}
-            Ok(false) => return,
+            Ok(false) => break,
             Err(error) => {
                 let _ = output.sender.send(ReaderMessage::Failed(error));
-                return;
+                break;
             }
         }
+        if counts.blocks == 0 {
+            files_without_blocks.extend(diagnose(&path, params, key, counts.records));
+        }
     }
+    files_without_blocks
 }
 
 /// Prepares and sends one file's blocks; `Ok(false)` when the import stopped.
@@ -163,16 +178,18 @@ fn send_file_blocks(
     file_number: Option<u32>,
     params: &Params,
     output: &ReaderOutput<'_>,
+    counts: &mut FileCounts,
 ) -> Result<bool, ChainstateError> {
     let mut chunk: Vec<OwnedRecord> = Vec::with_capacity(PREPARE_CHUNK_BLOCKS);
     for record in stream {
         let record = record?;
+        counts.records += 1;
         if output.shutdown.load(Ordering::Relaxed) {
             return Ok(false);
         }
         if !output.in_flight.try_acquire(record.bytes.len()) {
             // Send what is held first, so the connecting thread can free bytes.
-            if !send_chunk(&mut chunk, file_number, params, output) {
+            if !send_chunk(&mut chunk, file_number, params, output, counts) {
                 return Ok(false);
             }
             if !output.in_flight.acquire(record.bytes.len()) {
@@ -181,12 +198,12 @@ fn send_file_blocks(
         }
         chunk.push(record);
         if chunk.len() == PREPARE_CHUNK_BLOCKS
-            && !send_chunk(&mut chunk, file_number, params, output)
+            && !send_chunk(&mut chunk, file_number, params, output, counts)
         {
             return Ok(false);
         }
     }
-    Ok(send_chunk(&mut chunk, file_number, params, output))
+    Ok(send_chunk(&mut chunk, file_number, params, output, counts))
 }
 
 /// Prepares `chunk`'s records in parallel and sends them in order; false
@@ -196,6 +213,7 @@ fn send_chunk(
     file_number: Option<u32>,
     params: &Params,
     output: &ReaderOutput<'_>,
+    counts: &mut FileCounts,
 ) -> bool {
     let prepared: Vec<_> = chunk
         .par_drain(..)
@@ -209,6 +227,7 @@ fn send_chunk(
     for (block, bytes) in prepared {
         match block {
             Ok(block) => {
+                counts.blocks += 1;
                 if output.sender.send(ReaderMessage::Block(block, bytes)).is_err() {
                     return false;
                 }

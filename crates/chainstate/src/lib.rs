@@ -21,6 +21,7 @@ pub mod error;
 pub mod hasher;
 pub mod heap;
 pub mod import;
+pub mod import_diagnosis;
 pub mod import_reader;
 pub mod index;
 pub mod manager;
@@ -28,6 +29,8 @@ pub mod prefetch;
 pub mod prepared;
 pub mod rejection;
 pub mod scripts;
+#[cfg(test)]
+mod test_chain;
 pub mod txoutset;
 pub mod undo;
 
@@ -40,6 +43,7 @@ pub use database::{
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use heap::bound_heap_retention;
 pub use import::{import_blocks, ImportSource, ImportSummary};
+pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use manager::accept::AcceptOutcome;

@@ -58,37 +58,134 @@ impl ScriptThreads {
     }
 }
 
+/// Why a block's scripts could not be judged: a broken invariant of the
+/// engine (the block, its transaction ids and its undo data do not fit
+/// together), never a verdict on the block. The check fails closed: the
+/// block is neither valid nor invalid, and the caller stops with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptCheckBroken {
+    /// The block no longer parses (it parsed when it was connected).
+    #[error("the block does not parse")]
+    BlockUnparsable,
+    /// The undo data has another number of records than the block has
+    /// transactions after the coinbase.
+    #[error("{records} undo records for {transactions} transactions after the coinbase")]
+    UndoRecordCount {
+        /// Undo records.
+        records: usize,
+        /// Transactions after the coinbase.
+        transactions: usize,
+    },
+    /// Another number of transaction ids than transactions.
+    #[error("{txids} transaction ids for {transactions} transactions")]
+    TxidCount {
+        /// Transaction ids.
+        txids: usize,
+        /// Transactions.
+        transactions: usize,
+    },
+    /// A transaction could not be read from the block.
+    #[error("transaction {index} cannot be read")]
+    MissingTransaction {
+        /// Its index in the block.
+        index: usize,
+    },
+    /// A transaction's undo record has another number of spent coins than
+    /// it has inputs.
+    #[error("transaction {index} has {inputs} inputs but {spent} spent coins")]
+    SpentCoinCount {
+        /// Its index in the block.
+        index: usize,
+        /// Its inputs.
+        inputs: usize,
+        /// Spent coins in its undo record.
+        spent: usize,
+    },
+    /// The verdict never came back from the script threads (the job was
+    /// dropped or its thread died).
+    #[error("the script verdict was lost")]
+    VerdictLost,
+}
+
+/// What stops a block's script check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptCheckError {
+    /// An input's script fails: the block is invalid.
+    Rejected(BlockRejection),
+    /// The check could not be run as asked (see [`ScriptCheckBroken`]).
+    Broken(ScriptCheckBroken),
+}
+
+impl From<ScriptCheckBroken> for ScriptCheckError {
+    fn from(broken: ScriptCheckBroken) -> ScriptCheckError {
+        ScriptCheckError::Broken(broken)
+    }
+}
+
+/// Why one transaction's check stopped.
+enum TransactionFailure {
+    /// Input `input` fails with `error`.
+    Script(usize, ScriptError),
+    /// A broken invariant.
+    Broken(ScriptCheckBroken),
+}
+
 /// Checks every non-coinbase input of `block` against the coins in `undo`
-/// under `flags`. Returns the number of inputs checked.
+/// under `flags`. Returns the number of inputs checked. Every input is
+/// checked or the check fails: a block, transaction ids and undo data that
+/// do not fit together are [`ScriptCheckError::Broken`], never a pass.
 pub fn verify_block_scripts(
     block: &BlockView<'_>,
     txids: &[Txid],
     undo: &BlockUndo,
     flags: VerifyFlags,
     threads: &ScriptThreads,
-) -> Result<u64, BlockRejection> {
+) -> Result<u64, ScriptCheckError> {
     let transaction_count = block.transaction_count();
+    if txids.len() != transaction_count {
+        let transactions = transaction_count;
+        return Err(ScriptCheckBroken::TxidCount { txids: txids.len(), transactions }.into());
+    }
+    let transactions = transaction_count.saturating_sub(1);
+    if undo.transactions.len() != transactions {
+        let records = undo.transactions.len();
+        return Err(ScriptCheckBroken::UndoRecordCount { records, transactions }.into());
+    }
     let failure = threads.install(|| {
         (1..transaction_count).into_par_iter().find_map_first(|index| {
-            let transaction = block.transaction(index)?;
-            let record = undo.transactions.get(index - 1)?;
-            verify_transaction(&transaction, &record.spent, flags)
-                .err()
-                .map(|(input, error)| BlockRejection::Script { txid: txids[index], input, error })
+            let Some(transaction) = block.transaction(index) else {
+                return Some(ScriptCheckBroken::MissingTransaction { index }.into());
+            };
+            let spent = &undo.transactions[index - 1].spent;
+            match verify_transaction(index, &transaction, spent, flags) {
+                Ok(()) => None,
+                Err(TransactionFailure::Broken(broken)) => Some(broken.into()),
+                Err(TransactionFailure::Script(input, error)) => {
+                    let txid = txids[index];
+                    Some(ScriptCheckError::Rejected(BlockRejection::Script { txid, input, error }))
+                }
+            }
         })
     });
     match failure {
-        Some(rejection) => Err(rejection),
+        Some(failure) => Err(failure),
         None => Ok(block.input_count().saturating_sub(1) as u64),
     }
 }
 
-/// Checks one transaction's inputs; the first failure (input, error).
+/// Checks the inputs of transaction `index`; the first failure.
 fn verify_transaction(
+    index: usize,
     transaction: &TransactionView<'_>,
     spent: &[crate::coin::Coin],
     flags: VerifyFlags,
-) -> Result<(), (usize, ScriptError)> {
+) -> Result<(), TransactionFailure> {
+    let input_count = transaction.inputs().len();
+    if spent.len() != input_count {
+        let broken =
+            ScriptCheckBroken::SpentCoinCount { index, inputs: input_count, spent: spent.len() };
+        return Err(TransactionFailure::Broken(broken));
+    }
     let spent_outputs: Vec<SpentOutput<'_>> = spent
         .iter()
         .map(|coin| SpentOutput {
@@ -96,23 +193,90 @@ fn verify_transaction(
             script_pubkey: coin.script_pubkey(),
         })
         .collect();
-    let precomputed = PrecomputedTransactionData::new(transaction, &spent_outputs)
-        .map_err(|_| (0, ScriptError::UnknownError))?;
-    let check = |input_index: usize| -> Result<(), (usize, ScriptError)> {
+    // Both constructors fail only on counts and indices checked above.
+    let broken = || {
+        TransactionFailure::Broken(ScriptCheckBroken::SpentCoinCount {
+            index,
+            inputs: input_count,
+            spent: spent.len(),
+        })
+    };
+    let precomputed =
+        PrecomputedTransactionData::new(transaction, &spent_outputs).map_err(|_| broken())?;
+    let check = |input_index: usize| -> Result<(), TransactionFailure> {
         let input = &transaction.inputs()[input_index];
         let spent_output = spent_outputs[input_index];
         let checker =
             TransactionChecker::new(*transaction, input_index, spent_output, &precomputed)
-                .map_err(|_| (input_index, ScriptError::UnknownError))?;
+                .map_err(|_| broken())?;
         verify_input(input.script_sig, spent_output.script_pubkey, input.witness, flags, &checker)
-            .map_err(|error| (input_index, error))
+            .map_err(|error| TransactionFailure::Script(input_index, error))
     };
-    let input_count = transaction.inputs().len().min(spent_outputs.len());
     if input_count < PARALLEL_INPUTS_MIN {
         return (0..input_count).try_for_each(check);
     }
     match (0..input_count).into_par_iter().find_map_first(|index| check(index).err()) {
         Some(failure) => Err(failure),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::undo::TransactionUndo;
+
+    fn mainnet_block() -> Vec<u8> {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/vectors/blocks/mainnet-413567.raw");
+        std::fs::read(path).unwrap()
+    }
+
+    /// Undo records with `spent(index, inputs)` coins for transaction `index`.
+    fn undo_for(block: &BlockView<'_>, spent: impl Fn(usize, usize) -> usize) -> BlockUndo {
+        let coin =
+            crate::coin::Coin::new(ibex_primitives::Amount::from_sat(1).unwrap(), [0x51], 1, false)
+                .unwrap();
+        let transactions = (1..block.transaction_count())
+            .map(|index| {
+                let inputs = block.transaction(index).unwrap().inputs().len();
+                TransactionUndo { spent: vec![coin.clone(); spent(index, inputs)] }
+            })
+            .collect();
+        BlockUndo { transactions }
+    }
+
+    fn check(bytes: &[u8], txids: &[Txid], undo: &BlockUndo) -> Result<u64, ScriptCheckError> {
+        let block = BlockView::parse(bytes).unwrap();
+        let threads = ScriptThreads::new(2).unwrap();
+        verify_block_scripts(&block, txids, undo, VerifyFlags::NONE, &threads)
+    }
+
+    #[test]
+    fn undo_and_ids_that_do_not_fit_the_block_fail_closed() {
+        let bytes = mainnet_block();
+        let block = BlockView::parse(&bytes).unwrap();
+        let txids = block.txids();
+        let transactions = block.transaction_count() - 1;
+
+        // A missing undo record.
+        let mut short = undo_for(&block, |_, inputs| inputs);
+        short.transactions.pop();
+        let broken = ScriptCheckBroken::UndoRecordCount { records: transactions - 1, transactions };
+        assert_eq!(check(&bytes, &txids, &short), Err(broken.into()));
+
+        // One spent coin short in the first transaction: it used to check
+        // the inputs it had coins for and pass.
+        let inputs = block.transaction(1).unwrap().inputs().len();
+        let one_short = undo_for(&block, |index, inputs| inputs - usize::from(index == 1));
+        let broken = ScriptCheckBroken::SpentCoinCount { index: 1, inputs, spent: inputs - 1 };
+        assert_eq!(check(&bytes, &txids, &one_short), Err(broken.into()));
+
+        // Transaction ids of another block.
+        let broken = ScriptCheckBroken::TxidCount { txids: 1, transactions: transactions + 1 };
+        let undo = undo_for(&block, |_, inputs| inputs);
+        assert_eq!(check(&bytes, &txids[..1], &undo), Err(broken.into()));
     }
 }

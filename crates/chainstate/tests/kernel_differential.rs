@@ -7,8 +7,10 @@
 //! Chains: generated `tiny` chains (with the generator's invalid blocks of
 //! every class, with forks and a reorganisation, and both), and the
 //! Core-made `shared/chains/core-wallet-mix`. Each generated chain is also
-//! imported by Ibex from its block files (`-reindex`, [`import_blocks`]),
-//! which must reach Core's tip and find the same blocks invalid.
+//! imported from its block files by Core (its `-reindex`: every file
+//! indexed, then one `ActivateBestChain`) and by Ibex (`-reindex`,
+//! [`import_blocks`], connecting as it reads), which must both reach the
+//! block-by-block tip, Ibex finding the same blocks invalid.
 //!
 //! Builds Core with cmake and boost, so it is behind a feature:
 //! `cargo test -p ibex-chainstate --features kernel-differential --test kernel_differential`.
@@ -29,8 +31,10 @@ use ibex_chainstate::{
     import_blocks, AcceptOutcome, ChainEvent, Chainstate, ChainstateOptions, ImportSource,
     PreparedBlock,
 };
+use ibex_generator::invalid::InvalidClass;
 use ibex_generator::regtest::REGTEST_MESSAGE_START;
 use ibex_generator::replay::read_blocks;
+use ibex_generator::siblings::SiblingTail;
 use ibex_generator::{generate, GeneratorOptions, Manifest, Profile};
 use ibex_primitives::{BlockBuffers, Params};
 
@@ -270,22 +274,64 @@ fn run_both(root: &Path, blocks: &[Vec<u8>]) -> Outcome {
     Outcome { tip, invalid, valid_count, reorganisations, reasons }
 }
 
-fn generated(directory: &Path, seed: u64, invalid: bool, forks: bool) -> Manifest {
+fn generated(
+    directory: &Path,
+    seed: u64,
+    configure: impl FnOnce(&mut GeneratorOptions),
+) -> Manifest {
     let mut options = GeneratorOptions::new(Profile::Tiny, seed, directory.to_path_buf());
-    options.invalid = invalid;
-    options.forks = forks;
+    configure(&mut options);
     generate(&options).unwrap().manifest
+}
+
+/// Core's own `-reindex` of the block files in `blocks` (a copy: Core
+/// writes its undo files there): every file indexed with `AcceptBlock`,
+/// then `ActivateBestChain` once. Its tip.
+fn core_reindex(root: &Path, blocks: &Path) -> (String, u32) {
+    let log = ChangeLog::default();
+    let context = regtest_context(&log);
+    let data = root.join("core-reindex-data");
+    let chainman =
+        ChainstateManager::builder(&context, data.to_str().unwrap(), blocks.to_str().unwrap())
+            .unwrap()
+            .wipe_db(true, true)
+            .unwrap()
+            .build()
+            .unwrap();
+    chainman.import_blocks().unwrap();
+    let tip = chainman.active_chain().tip();
+    (tip.block_hash().to_string(), u32::try_from(tip.height()).unwrap())
+}
+
+fn copy_directory(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+/// What an Ibex `-reindex` must find invalid, against the blocks Core found
+/// invalid block by block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImportInvalid {
+    /// The same blocks.
+    Same,
+    /// Some of them: a block with more work arrived while an invalid one
+    /// was still being checked, so the siblings between were never tried
+    /// (Core's own `-reindex`, which activates once all files are indexed,
+    /// tries none of them either).
+    Subset,
 }
 
 /// Ibex's `-reindex` of the generated files: Core's tip, and the blocks
 /// Core found invalid.
-fn check_import(root: &Path, generated_blocks: &Path, outcome: &Outcome) {
+fn check_import(root: &Path, generated_blocks: &Path, outcome: &Outcome, expect: ImportInvalid) {
+    let core_blocks = root.join("core-reindex-blocks");
+    copy_directory(generated_blocks, &core_blocks);
+    assert_eq!(core_reindex(root, &core_blocks), outcome.tip, "Core's -reindex tip");
     let blocks = root.join("import-blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for entry in std::fs::read_dir(generated_blocks).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, blocks.join(path.file_name().unwrap())).unwrap();
-    }
+    copy_directory(generated_blocks, &blocks);
     let (log, reasons) = (ChangeLog::default(), Reasons::default());
     let mut options = ibex_options(root, blocks);
     options.chainstate_directory = root.join("import-chainstate");
@@ -297,18 +343,44 @@ fn check_import(root: &Path, generated_blocks: &Path, outcome: &Outcome) {
     let (hash, height) = chainstate.tip().unwrap();
     assert_eq!((hash.to_hex(), height), outcome.tip, "reindex tip differs from Core's");
     let found: BTreeSet<String> = reasons.lock().unwrap().keys().cloned().collect();
-    assert_eq!(found, outcome.invalid, "reindex found other blocks invalid than Core");
+    match expect {
+        ImportInvalid::Same => {
+            assert_eq!(found, outcome.invalid, "reindex found other blocks invalid than Core")
+        }
+        ImportInvalid::Subset => assert!(
+            found.is_subset(&outcome.invalid),
+            "reindex found blocks invalid that Core did not: {found:?}"
+        ),
+    }
+    assert!(
+        chainstate.check_best_candidate().is_fixed_point(),
+        "reindex left a candidate: {}",
+        chainstate.check_best_candidate()
+    );
 }
 
 /// A generated chain through both sides; returns what Core found.
 fn differential_on_generated(seed: u64, invalid: bool, forks: bool) -> (Manifest, Outcome) {
+    let configure = |options: &mut GeneratorOptions| {
+        options.invalid = invalid;
+        options.forks = forks;
+    };
+    differential_on(seed, configure, ImportInvalid::Same)
+}
+
+/// A generated chain (options set by `configure`) through both sides.
+fn differential_on(
+    seed: u64,
+    configure: impl FnOnce(&mut GeneratorOptions),
+    expect: ImportInvalid,
+) -> (Manifest, Outcome) {
     let root = tempfile::tempdir().unwrap();
     let generated_blocks = root.path().join("generated");
-    let manifest = generated(&generated_blocks, seed, invalid, forks);
+    let manifest = generated(&generated_blocks, seed, configure);
     let blocks = read_blocks(&generated_blocks, REGTEST_MESSAGE_START).unwrap();
     let outcome = run_both(root.path(), &blocks);
     assert_eq!(outcome.tip, (manifest.tip_hash.clone(), manifest.block_count));
-    check_import(root.path(), &generated_blocks, &outcome);
+    check_import(root.path(), &generated_blocks, &outcome, expect);
     (manifest, outcome)
 }
 
@@ -374,4 +446,58 @@ fn core_wallet_chain_agrees_with_core() {
     let tip = &expected["gettxoutsetinfo_tip_hash_serialized_3"];
     assert_eq!(outcome.tip.0, tip["bestblock"].as_str().unwrap());
     assert_eq!(u64::from(outcome.tip.1), tip["height"].as_u64().unwrap());
+}
+
+/// Issue 12's shapes: k invalid siblings of the last valid block (script
+/// failures, a coinbase paying too much, missing and double-spent inputs)
+/// with the valid sibling last, first, in the middle, or under a valid
+/// child. Block by block, each step agrees with Core; the `-reindex` of the
+/// files (where scripts overlap the next blocks) must reach Core's tip with
+/// the same blocks found invalid.
+#[test]
+fn competing_siblings_agree_with_core() {
+    const CLASSES: [InvalidClass; 6] = [
+        InvalidClass::InvalidSignature,
+        InvalidClass::InvalidSignature,
+        InvalidClass::CoinbaseOverpays,
+        InvalidClass::MissingCoin,
+        InvalidClass::InvalidSignature,
+        InvalidClass::DoubleSpend,
+    ];
+    let shapes = [
+        (1, 1, false),
+        (2, 2, false),
+        (4, 4, false),
+        (6, 6, false),
+        (3, 0, false),
+        (4, 2, false),
+        (3, 3, true),
+        (5, 2, true),
+    ];
+    for (seed, (invalid_count, valid_position, valid_child)) in (20..).zip(shapes) {
+        let configure = |options: &mut GeneratorOptions| {
+            options.blocks = Some(130);
+            options.siblings = Some(SiblingTail {
+                invalid: CLASSES[..invalid_count].to_vec(),
+                valid_position,
+                valid_child,
+            });
+        };
+        let expect = if valid_child { ImportInvalid::Subset } else { ImportInvalid::Same };
+        let (manifest, outcome) = differential_on(seed, configure, expect);
+        let context =
+            format!("{invalid_count} invalid, valid at {valid_position}, child {valid_child}");
+        // The valid sibling (or its child) is Core's tip.
+        assert_eq!(outcome.tip, (manifest.tip_hash.clone(), manifest.block_count), "{context}");
+        if !valid_child {
+            let before: BTreeSet<String> = manifest.invalid_blocks[..valid_position]
+                .iter()
+                .map(|record| record.hash.clone())
+                .collect();
+            assert_eq!(
+                outcome.invalid, before,
+                "{context}: Core tried the siblings before the valid one"
+            );
+        }
+    }
 }

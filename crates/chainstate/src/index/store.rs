@@ -15,6 +15,7 @@ use ibex_primitives::{BlockHash, ChainWork, Header, HEADER_BYTES};
 use rocksdb::{DBCompressionType, Options, WriteBatch, WriteOptions, DB};
 
 use super::{BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+use crate::database::holds_database_files;
 use crate::error::ChainstateError;
 
 const ENTRY_PREFIX: u8 = b'b';
@@ -127,10 +128,11 @@ pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
 }
 
 impl IndexStore {
-    /// Opens (or creates) the index database at `path`.
+    /// Opens the index database at `path`, or creates it where there is
+    /// none ([`holds_database_files`]).
     pub fn open(path: &Path) -> Result<IndexStore, ChainstateError> {
         let mut options = Options::default();
-        options.create_if_missing(true);
+        options.create_if_missing(!holds_database_files(path));
         options.set_compression_type(DBCompressionType::None);
         // Small and written in small batches: bound RocksDB's memory well
         // below its defaults (64 MiB memtables, 32 MiB block cache).

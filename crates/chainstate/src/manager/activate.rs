@@ -253,13 +253,11 @@ impl Chainstate {
             params,
             height,
             flags: block_script_flags(params, height, &block.hash),
-            check_scripts: false,
             enforce_bip30,
             enforce_sequence_locks: params
                 .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
             previous_median_time_past: index.median_time_past(parent),
             median_time_past_at: &median_time_past_at,
-            script_threads: &self.scripts,
         };
         connect_block(&mut self.cache, &view, &block.txids, &context)
     }

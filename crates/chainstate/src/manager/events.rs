@@ -4,6 +4,7 @@
 use ibex_primitives::BlockHash;
 
 use crate::database::FlushStats;
+use crate::import_diagnosis::FileWithoutBlocks;
 
 /// The new tip after a block is connected or disconnected (the fields of
 /// Core's `UpdateTip` log line).
@@ -74,6 +75,9 @@ pub enum ChainEvent {
         /// Blocks rolled forward.
         rolled_forward: u32,
     },
+    /// An import read a block file to its end and found no block in it (a
+    /// wrong `xor.dat` key, a file that is not a block file...).
+    BlockFileWithoutBlocks(FileWithoutBlocks),
 }
 
 /// Why a flush happened.

@@ -228,45 +228,10 @@ impl Chainstate {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::time::Duration;
-
-    use ibex_generator::{generate, GeneratorOptions, Profile};
-    use ibex_primitives::{BlockBuffers, BlockView, Header, Params};
+    use ibex_primitives::{BlockView, Header};
 
     use super::*;
-    use crate::manager::ChainstateOptions;
-    use crate::prepared::PreparedBlock;
-
-    /// A six-block chain (genesis and five) and a chainstate on an empty
-    /// directory.
-    fn chain_and_chainstate(root: &std::path::Path) -> (Vec<Vec<u8>>, Chainstate) {
-        let generated = root.join("generated");
-        let mut options = GeneratorOptions::new(Profile::Tiny, 3, generated.clone());
-        options.blocks = Some(5);
-        options.threads = Some(1);
-        generate(&options).unwrap();
-        let params = Params::regtest();
-        let blocks = ibex_generator::replay::read_blocks(&generated, params.message_start).unwrap();
-        let options = ChainstateOptions {
-            params,
-            blocks_directory: root.join("blocks"),
-            chainstate_directory: root.join("chainstate"),
-            cache_bytes_max: 1 << 20,
-            flush_batch_bytes_max: 1 << 16,
-            script_threads: 1,
-            assume_valid: None,
-            periodic_flush_interval: Duration::from_secs(3600),
-            stop_at_height: None,
-        };
-        (blocks, Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap())
-    }
-
-    fn accept(chainstate: &mut Chainstate, bytes: &[u8]) {
-        let params = chainstate.params().clone();
-        let mut buffers = BlockBuffers::default();
-        let block = PreparedBlock::prepare(bytes.to_vec(), None, &params, &mut buffers).unwrap();
-        chainstate.accept_block(block).unwrap();
-    }
+    use crate::test_chain::{accept, chain_and_chainstate};
 
     fn hash_of(bytes: &[u8]) -> BlockHash {
         BlockView::parse(bytes).unwrap().header().block_hash()

@@ -41,8 +41,7 @@ use crate::connect::{rollback, ConnectedBlock};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
-use crate::rejection::BlockRejection;
-use crate::scripts::verify_block_scripts;
+use crate::scripts::{verify_block_scripts, ScriptCheckBroken, ScriptCheckError};
 
 /// What the script threads need of a block: owned, shared with the job.
 #[derive(Debug)]
@@ -57,7 +56,7 @@ pub(crate) struct PendingBlock {
     pub(crate) id: EntryId,
     pub(crate) job: Arc<ScriptJob>,
     /// `None` when no scripts are checked (the verdict is known: valid).
-    pub(crate) verdict: Option<Receiver<Result<u64, BlockRejection>>>,
+    pub(crate) verdict: Option<Receiver<Result<u64, ScriptCheckError>>>,
 }
 
 impl Chainstate {
@@ -83,8 +82,9 @@ impl Chainstate {
                         flags,
                         &threads,
                     ),
-                    // The block parsed when it was connected; it cannot fail now.
-                    Err(_) => Ok(0),
+                    // It parsed when it was connected: failing now is a
+                    // broken invariant, never a pass.
+                    Err(_) => Err(ScriptCheckBroken::BlockUnparsable.into()),
                 };
                 let _ = sender.send(result);
             });
@@ -118,14 +118,24 @@ impl Chainstate {
         let Some(pending) = self.pending.pop_front() else { return Ok(true) };
         let verdict = match &pending.verdict {
             None => Ok(0),
-            Some(receiver) => receiver.recv().unwrap_or(Ok(0)),
+            // A verdict that never comes is not a pass.
+            Some(receiver) => receiver
+                .recv()
+                .unwrap_or(Err(ScriptCheckError::Broken(ScriptCheckBroken::VerdictLost))),
         };
         match verdict {
             Ok(scripts_checked) => {
                 self.finalize_connected(pending.id, &pending.job, scripts_checked)?;
                 Ok(true)
             }
-            Err(rejection) => {
+            Err(ScriptCheckError::Broken(reason)) => {
+                // Neither valid nor invalid: stop. The block stays
+                // unverified (no undo data, no tip announcement, nothing
+                // flushed: every flush settles first).
+                let hash = self.index.entry(pending.id).hash;
+                Err(ChainstateError::ScriptCheckBroken { hash, reason })
+            }
+            Err(ScriptCheckError::Rejected(rejection)) => {
                 // Their scripts may still be running: only their shared
                 // copies are read there, so rolling back is safe.
                 while let Some(above) = self.pending.pop_back() {
@@ -175,5 +185,47 @@ impl Chainstate {
     /// by them (they were valid or there were none).
     pub fn settle(&mut self) -> Result<bool, ChainstateError> {
         self.settle_pending()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::mpsc::sync_channel;
+
+    use super::*;
+    use crate::test_chain::{accept, chain_and_chainstate};
+
+    #[test]
+    fn a_lost_verdict_is_an_error_not_a_valid_block() {
+        let root = tempfile::tempdir().unwrap();
+        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
+        for bytes in &blocks {
+            accept(&mut chainstate, bytes);
+            chainstate.advance_best_chain().unwrap();
+        }
+        assert!(!chainstate.pending.is_empty());
+        // The script job's sender is gone before it answered.
+        let (sender, receiver) = sync_channel(1);
+        drop(sender);
+        let oldest = chainstate.pending.front_mut().unwrap();
+        oldest.verdict = Some(receiver);
+        let id = oldest.id;
+        let hash = chainstate.index.entry(id).hash;
+        let error = chainstate.settle().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ChainstateError::ScriptCheckBroken { hash: failed, reason: ScriptCheckBroken::VerdictLost }
+                    if failed == hash
+            ),
+            "{error}"
+        );
+        // Neither valid nor invalid: no undo data, scripts not marked checked.
+        let entry = chainstate.index.entry(id);
+        assert!(entry.undo_position.is_none());
+        assert!(!entry.status.is_valid(BlockStatus::VALID_SCRIPTS));
+        assert!(!entry.status.is_failed());
     }
 }

@@ -1,0 +1,43 @@
+//! A small generated chain and a chainstate to feed it to, for the crate's
+//! unit tests.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use ibex_generator::{generate, GeneratorOptions, Profile};
+use ibex_primitives::{BlockBuffers, Params};
+
+use crate::manager::{Chainstate, ChainstateOptions};
+use crate::prepared::PreparedBlock;
+
+/// A six-block chain (genesis and five) and a chainstate on an empty
+/// directory.
+pub(crate) fn chain_and_chainstate(root: &std::path::Path) -> (Vec<Vec<u8>>, Chainstate) {
+    let generated = root.join("generated");
+    let mut options = GeneratorOptions::new(Profile::Tiny, 3, generated.clone());
+    options.blocks = Some(5);
+    options.threads = Some(1);
+    generate(&options).unwrap();
+    let params = Params::regtest();
+    let blocks = ibex_generator::replay::read_blocks(&generated, params.message_start).unwrap();
+    let options = ChainstateOptions {
+        params,
+        blocks_directory: root.join("blocks"),
+        chainstate_directory: root.join("chainstate"),
+        cache_bytes_max: 1 << 20,
+        flush_batch_bytes_max: 1 << 16,
+        script_threads: 1,
+        assume_valid: None,
+        periodic_flush_interval: Duration::from_secs(3600),
+        stop_at_height: None,
+    };
+    (blocks, Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap())
+}
+
+/// Accepts `bytes` (indexes and stores it, connects nothing).
+pub(crate) fn accept(chainstate: &mut Chainstate, bytes: &[u8]) {
+    let params = chainstate.params().clone();
+    let mut buffers = BlockBuffers::default();
+    let block = PreparedBlock::prepare(bytes.to_vec(), None, &params, &mut buffers).unwrap();
+    chainstate.accept_block(block).unwrap();
+}
