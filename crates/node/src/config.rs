@@ -15,6 +15,8 @@ use ibex_primitives::BlockHash;
 
 pub use crate::config_error::{ConfigError, ConfigWarning};
 use crate::config_file::{self, interpret_key};
+pub use crate::numeric_options::script_threads_from_par;
+use crate::numeric_options::{self, GivenValue};
 use crate::settings::{interpret_bool, SettingValue, Settings};
 
 /// `-dbcache` default, MiB (Core's `DEFAULT_DB_CACHE`).
@@ -111,8 +113,9 @@ pub struct NodeOptions {
     pub script_threads: usize,
     /// `-assumevalid`.
     pub assume_valid: AssumeValid,
-    /// `-stopatheight`; `None` for 0. A negative value stops at once, as in
-    /// Core (every height is at least 0).
+    /// `-stopatheight`; `None` for 0. A negative value is `Some(0)`: every
+    /// height reaches it, so the node stops as soon as the chain has a tip
+    /// (Core stops at its first new block).
     pub stop_at_height: Option<u32>,
     /// `-reindex`.
     pub reindex: bool,
@@ -253,6 +256,7 @@ impl CommandLine {
             warnings.push(ConfigWarning::Testnet3Deprecated);
         }
         let typed = Typed { settings: &settings, section };
+        let numbers = typed.numbers(&mut warnings);
         let chain_directory = match network.data_dir_name() {
             "" => data_directory.clone(),
             name => data_directory.join(name),
@@ -263,12 +267,12 @@ impl CommandLine {
             debug_log_file: typed.debug_log_file(&chain_directory),
             chain_directory,
             data_directory,
-            dbcache_mebibytes: typed.dbcache_mebibytes(),
-            database_batch_bytes: typed.database_batch_bytes()?,
-            database_crash_ratio: typed.integer("dbcrashratio", 0).max(0) as u64,
-            script_threads: script_threads_from_par(typed.integer("par", 0), available_cores()),
+            dbcache_mebibytes: numbers.dbcache_mebibytes,
+            database_batch_bytes: typed.database_batch_bytes(&mut warnings)?,
+            database_crash_ratio: numbers.database_crash_ratio,
+            script_threads: numbers.script_threads,
             assume_valid: typed.assume_valid()?,
-            stop_at_height: stop_at_height(typed.integer("stopatheight", 0)),
+            stop_at_height: numbers.stop_at_height,
             reindex: typed.boolean("reindex", false),
             reindex_chainstate: typed.boolean("reindex-chainstate", false),
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
@@ -370,25 +374,12 @@ fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get())
 }
 
-/// Core's `-par` arithmetic: 0 means every core, `-n` leaves `n` free; the
-/// main thread counts, and the workers besides it are clamped to 0..=15.
-/// Returns the total, main thread included (1..=16).
-pub fn script_threads_from_par(par: i64, cores: usize) -> usize {
-    // Core stores the option in an `int`.
-    let mut threads = i64::from(par as i32);
-    if threads <= 0 {
-        threads += i64::try_from(cores).unwrap_or(i64::MAX);
-    }
-    let workers = (threads - 1).clamp(0, SCRIPT_CHECK_WORKER_THREADS_MAX as i64);
-    workers as usize + 1
-}
-
-fn stop_at_height(value: i64) -> Option<u32> {
-    match value {
-        0 => None,
-        ..0 => Some(0),
-        _ => Some(u32::try_from(value).unwrap_or(u32::MAX)),
-    }
+/// The numeric options, as used.
+struct Numbers {
+    dbcache_mebibytes: u64,
+    database_crash_ratio: u64,
+    script_threads: usize,
+    stop_at_height: Option<u32>,
 }
 
 /// Core's `uint256::FromUserHex`: an optional `0x`, then up to 64 hex
@@ -413,8 +404,8 @@ impl Typed<'_> {
         self.settings.value(self.section, name, false)
     }
 
-    fn integer(&self, name: &str, default: i64) -> i64 {
-        self.value(name).map_or(default, |value| value.to_integer())
+    fn given(&self, name: &str) -> Option<GivenValue> {
+        self.value(name).map(|value| GivenValue::from_setting(&value))
     }
 
     fn boolean(&self, name: &str, default: bool) -> bool {
@@ -425,21 +416,49 @@ impl Typed<'_> {
         self.settings.values(self.section, name).iter().map(SettingValue::to_text).collect()
     }
 
-    /// Core's `CalculateDbCacheBytes`, in MiB.
-    fn dbcache_mebibytes(&self) -> u64 {
-        let requested = self.integer("dbcache", DBCACHE_MEBIBYTES_DEFAULT as i64).max(0);
-        (requested as u64).clamp(DBCACHE_MEBIBYTES_MIN, DBCACHE_MEBIBYTES_MAX)
+    /// `-dbcache`, `-dbcrashratio`, `-par` and `-stopatheight` as Core
+    /// reads them, with a warning for each value changed on the way
+    /// ([`numeric_options`]), and Core's warning for a `-dbcache` too large
+    /// for the machine.
+    fn numbers(&self, warnings: &mut Vec<ConfigWarning>) -> Numbers {
+        let dbcache_mebibytes = numeric_options::dbcache_mebibytes(
+            self.given("dbcache").as_ref(),
+            DBCACHE_MEBIBYTES_DEFAULT,
+            warnings,
+        );
+        let memory_bytes = numeric_options::total_memory_bytes();
+        warnings
+            .extend(numeric_options::oversized_dbcache_warning(dbcache_mebibytes, memory_bytes));
+        let crash_ratio = self.given("dbcrashratio");
+        let crash_ratio =
+            numeric_options::read_integer("dbcrashratio", crash_ratio.as_ref(), 0, warnings);
+        let par = self.given("par");
+        let stop_at_height = self.given("stopatheight");
+        Numbers {
+            dbcache_mebibytes,
+            database_crash_ratio: u64::try_from(crash_ratio).unwrap_or(0),
+            script_threads: numeric_options::script_threads(
+                par.as_ref(),
+                available_cores(),
+                warnings,
+            ),
+            stop_at_height: numeric_options::stop_at_height(stop_at_height.as_ref(), warnings),
+        }
     }
 
     /// `-dbbatchsize`: Core takes any number; a batch of zero or fewer
     /// bytes would make no progress, so we refuse it.
-    fn database_batch_bytes(&self) -> Result<usize, ConfigError> {
-        let Some(value) = self.value("dbbatchsize") else {
+    fn database_batch_bytes(
+        &self,
+        warnings: &mut Vec<ConfigWarning>,
+    ) -> Result<usize, ConfigError> {
+        let Some(given) = self.given("dbbatchsize") else {
             return Ok(DATABASE_BATCH_BYTES_DEFAULT);
         };
-        match usize::try_from(value.to_integer()) {
+        let read = numeric_options::read_integer("dbbatchsize", Some(&given), 0, warnings);
+        match usize::try_from(read) {
             Ok(bytes) if bytes > 0 => Ok(bytes),
-            _ => Err(ConfigError::InvalidValue { name: "dbbatchsize", value: value.to_text() }),
+            _ => Err(ConfigError::InvalidValue { name: "dbbatchsize", value: given.text }),
         }
     }
 
@@ -579,19 +598,6 @@ mod tests {
     }
 
     #[test]
-    fn par_like_core() {
-        assert_eq!(script_threads_from_par(0, 2), 2);
-        assert_eq!(script_threads_from_par(0, 64), 16);
-        assert_eq!(script_threads_from_par(-1, 2), 1);
-        assert_eq!(script_threads_from_par(-5, 2), 1);
-        assert_eq!(script_threads_from_par(1, 8), 1);
-        assert_eq!(script_threads_from_par(4, 2), 4);
-        assert_eq!(script_threads_from_par(100, 2), 16);
-        // Core's int truncation: 2^32 + 3 is 3.
-        assert_eq!(script_threads_from_par((1 << 32) + 3, 2), 3);
-    }
-
-    #[test]
     fn assume_valid_like_from_user_hex() {
         assert_eq!(parse_assume_valid("0"), Some(AssumeValid::Disabled));
         assert_eq!(parse_assume_valid(""), Some(AssumeValid::Disabled));
@@ -605,13 +611,5 @@ mod tests {
         assert_eq!(parse_assume_valid(&format!("{hash}0")), None);
         assert_eq!(parse_assume_valid("0X1f"), None);
         assert_eq!(parse_assume_valid("xyz"), None);
-    }
-
-    #[test]
-    fn stop_height() {
-        assert_eq!(stop_at_height(0), None);
-        assert_eq!(stop_at_height(-3), Some(0));
-        assert_eq!(stop_at_height(120), Some(120));
-        assert_eq!(stop_at_height(i64::MAX), Some(u32::MAX));
     }
 }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use ibex_primitives::params::TestActivationHeightError;
 
+use crate::config::SCRIPT_CHECK_WORKER_THREADS_MAX;
 use crate::config_file::ConfigFileError;
+use crate::numeric_options::GivenValue;
 
 /// Something worth a warning in the log, not worth stopping for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +52,67 @@ pub enum ConfigWarning {
     /// `-testnet`: Core v30 warns that testnet3 goes away.
     #[error("Support for testnet3 is deprecated and will be removed in an upcoming release. Consider switching to testnet4.")]
     Testnet3Deprecated,
+    /// A number option whose text is not a whole number: Core reads its
+    /// leading digits, or 0 when there are none, without a word.
+    #[error("-{name}={} is not a whole number; read as {}, as Bitcoin Core reads it", .value.text, .value.read)]
+    NotANumber {
+        /// The option.
+        name: &'static str,
+        /// The value given.
+        value: GivenValue,
+    },
+    /// `-dbcache` below Core's 4 MiB floor (negative and non-numbers
+    /// included), raised as Core raises it.
+    #[error("-dbcache={value} is below the minimum of {used_mebibytes} MiB; using -dbcache={used_mebibytes}")]
+    DbcacheBelowMinimum {
+        /// The value given.
+        value: GivenValue,
+        /// The value used, MiB.
+        used_mebibytes: u64,
+    },
+    /// `-dbcache` above Ibex's ceiling (Core has none on 64-bit machines).
+    #[error("-dbcache={value} is above Ibex's maximum of {used_mebibytes} MiB; using -dbcache={used_mebibytes}")]
+    DbcacheAboveMaximum {
+        /// The value given.
+        value: GivenValue,
+        /// The value used, MiB.
+        used_mebibytes: u64,
+    },
+    /// Core's `LogOversizedDbCache` warning: more cache than the machine
+    /// can likely hold.
+    #[error("A {dbcache_mebibytes} MiB dbcache may be too large for a system memory of only {memory_mebibytes} MiB.")]
+    DbcacheOversized {
+        /// The `-dbcache` used, MiB.
+        dbcache_mebibytes: u64,
+        /// The machine's memory, MiB.
+        memory_mebibytes: u64,
+    },
+    /// A positive `-par` that is not the thread count used: above Core's
+    /// cap of 16, or a number Core's `int` truncates.
+    #[error("-par={value} is more script threads than the {} allowed; using -par={used_threads}", SCRIPT_CHECK_WORKER_THREADS_MAX + 1)]
+    ParAdjusted {
+        /// The value given.
+        value: GivenValue,
+        /// Script threads used, main thread included.
+        used_threads: usize,
+    },
+    /// A `-par=-n` leaving every core free: Core checks scripts on the
+    /// main thread alone.
+    #[error(
+        "-par={value} leaves no core for script checks on this {cores}-core machine; using -par=1"
+    )]
+    ParBelowOne {
+        /// The value given.
+        value: GivenValue,
+        /// The machine's cores.
+        cores: usize,
+    },
+    /// A negative `-stopatheight`, which every height reaches.
+    #[error("-stopatheight={value} is negative, a height every block reaches: stopping as soon as the chain has a tip (Bitcoin Core stops at its first new block)")]
+    StopAtHeightNegative {
+        /// The value given.
+        value: GivenValue,
+    },
 }
 
 /// An option Core would refuse, with Core's message where it has one.

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use ibex_chainstate::manager::open::INDEX_DIRECTORY;
 use ibex_chainstate::{
-    import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions, FlushMode,
-    FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,
+    import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions, DatabaseKind,
+    FlushMode, FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,
 };
 
 use crate::config::{AssumeValid, NodeOptions};
@@ -28,7 +28,17 @@ use crate::reindex_marker::{read_state, write_state, ReindexState};
 pub enum EngineError {
     /// The chainstate failed.
     #[error(transparent)]
-    Chainstate(#[from] ChainstateError),
+    Chainstate(ChainstateError),
+    /// The block index or the coins database is corrupt or incomplete:
+    /// which one and why, then Core's advice with the one option that
+    /// rebuilds it (Core names both, "-reindex or -reindex-chainstate").
+    #[error("{source}\nPlease restart with {} to recover.", .database.rebuild_option())]
+    DatabaseUnusable {
+        /// The database.
+        database: DatabaseKind,
+        /// The error opening it.
+        source: ChainstateError,
+    },
     /// A directory could not be wiped for a reindex.
     #[error("cannot remove {path}: {source}")]
     Wipe {
@@ -37,6 +47,15 @@ pub enum EngineError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl From<ChainstateError> for EngineError {
+    fn from(source: ChainstateError) -> Self {
+        match source.database_to_rebuild() {
+            Some(database) => EngineError::DatabaseUnusable { database, source },
+            None => EngineError::Chainstate(source),
+        }
+    }
 }
 
 /// What a run did.
@@ -127,7 +146,7 @@ pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
         script_threads: options.script_threads,
         assume_valid,
         periodic_flush_interval: PERIODIC_FLUSH_INTERVAL,
-        stop_at_height: options.stop_at_height.filter(|height| *height > 0),
+        stop_at_height: options.stop_at_height,
     }
 }
 
@@ -225,13 +244,16 @@ fn import_all(
             summary.orphans_left
         ));
         if summary.interrupted {
+            if !shutdown.load(Ordering::Relaxed) {
+                activate_and_check(chainstate, logger)?;
+            }
             return Ok(true);
         }
     }
     chainstate.ensure_genesis()?;
     for path in &options.load_blocks {
         if stopped(chainstate) {
-            return Ok(true);
+            break;
         }
         logger.log(&format!("Importing blocks file {}...", path.display()));
         let summary =
@@ -241,8 +263,22 @@ fn import_all(
             summary.blocks_read, summary.blocks_accepted, summary.blocks_rejected
         ));
     }
-    if !stopped(chainstate) {
-        chainstate.activate_best_chain()?;
+    if !shutdown.load(Ordering::Relaxed) {
+        activate_and_check(chainstate, logger)?;
     }
     Ok(stopped(chainstate))
+}
+
+/// Activates the best chain to its fixed point and says so in the log
+/// (`best valid candidate reached`, or the block left and why), as the
+/// last step of every start and import.
+fn activate_and_check(chainstate: &mut Chainstate, logger: &Logger) -> Result<(), EngineError> {
+    let (check, restored) = chainstate.activate_to_fixed_point()?;
+    if restored > 0 {
+        logger.log(&format!(
+            "Warning: {restored} candidate blocks were missing from chain selection and were restored from the block index"
+        ));
+    }
+    logger.log(&format!("Chain activation: {check}"));
+    Ok(())
 }

@@ -108,6 +108,14 @@ impl ChainObserver for NodeObserver {
                     "Replaying blocks after an interrupted flush: rolled back {rolled_back}, rolled forward {rolled_forward}"
                 ));
             }
+            ChainEvent::BlockFileWithoutBlocks(file) => {
+                self.logger.log(&format!(
+                    "[warning] {}: no block found in {} bytes ({})",
+                    file.path.display(),
+                    file.length_bytes,
+                    file.cause
+                ));
+            }
         }
     }
 }

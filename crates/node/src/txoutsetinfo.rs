@@ -2,8 +2,14 @@
 //! Core's `gettxoutsetinfo` on a stopped node's chainstate, computed the
 //! way Core computes it (see `ibex_chainstate::txoutset`). The RPC will
 //! call [`txoutset_info`] too.
+//!
+//! The subcommand takes the node's directory locks for its run (see
+//! [`crate::directory_lock`]): while `ibexd` (or Core's `bitcoind`) runs on
+//! the data directory it refuses, naming the directory, rather than read
+//! databases that are being written or wiped; and no node starts while it
+//! reads. [`txoutset_info`] itself takes no lock: the node's RPC holds them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ibex_chainstate::index::store::IndexStore;
 use ibex_chainstate::manager::open::INDEX_DIRECTORY;
@@ -11,7 +17,8 @@ use ibex_chainstate::{txoutset_stats, ChainstateError, CoinsDatabase, DatabaseOp
 use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
 use ibex_primitives::{Amount, BlockHash};
 
-use crate::config::{parse_options, ConfigError};
+use crate::config::{parse_options, ConfigError, NodeOptions};
+use crate::directory_lock::{lock_existing_node_directories, DirectoryLock, DirectoryLockError};
 
 /// Why `txoutsetinfo` failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,11 +36,24 @@ pub enum TxOutSetInfoError {
     /// The chainstate could not be read.
     #[error(transparent)]
     Chainstate(#[from] ChainstateError),
+    /// A node (Ibex, or Core) holds the data directory's lock.
+    #[error(
+        "cannot obtain a lock on directory {}: a node is probably running on it \
+         (txoutsetinfo reads a stopped node's databases: stop the node first)",
+        .directory.display()
+    )]
+    NodeRunning {
+        /// The locked directory.
+        directory: PathBuf,
+    },
+    /// The data directory could not be locked for another reason.
+    #[error(transparent)]
+    DirectoryLock(#[from] DirectoryLockError),
     /// There is no chainstate yet.
     #[error("no chainstate at {path}: run ibexd first")]
     NoChainstate {
         /// Where it was looked for.
-        path: std::path::PathBuf,
+        path: PathBuf,
     },
     /// A flush was interrupted: ibexd must run once to replay it.
     #[error("the chainstate has an interrupted flush: start ibexd once to repair it")]
@@ -68,12 +88,24 @@ pub fn run(arguments: &[String]) -> Result<String, TxOutSetInfoError> {
         }
     }
     let options = parse_options(&node_arguments)?;
+    let _directory_locks = lock_for_reading(&options)?;
     let value = txoutset_info(
         &options.chain_directory.join("chainstate"),
         &options.blocks_directory,
         hash_type,
     )?;
     Ok(value.to_json())
+}
+
+/// Takes the node's directory locks for this run; a running node is
+/// [`TxOutSetInfoError::NodeRunning`].
+fn lock_for_reading(options: &NodeOptions) -> Result<Vec<DirectoryLock>, TxOutSetInfoError> {
+    lock_existing_node_directories(options).map_err(|error| match error {
+        DirectoryLockError::HeldElsewhere { directory } => {
+            TxOutSetInfoError::NodeRunning { directory }
+        }
+        other => TxOutSetInfoError::DirectoryLock(other),
+    })
 }
 
 /// Core's `gettxoutsetinfo` answer, as `bitcoin-cli` prints it (fields

@@ -326,3 +326,125 @@ fn conf_option_include_and_datadir_in_file() {
     std::fs::write(fixture.datadir.join("bitcoin.conf"), "conf=x.conf\n").unwrap();
     assert!(matches!(fixture.parse(&[]), Err(ConfigError::ConfigFile { .. })));
 }
+
+#[test]
+fn numeric_values_are_read_like_core_with_warnings() {
+    let fixture = Fixture::new("");
+    let options = fixture.parse(&["-dbcache=abc", "-par=1000", "-stopatheight=-1"]).unwrap();
+    assert_eq!(options.dbcache_mebibytes, 4);
+    assert_eq!(options.script_threads, 16);
+    assert_eq!(options.stop_at_height, Some(0));
+    let names: Vec<&str> = options
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            ConfigWarning::DbcacheBelowMinimum { used_mebibytes: 4, .. } => Some("dbcache"),
+            ConfigWarning::ParAdjusted { used_threads: 16, .. } => Some("par"),
+            ConfigWarning::StopAtHeightNegative { .. } => Some("stopatheight"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["dbcache", "par", "stopatheight"]);
+    assert_eq!(fixture.parse(&["-dbcache=-5"]).unwrap().dbcache_mebibytes, 4);
+    let options = fixture.parse(&["-dbcache=999999999"]).unwrap();
+    assert_eq!(options.dbcache_mebibytes, 1 << 20);
+    assert!(options.warnings.iter().any(|warning| matches!(
+        warning,
+        ConfigWarning::DbcacheAboveMaximum { used_mebibytes: 1_048_576, .. }
+    )));
+    // Numbers with trailing text: read as Core reads them, with a word.
+    let options = fixture.parse(&["-dbcrashratio=7x", "-dbbatchsize=4096bytes"]).unwrap();
+    assert_eq!(options.database_crash_ratio, 7);
+    assert_eq!(options.database_batch_bytes, 4096);
+    let not_numbers = options
+        .warnings
+        .iter()
+        .filter(|warning| matches!(warning, ConfigWarning::NotANumber { .. }))
+        .count();
+    assert_eq!(not_numbers, 2, "{:?}", options.warnings);
+    // Plain values in range: not a word.
+    let options =
+        fixture.parse(&["-dbcache=100", "-par=2", "-stopatheight=5", "-dbcrashratio=0"]).unwrap();
+    assert!(options.warnings.is_empty(), "{:?}", options.warnings);
+}
+
+/// The `[warning]` lines of `datadir`'s regtest log, without timestamps.
+fn logged_warnings(datadir: &Path) -> Vec<String> {
+    let log = std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap();
+    log.lines()
+        .filter_map(|line| line.get(21..))
+        .filter(|message| message.starts_with("[warning] "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn out_of_range_values_start_with_a_warning_in_the_log() {
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "-dbcache=abc",
+            &["[warning] -dbcache=abc (read as 0) is below the minimum of 4 MiB; using -dbcache=4"],
+        ),
+        ("-dbcache=-5", &["[warning] -dbcache=-5 is below the minimum of 4 MiB; using -dbcache=4"]),
+        (
+            "-dbcache=999999999",
+            &[
+                "[warning] -dbcache=999999999 is above Ibex's maximum of 1048576 MiB; using -dbcache=1048576",
+                "[warning] A 1048576 MiB dbcache may be too large for a system memory of only ",
+            ],
+        ),
+        (
+            "-par=1000",
+            &["[warning] -par=1000 is more script threads than the 16 allowed; using -par=16"],
+        ),
+        (
+            "-stopatheight=-1",
+            &["[warning] -stopatheight=-1 is negative, a height every block reaches: stopping as soon as the chain has a tip"],
+        ),
+    ];
+    for (argument, expected) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let output = ibexd(&["-regtest", &datadir_argument(home.path()), argument], home.path());
+        // Core refuses none of these values: the node runs and exits 0.
+        assert_eq!(output.status.code(), Some(0), "{argument}: {}", stderr(&output));
+        let warnings = logged_warnings(home.path());
+        for line in expected {
+            assert!(
+                warnings.iter().any(|warning| warning.starts_with(line)),
+                "{argument}: no {line:?} in {warnings:?}"
+            );
+        }
+    }
+    // The values in use: 4 MiB is Core's split at the floor; 16 threads.
+    let home = tempfile::tempdir().unwrap();
+    let output = ibexd(
+        &["-regtest", &datadir_argument(home.path()), "-dbcache=abc", "-par=1000"],
+        home.path(),
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let log = std::fs::read_to_string(home.path().join("regtest/debug.log")).unwrap();
+    assert!(log.contains("* Using 1.8 MiB for in-memory UTXO set"), "{log}");
+    assert!(log.contains("Script verification uses 15 additional threads"), "{log}");
+    // -stopatheight=-1 on Core's chain of several hundred blocks stops at the
+    // genesis block, the first tip, as Core stops at its first new block.
+    let home = tempfile::tempdir().unwrap();
+    copy_core_blocks(home.path());
+    let arguments = ["-regtest", &datadir_argument(home.path()), "-reindex", "-stopatheight=-1"];
+    let output = ibexd(&arguments, home.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let log = std::fs::read_to_string(home.path().join("regtest/debug.log")).unwrap();
+    assert!(log.contains("Imported to height 0:"), "{log}");
+}
+
+/// Core's regtest chain (`../shared/chains/core-wallet-mix`), its block file
+/// and `xor.dat`, copied into `datadir`'s regtest blocks directory.
+fn copy_core_blocks(datadir: &Path) -> PathBuf {
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/chains/core-wallet-mix/blocks");
+    let blocks = datadir.join("regtest/blocks");
+    std::fs::create_dir_all(&blocks).unwrap();
+    for name in ["blk00000.dat", "xor.dat"] {
+        std::fs::copy(shared.join(name), blocks.join(name)).unwrap();
+    }
+    blocks
+}

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 #[command(
     name = "ibex",
     version,
-    about = "Ibex tools: inspect blocks, generate chains, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node."
+    about = "Ibex tools: inspect blocks, generate chains, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads."
 )]
 struct Cli {
     #[command(subcommand)]

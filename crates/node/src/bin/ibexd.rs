@@ -1,12 +1,15 @@
 //! `ibexd [options]`: the Ibex node, with Bitcoin Core's options.
 //!
 //! Errors go to stderr as `Error: ...` with exit status 1, as `bitcoind`
-//! reports them; `-help` and `-version` print to stdout and exit 0.
+//! reports them; `-help` and `-version` print to stdout and exit 0. A data
+//! directory another process has locked is such an error, found before
+//! anything is written (see `ibex_node::directory_lock`).
 
 use std::process::ExitCode;
 
 use ibex_node::config::{CommandLine, OPTIONS};
 use ibex_node::daemon::{log_startup, run_node, version_string, CLIENT_NAME};
+use ibex_node::directory_lock::lock_node_directories;
 use ibex_node::logging::Logger;
 use ibex_node::signals::{register_log_reopen, register_shutdown_signals};
 
@@ -75,6 +78,13 @@ fn main() -> ExitCode {
     }
     let options = match command_line.resolve() {
         Ok(options) => options,
+        Err(error) => return fail(&error),
+    };
+    // Core's `LockDirectories`: one process per data directory, decided
+    // before the log is opened or any file is touched. Held until `main`
+    // returns (the kernel releases it however the process ends).
+    let _directory_locks = match lock_node_directories(&options) {
+        Ok(locks) => locks,
         Err(error) => return fail(&error),
     };
     let logger = match Logger::open(&options) {
