@@ -92,6 +92,14 @@ pub enum ChainstateError {
         /// What is wrong.
         reason: ibex_primitives::BlockDecodeError,
     },
+    /// A block file holds another block than the index says is there.
+    #[error("block file holds block {found} where the index has {expected}")]
+    WrongBlockInFile {
+        /// The block the index names.
+        expected: BlockHash,
+        /// The block read.
+        found: BlockHash,
+    },
     /// A block needed to connect, disconnect or replay is not stored.
     #[error("block {hash} data is missing (no block or undo position)")]
     MissingBlockData {

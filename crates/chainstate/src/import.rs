@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 
 use ibex_blockstore::{block_file_path, read_block, Obfuscation};
-use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
+use ibex_primitives::{BlockBuffers, BlockHash, Header, HEADER_BYTES};
 
 use crate::error::ChainstateError;
 use crate::import_reader::{
@@ -60,8 +60,17 @@ pub struct ImportSummary {
 }
 
 /// A block waiting for its parent.
-struct Orphan {
-    block: PreparedBlock,
+enum Orphan {
+    /// In one of the node's own files: read and prepared again when its
+    /// parent arrives.
+    InFile {
+        /// Where.
+        position: ibex_blockstore::BlockPosition,
+        /// Its hash (the block read again must have it).
+        hash: BlockHash,
+    },
+    /// Kept whole (counted against [`ORPHAN_BYTES_MAX`]).
+    InMemory(PreparedBlock),
 }
 
 /// The files of `source`, with their `blk` number when they are the
@@ -211,7 +220,7 @@ impl Importer<'_> {
     fn offer(&mut self, block: PreparedBlock) -> Result<(), ChainstateError> {
         let mut pending = vec![block];
         while let Some(block) = pending.pop() {
-            let hash = block.hash;
+            let hash = block.hash();
             match self.chainstate.accept_block(block)? {
                 AcceptOutcome::Accepted(_) => {
                     self.summary.blocks_accepted += 1;
@@ -234,31 +243,44 @@ impl Importer<'_> {
         Ok(())
     }
 
-    fn keep_orphan(&mut self, mut block: PreparedBlock) {
-        if block.position.is_some() {
+    fn keep_orphan(&mut self, block: PreparedBlock) {
+        let parent = block.header().previous_block_hash;
+        let orphan = match block.position {
             // It can be read again from its file: keep only the position.
-            block.bytes = Vec::new();
-        } else if self.orphan_bytes + block.bytes.len() > ORPHAN_BYTES_MAX {
-            return;
-        }
-        self.orphan_bytes += block.bytes.len();
-        let parent = block.header.previous_block_hash;
-        self.orphans.entry(parent).or_default().push(Orphan { block });
+            Some(position) => Orphan::InFile { position, hash: block.hash() },
+            None => {
+                let bytes = block.bytes().len();
+                if self.orphan_bytes + bytes > ORPHAN_BYTES_MAX {
+                    return;
+                }
+                self.orphan_bytes += bytes;
+                Orphan::InMemory(block)
+            }
+        };
+        self.orphans.entry(parent).or_default().push(orphan);
     }
 
     fn restore_orphan(&mut self, orphan: Orphan) -> Result<PreparedBlock, ChainstateError> {
-        let mut block = orphan.block;
-        self.orphan_bytes -= block.bytes.len();
-        if block.bytes.is_empty() {
-            if let Some(position) = block.position {
-                let chainstate = &self.chainstate;
-                block.bytes = read_block(
-                    chainstate.blocks_directory(),
-                    position,
-                    chainstate.params().message_start,
-                    chainstate.obfuscation(),
-                )?;
+        let (position, hash) = match orphan {
+            Orphan::InMemory(block) => {
+                self.orphan_bytes -= block.bytes().len();
+                return Ok(block);
             }
+            Orphan::InFile { position, hash } => (position, hash),
+        };
+        let chainstate = &self.chainstate;
+        let params = chainstate.params();
+        let bytes = read_block(
+            chainstate.blocks_directory(),
+            position,
+            params.message_start,
+            chainstate.obfuscation(),
+        )?;
+        let mut buffers = BlockBuffers::default();
+        let block = PreparedBlock::prepare(bytes, Some(position), params, &mut buffers)
+            .map_err(|error| ChainstateError::CorruptBlock { hash, reason: error.reason })?;
+        if block.hash() != hash {
+            return Err(ChainstateError::WrongBlockInFile { expected: hash, found: block.hash() });
         }
         Ok(block)
     }

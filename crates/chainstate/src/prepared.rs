@@ -1,11 +1,13 @@
-//! A block read and checked ahead of the tip: its hash, its transaction
-//! ids and the verdict of the context-free checks (Core's `CheckBlock`),
-//! computed on worker threads so the connecting thread only re-parses
-//! (~50 us for 1 MB with reused buffers) and connects.
+//! A block read and checked ahead of the tip: its parse, hash and
+//! transaction ids ([`ParsedBlock`], made once) and the verdict of the
+//! context-free checks (Core's `CheckBlock`), computed on worker threads so
+//! the connecting thread never walks the block's bytes again: accept,
+//! prefetch, connect, the script job and a roll back all read the same
+//! parse.
 
 use ibex_blockstore::BlockPosition;
 use ibex_consensus::{check_block, check_block_header, BlockError};
-use ibex_primitives::{BlockBuffers, BlockHash, BlockView, Header, Params, Txid};
+use ibex_primitives::{BlockBuffers, BlockHash, BlockView, Header, Params, ParsedBlock, Txid};
 
 /// Why a block's bytes could not even be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,20 +22,12 @@ pub struct UndecodableBlock {
 /// A parsed and hashed block with its context-free verdict.
 #[derive(Debug)]
 pub struct PreparedBlock {
-    /// The serialisation.
-    pub bytes: Vec<u8>,
+    /// The block, parsed once.
+    pub block: ParsedBlock,
     /// Where it is stored, when it is already in a block file.
     pub position: Option<BlockPosition>,
-    /// Its header.
-    pub header: Header,
-    /// Its hash.
-    pub hash: BlockHash,
-    /// Its transactions' ids, in order.
-    pub txids: Vec<Txid>,
     /// Proof of work and `CheckBlock`.
     pub check: Result<(), BlockError>,
-    /// Inputs, including the coinbase's.
-    pub input_count: usize,
 }
 
 impl PreparedBlock {
@@ -44,18 +38,60 @@ impl PreparedBlock {
         params: &Params,
         buffers: &mut BlockBuffers,
     ) -> Result<PreparedBlock, UndecodableBlock> {
-        let taken = std::mem::take(buffers);
-        let view = BlockView::parse_with_buffers(&bytes, taken)
+        let block = ParsedBlock::parse(bytes, buffers)
             .map_err(|reason| UndecodableBlock { position, reason })?;
-        let header = *view.header();
-        let hash = view.block_hash();
-        let (check, txids) =
-            match check_block_header(&header, &hash, params).and_then(|()| check_block(&view)) {
-                Ok(txids) => (Ok(()), txids),
-                Err(error) => (Err(error), view.txids()),
-            };
-        let input_count = view.input_count();
-        *buffers = view.into_buffers();
-        Ok(PreparedBlock { bytes, position, header, hash, txids, check, input_count })
+        let check = check_block_header(block.header(), &block.hash(), params)
+            .and_then(|()| check_block(block.view(), block.txids()));
+        Ok(PreparedBlock { block, position, check })
+    }
+
+    /// Parses and hashes `bytes` of a block already accepted (read back
+    /// from its block file to connect or disconnect it): its `CheckBlock`
+    /// verdict is in the index, so it is not computed again.
+    pub fn accepted(
+        bytes: Vec<u8>,
+        position: BlockPosition,
+        buffers: &mut BlockBuffers,
+    ) -> Result<PreparedBlock, UndecodableBlock> {
+        let position = Some(position);
+        let block = ParsedBlock::parse(bytes, buffers)
+            .map_err(|reason| UndecodableBlock { position, reason })?;
+        Ok(PreparedBlock { block, position, check: Ok(()) })
+    }
+
+    /// The parse.
+    #[inline]
+    pub fn view(&self) -> &BlockView<'_> {
+        self.block.view()
+    }
+
+    /// The serialisation.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        self.block.bytes()
+    }
+
+    /// The header.
+    #[inline]
+    pub fn header(&self) -> &Header {
+        self.block.header()
+    }
+
+    /// The block hash.
+    #[inline]
+    pub fn hash(&self) -> BlockHash {
+        self.block.hash()
+    }
+
+    /// The transaction ids, in block order.
+    #[inline]
+    pub fn txids(&self) -> &[Txid] {
+        self.block.txids()
+    }
+
+    /// Inputs, the coinbase's included.
+    #[inline]
+    pub fn input_count(&self) -> usize {
+        self.block.view().input_count()
     }
 }

@@ -64,9 +64,6 @@ impl ScriptThreads {
 /// block is neither valid nor invalid, and the caller stops with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ScriptCheckBroken {
-    /// The block no longer parses (it parsed when it was connected).
-    #[error("the block does not parse")]
-    BlockUnparsable,
     /// The undo data has another number of records than the block has
     /// transactions after the coinbase.
     #[error("{records} undo records for {transactions} transactions after the coinbase")]

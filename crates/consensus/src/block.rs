@@ -1,9 +1,11 @@
 //! Context-free block checks: Core's `CheckBlock` (without the header's proof of
 //! work, which [`crate::check_block_header`] checks with the network's parameters).
 //!
-//! Napkin math: the txids computed for the merkle root are the block's most
-//! expensive context-free work (~0.6 ms per MB with SHA-NI); they are returned
-//! so the chainstate never hashes a transaction twice.
+//! Napkin math: the txids behind the merkle root are the block's most
+//! expensive context-free work (~0.6 ms per MB with SHA-NI); they are
+//! computed once, when the block is parsed
+//! ([`ibex_primitives::ParsedBlock`]), and passed in here, so no stage
+//! hashes a transaction twice.
 
 use crate::error::{BlockError, LocatedTransactionError};
 use crate::limits::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX, WITNESS_SCALE_FACTOR};
@@ -25,9 +27,10 @@ pub fn transaction_legacy_sigops(transaction: &TransactionView<'_>) -> u64 {
 
 /// Core's `CheckBlock` after the header: merkle root and mutation, size limits,
 /// coinbase placement, every transaction's `CheckTransaction`, and the legacy
-/// sigop limit. Returns the txids in block order.
-pub fn check_block(block: &BlockView<'_>) -> Result<Vec<Txid>, BlockError> {
-    let txids: Vec<Txid> = block.transactions().map(|transaction| transaction.txid()).collect();
+/// sigop limit. `txids` are the block's transaction ids in block order
+/// (a caller's invariant: one per transaction).
+pub fn check_block(block: &BlockView<'_>, txids: &[Txid]) -> Result<(), BlockError> {
+    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
     let merkle = merkle_root(txids.iter().map(|txid| txid.0).collect());
     if merkle.root != block.header().merkle_root {
         return Err(BlockError::BadMerkleRoot);
@@ -52,7 +55,7 @@ pub fn check_block(block: &BlockView<'_>) -> Result<Vec<Txid>, BlockError> {
         return Err(BlockError::CoinbaseMultiple);
     }
     let mut sigops: u64 = 0;
-    for ((index, transaction), txid) in block.transactions().enumerate().zip(&txids) {
+    for ((index, transaction), txid) in block.transactions().enumerate().zip(txids) {
         check_transaction(&transaction).map_err(|source| {
             BlockError::Transaction(LocatedTransactionError { index, txid: *txid, source })
         })?;
@@ -61,5 +64,5 @@ pub fn check_block(block: &BlockView<'_>) -> Result<Vec<Txid>, BlockError> {
     if sigops * WITNESS_SCALE_FACTOR as u64 > BLOCK_SIGOPS_COST_MAX {
         return Err(BlockError::Sigops { cost: sigops * WITNESS_SCALE_FACTOR as u64 });
     }
-    Ok(txids)
+    Ok(())
 }

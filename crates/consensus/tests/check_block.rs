@@ -14,7 +14,10 @@ fn shared_block(name: &str) -> Vec<u8> {
 
 fn reason(bytes: &[u8]) -> Result<usize, String> {
     let block = BlockView::parse(bytes).unwrap();
-    check_block(&block).map(|txids| txids.len()).map_err(|error| error.reject_reason().into_owned())
+    let txids = block.txids();
+    check_block(&block, &txids)
+        .map(|()| txids.len())
+        .map_err(|error| error.reject_reason().into_owned())
 }
 
 #[test]
@@ -64,7 +67,8 @@ fn broken_blocks_give_core_reasons() {
     sigops.header.merkle_root = sigops.compute_merkle_root().root;
     let expected_cost = {
         let block_bytes = sigops.encode();
-        match check_block(&BlockView::parse(&block_bytes).unwrap()) {
+        let view = BlockView::parse(&block_bytes).unwrap();
+        match check_block(&view, &view.txids()) {
             Err(BlockError::Sigops { cost }) => cost,
             other => panic!("{other:?}"),
         }

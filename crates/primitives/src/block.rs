@@ -77,6 +77,16 @@ impl<'a> BlockView<'a> {
         Ok(block)
     }
 
+    /// Takes the vectors for the next block, leaving this view without
+    /// transactions (for an owner that cannot give the view up by value).
+    pub fn take_buffers(&mut self) -> BlockBuffers {
+        BlockBuffers {
+            layouts: recycle(std::mem::take(&mut self.layouts)),
+            inputs: recycle(std::mem::take(&mut self.inputs)),
+            outputs: recycle(std::mem::take(&mut self.outputs)),
+        }
+    }
+
     /// Gives back the vectors for the next block.
     pub fn into_buffers(self) -> BlockBuffers {
         BlockBuffers {

@@ -21,6 +21,7 @@ pub mod header;
 pub mod hex;
 pub mod merkle;
 pub mod owned;
+pub mod parsed_block;
 pub mod transaction;
 
 pub use amount::{Amount, AmountError, COIN, MAX_MONEY};
@@ -30,6 +31,7 @@ pub use hash::{BlockHash, Hash256, Txid, Wtxid};
 pub use header::{Header, HEADER_BYTES};
 pub use merkle::{check_witness_commitment, merkle_root, MerkleRoot, WitnessCommitmentError};
 pub use owned::{Block, Transaction, TxInput, TxOutput};
+pub use parsed_block::ParsedBlock;
 pub use transaction::{
     InputView, OutPoint, OutputView, ParsedTransaction, TransactionView, WitnessView,
 };

@@ -10,7 +10,7 @@ use ibex_consensus::{
 };
 use ibex_primitives::pow::next_work_required;
 use ibex_primitives::pow::BlockSummary;
-use ibex_primitives::{BlockHash, BlockView, CompactTarget, Header};
+use ibex_primitives::{BlockHash, CompactTarget, Header};
 
 use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
@@ -34,7 +34,7 @@ pub enum AcceptOutcome {
 impl Chainstate {
     /// Indexes `block` and stores its data if it is not in a block file yet.
     pub fn accept_block(&mut self, block: PreparedBlock) -> Result<AcceptOutcome, ChainstateError> {
-        if let Some(id) = self.index.get(&block.hash) {
+        if let Some(id) = self.index.get(&block.hash()) {
             let status = self.index.entry(id).status;
             if status.has(BlockStatus::HAVE_DATA) {
                 return Ok(AcceptOutcome::AlreadyKnown(id));
@@ -45,9 +45,9 @@ impl Chainstate {
                 return Ok(self.reject(&block, Some(id), BlockRejection::DuplicateInvalid));
             }
         }
-        let is_genesis = block.hash == self.options.params.genesis_hash;
+        let is_genesis = block.hash() == self.options.params.genesis_hash;
         let parent =
-            if is_genesis { None } else { self.index.get(&block.header.previous_block_hash) };
+            if is_genesis { None } else { self.index.get(&block.header().previous_block_hash) };
         if parent.is_none() && !is_genesis {
             if let Err(error) = &block.check {
                 if *error == BlockError::HighHash {
@@ -60,7 +60,7 @@ impl Chainstate {
             return Ok(self.reject(&block, None, BlockRejection::Block(BlockError::HighHash)));
         }
         if let Some(parent) = parent {
-            if let Err(error) = self.check_header_context(&block.header, parent) {
+            if let Err(error) = self.check_header_context(block.header(), parent) {
                 return Ok(self.reject(&block, None, error.into()));
             }
         }
@@ -69,7 +69,7 @@ impl Chainstate {
         if parent.is_some_and(|parent| self.index.entry(parent).status.is_failed()) {
             return Ok(self.reject(&block, None, BlockRejection::InvalidParent));
         }
-        let id = self.index.insert_header(&block.header, block.hash)?;
+        let id = self.index.insert_header(block.header(), block.hash())?;
         self.consider_best_header(id);
         if let Err(error) = block.check {
             return Ok(self.reject(&block, Some(id), error.into()));
@@ -122,10 +122,10 @@ impl Chainstate {
         block: &PreparedBlock,
         parent: EntryId,
     ) -> Result<(), BlockError> {
-        let view = BlockView::parse(&block.bytes).map_err(|_| BlockError::BadLength)?;
+        let view = block.view();
         let height = self.index.entry(parent).height + 1;
         let previous_median_time_past = self.index.median_time_past(parent);
-        contextual_check_block(&view, height, previous_median_time_past, &self.options.params)
+        contextual_check_block(view, height, previous_median_time_past, &self.options.params)
     }
 
     /// Logs a rejected block and, unless it may be a mutated copy of a valid
@@ -144,7 +144,7 @@ impl Chainstate {
             self.mark_invalid(id);
         }
         self.emit(ChainEvent::BlockInvalid {
-            hash: block.hash,
+            hash: block.hash(),
             height,
             reason: rejection.reject_reason(),
             marked,
@@ -187,11 +187,11 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let position = match block.position {
             Some(position) => position,
-            None => self.block_writer.append(&block.bytes)?,
+            None => self.block_writer.append(block.bytes())?,
         };
         let entry = self.index.entry_mut(id);
         entry.block_position = Some(position);
-        entry.transaction_count = u32::try_from(block.txids.len()).unwrap_or(u32::MAX);
+        entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
         entry.status.0 |= BlockStatus::HAVE_DATA;
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
         let parent_linked = match entry.parent {

@@ -4,7 +4,7 @@
 use ibex_blockstore::{read_block, read_undo};
 use ibex_consensus::block_script_flags;
 use ibex_primitives::params::BuriedDeployment;
-use ibex_primitives::{BlockBuffers, BlockView};
+use ibex_primitives::BlockBuffers;
 
 use super::pipeline::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
@@ -146,8 +146,13 @@ impl Chainstate {
             &self.obfuscation,
         )?;
         let mut buffers = BlockBuffers::default();
-        PreparedBlock::prepare(bytes, Some(position), &self.options.params, &mut buffers)
-            .map_err(|error| ChainstateError::CorruptBlock { hash, reason: error.reason })
+        let block = PreparedBlock::accepted(bytes, position, &mut buffers)
+            .map_err(|error| ChainstateError::CorruptBlock { hash, reason: error.reason })?;
+        // The file must hold the block the index says is there.
+        if block.hash() != hash {
+            return Err(ChainstateError::WrongBlockInFile { expected: hash, found: block.hash() });
+        }
+        Ok(block)
     }
 
     /// The undo data of block `id`.
@@ -168,12 +173,12 @@ impl Chainstate {
     /// marked and logged).
     fn connect_tip(&mut self, id: EntryId) -> Result<bool, ChainstateError> {
         let block = self.load_block(id)?;
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
+        let view = block.view();
         if self.index.entry(id).parent.is_none() {
             // Core never connects the genesis block's transactions: its
             // coinbase is not spendable.
-            self.finish_genesis(id, &view);
+            let (transaction_count, input_count) = (view.transaction_count(), view.input_count());
+            self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
         let outpoints: Vec<_> = view
@@ -184,9 +189,9 @@ impl Chainstate {
             })
             .collect();
         self.cache.prefetch(&outpoints)?;
-        let script_flags = (!self.assume_valid_covers(id))
-            .then(|| block_script_flags(&self.options.params, view_height(self, id), &block.hash));
-        drop(view);
+        let script_flags = (!self.assume_valid_covers(id)).then(|| {
+            block_script_flags(&self.options.params, view_height(self, id), &block.hash())
+        });
         match self.connect_with_context(id, &block) {
             Ok(connected) => {
                 self.chain.push(id);
@@ -217,12 +222,12 @@ impl Chainstate {
     }
 
     /// Makes the genesis block the tip (no coins, no undo data).
-    fn finish_genesis(&mut self, id: EntryId, view: &BlockView<'_>) {
+    fn finish_genesis(&mut self, id: EntryId, transaction_count: usize, input_count: usize) {
         self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
         self.chain.push(id);
         self.statistics.blocks_connected += 1;
-        self.statistics.transactions_connected += view.transaction_count() as u64;
-        let update = self.tip_update_for(id, view.input_count());
+        self.statistics.transactions_connected += transaction_count as u64;
+        let update = self.tip_update_for(id, input_count);
         self.emit(ChainEvent::TipUpdated(update));
     }
 
@@ -233,18 +238,16 @@ impl Chainstate {
         id: EntryId,
         block: &PreparedBlock,
     ) -> Result<ConnectedBlock, ConnectError> {
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
+        let hash = block.hash();
         let entry = self.index.entry(id);
         let height = entry.height;
-        let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash: block.hash })?;
+        let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash })?;
         let params = &self.options.params;
         let bip34_ancestor = self
             .index
             .ancestor(parent, params.bip34_height)
             .map(|ancestor| self.index.entry(ancestor).hash);
-        let enforce_bip30 =
-            params.bip30_check_required(height, &block.hash, bip34_ancestor.as_ref());
+        let enforce_bip30 = params.bip30_check_required(height, &hash, bip34_ancestor.as_ref());
         let index = &self.index;
         let chain = &self.chain;
         let median_time_past_at =
@@ -252,14 +255,14 @@ impl Chainstate {
         let context = ConnectContext {
             params,
             height,
-            flags: block_script_flags(params, height, &block.hash),
+            flags: block_script_flags(params, height, &hash),
             enforce_bip30,
             enforce_sequence_locks: params
                 .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
             previous_median_time_past: index.median_time_past(parent),
             median_time_past_at: &median_time_past_at,
         };
-        connect_block(&mut self.cache, &view, &block.txids, &context)
+        connect_block(&mut self.cache, block.view(), block.txids(), &context)
     }
 
     /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
@@ -333,10 +336,9 @@ impl Chainstate {
         let entry = self.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
         let block = self.load_block(id)?;
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash, reason })?;
         let undo = self.load_undo(id)?;
-        let result = disconnect_block(&mut self.cache, &view, &block.txids, height, &hash, &undo)?;
+        let result =
+            disconnect_block(&mut self.cache, block.view(), block.txids(), height, &hash, &undo)?;
         if result != DisconnectResult::Clean {
             return Err(ChainstateError::ReplayFailed { hash });
         }

@@ -33,7 +33,6 @@ use std::sync::Arc;
 /// connects.
 pub const SCRIPT_PIPELINE_BLOCKS: usize = 2;
 
-use ibex_primitives::BlockView;
 use ibex_script::VerifyFlags;
 
 use super::{ChainEvent, Chainstate};
@@ -74,18 +73,13 @@ impl Chainstate {
             let shared = job.clone();
             let threads = self.scripts.clone();
             self.scripts.spawn(move || {
-                let result = match BlockView::parse(&shared.block.bytes) {
-                    Ok(view) => verify_block_scripts(
-                        &view,
-                        &shared.block.txids,
-                        &shared.connected.undo,
-                        flags,
-                        &threads,
-                    ),
-                    // It parsed when it was connected: failing now is a
-                    // broken invariant, never a pass.
-                    Err(_) => Err(ScriptCheckBroken::BlockUnparsable.into()),
-                };
+                let result = verify_block_scripts(
+                    shared.block.view(),
+                    shared.block.txids(),
+                    &shared.connected.undo,
+                    flags,
+                    &threads,
+                );
                 let _ = sender.send(result);
             });
             receiver
@@ -154,10 +148,9 @@ impl Chainstate {
         block: &PreparedBlock,
         connected: &ConnectedBlock,
     ) -> Result<(), ChainstateError> {
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
+        let view = block.view();
         let transaction_count = view.transaction_count();
-        rollback(&mut self.cache, &view, &block.txids, &connected.undo, transaction_count)?;
+        rollback(&mut self.cache, view, block.txids(), &connected.undo, transaction_count)?;
         self.chain.pop();
         Ok(())
     }
@@ -173,10 +166,10 @@ impl Chainstate {
         self.write_undo(id, &job.connected)?;
         self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
         self.statistics.blocks_connected += 1;
-        self.statistics.transactions_connected += job.block.txids.len() as u64;
+        self.statistics.transactions_connected += job.block.txids().len() as u64;
         self.statistics.inputs_connected += job.connected.input_count;
         self.statistics.scripts_checked += scripts_checked;
-        let update = self.tip_update_for(id, job.block.input_count);
+        let update = self.tip_update_for(id, job.block.input_count());
         self.emit(ChainEvent::TipUpdated(update));
         Ok(())
     }

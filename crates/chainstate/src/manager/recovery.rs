@@ -10,7 +10,7 @@
 //! final values, so the result is the same whichever coins the interrupted
 //! flush had written.
 
-use ibex_primitives::{Amount, BlockHash, BlockView, OutPoint};
+use ibex_primitives::{Amount, BlockHash, OutPoint};
 
 use super::{ChainEvent, Chainstate};
 use crate::cache::FlushMode;
@@ -92,10 +92,8 @@ impl Chainstate {
             return Ok(());
         }
         let block = self.load_block(id)?;
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash, reason })?;
         let undo = self.load_undo(id)?;
-        disconnect_block(&mut self.cache, &view, &block.txids, height, &hash, &undo)?;
+        disconnect_block(&mut self.cache, block.view(), block.txids(), height, &hash, &undo)?;
         Ok(())
     }
 
@@ -107,9 +105,8 @@ impl Chainstate {
             return Ok(());
         }
         let block = self.load_block(id)?;
-        let view = BlockView::parse(&block.bytes)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash, reason })?;
-        for (index, (transaction, txid)) in view.transactions().zip(&block.txids).enumerate() {
+        let view = block.view();
+        for (index, (transaction, txid)) in view.transactions().zip(block.txids()).enumerate() {
             if index > 0 {
                 for input in transaction.inputs() {
                     match self.cache.spend(&input.previous_output()) {

@@ -50,7 +50,7 @@ pub(crate) fn check_header_and_context(
     check_block_header(header, &block.block_hash(), params)?;
     let context = header_context(params, base, header.time, adjusted_time_seconds)?;
     contextual_check_block_header(header, &context, params)?;
-    check_block(block)?;
+    check_block(block, &block.txids())?;
     contextual_check_block(block, context.height, context.previous_median_time_past, params)?;
     Ok(())
 }
