@@ -158,6 +158,12 @@ pub enum ChainstateError {
         /// Which coins.
         source: ibex_primitives::txoutset::CoinOrderError,
     },
+    /// The block read-ahead thread could not be started.
+    #[error("cannot start the block read-ahead thread: {source}")]
+    ReadAheadThread {
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// The background flush thread could not be started.
     #[error("cannot start the flush thread: {source}")]
     FlushThread {

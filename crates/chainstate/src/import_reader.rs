@@ -85,7 +85,7 @@ impl InFlightBytes {
     }
 
     /// Waits until `bytes` fit and takes them; false once closed.
-    fn acquire(&self, bytes: usize) -> bool {
+    pub(crate) fn acquire(&self, bytes: usize) -> bool {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if state.closed {

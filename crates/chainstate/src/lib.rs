@@ -10,6 +10,7 @@
 //! blocks it covers so a crash mid-flush is detected and replayed.
 
 pub mod background;
+mod block_read_ahead;
 pub mod cache;
 pub mod coin;
 mod coin_map;

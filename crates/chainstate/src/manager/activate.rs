@@ -8,10 +8,14 @@ use ibex_primitives::BlockBuffers;
 
 use super::pipeline::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
+use crate::block_read_ahead::{
+    BlockFiles, BlockReadAhead, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
+};
 use crate::cache::FlushMode;
 use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
 use crate::disconnect::{disconnect_block, DisconnectResult};
 use crate::error::ChainstateError;
+use crate::import_reader::import_queue_bytes;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::rejection::BlockRejection;
@@ -92,12 +96,53 @@ impl Chainstate {
         let start_height = fork.map_or(0, |id| self.index.entry(id).height + 1);
         let target_height = self.index.entry(target).height;
         for height in start_height..=target_height {
+            if (height - start_height) % READ_AHEAD_SEGMENT_BLOCKS == 0 {
+                self.start_read_ahead(target, height)?;
+            }
             let Some(id) = self.index.ancestor(target, height) else { break };
             if !self.connect_tip(id)? || self.reached_stop_height() {
                 break;
             }
         }
+        self.read_ahead = None;
         self.prune_candidates();
+        Ok(())
+    }
+
+    /// Starts reading the stored blocks from `start_height` towards
+    /// `target` (at most [`READ_AHEAD_SEGMENT_BLOCKS`] of them, so the list
+    /// stays small on a path of 900,000 blocks) ahead of the connecting
+    /// (see [`crate::block_read_ahead`]), when there are enough of them to
+    /// be worth a thread.
+    fn start_read_ahead(
+        &mut self,
+        target: EntryId,
+        start_height: u32,
+    ) -> Result<(), ChainstateError> {
+        self.read_ahead = None;
+        let target_height = self.index.entry(target).height;
+        let end_height =
+            target_height.min(start_height.saturating_add(READ_AHEAD_SEGMENT_BLOCKS - 1));
+        let recent = self.recent.as_ref().map(|(id, _)| *id);
+        let mut blocks = Vec::new();
+        for height in start_height..=end_height {
+            let Some(id) = self.index.ancestor(target, height) else { break };
+            let entry = self.index.entry(id);
+            let Some(position) = entry.block_position else { break };
+            if Some(id) != recent {
+                blocks.push(BlockToRead { id, hash: entry.hash, position });
+            }
+        }
+        if blocks.len() < READ_AHEAD_BLOCKS_MIN {
+            return Ok(());
+        }
+        let files = BlockFiles {
+            directory: self.options.blocks_directory.clone(),
+            magic: self.options.params.message_start,
+            obfuscation: self.obfuscation,
+        };
+        let bytes_max = import_queue_bytes(self.cache.cache_bytes_max());
+        self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max)?);
         Ok(())
     }
 
@@ -135,6 +180,9 @@ impl Chainstate {
                     return Ok(block);
                 }
             }
+        }
+        if let Some(read) = self.read_ahead.as_mut().and_then(|read_ahead| read_ahead.take(id)) {
+            return read;
         }
         let entry = self.index.entry(id);
         let hash = entry.hash;

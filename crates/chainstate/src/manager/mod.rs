@@ -107,6 +107,9 @@ pub struct Chainstate {
     pub(crate) pending: std::collections::VecDeque<pipeline::PendingBlock>,
     /// The coins flush being written on the writer thread.
     pub(crate) background_flush: Option<flush::BackgroundFlushInfo>,
+    /// Stored blocks being read ahead of the tip for the current
+    /// activation step (see [`crate::block_read_ahead`]).
+    pub(crate) read_ahead: Option<crate::block_read_ahead::BlockReadAhead>,
 }
 
 impl std::fmt::Debug for Chainstate {

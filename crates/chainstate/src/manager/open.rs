@@ -126,6 +126,7 @@ impl Chainstate {
             best_header: None,
             pending: std::collections::VecDeque::new(),
             background_flush: None,
+            read_ahead: None,
         };
         chainstate.best_header = chainstate.scan_best_header();
         chainstate.rebuild_candidates();
