@@ -2,12 +2,20 @@
 //! (magic, length, block), the 8-byte XOR obfuscation from `xor.dat`, reading
 //! a Core `blocks/` directory, single-block reads at a stored position, and
 //! undo data in `rev?????.dat` files (checksummed against the previous block).
+//!
+//! Block-file records are walked here and nowhere else, three ways with one
+//! definition of a record (magic, a length within
+//! `RECORD_BLOCK_BYTES_MIN..=RECORD_BLOCK_BYTES_MAX`, the whole block in the
+//! file): [`Records`] over a file image in memory, [`RecordStream`] through
+//! a bounded window, and [`RecordHeaders`] reading only each record's frame
+//! and header (it stops at the first gap instead of searching on).
 
 pub mod error;
 pub mod files;
 pub mod framing;
 pub mod obfuscation;
 pub mod reader;
+pub mod record_headers;
 pub mod record_stream;
 pub mod undo_files;
 
@@ -19,6 +27,7 @@ pub use files::{
 pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;
 pub use reader::{read_block, read_block_into};
+pub use record_headers::{RecordHeader, RecordHeaders};
 pub use record_stream::{OwnedRecord, RecordStream, READ_WINDOW_BYTES_DEFAULT};
 pub use undo_files::{
     read_undo, read_undo_into, undo_checksum, UndoFileWriter, UndoRecord, UndoRecords,

@@ -19,6 +19,7 @@ use crate::framing::RECORD_HEADER_BYTES;
 use crate::obfuscation::Obfuscation;
 use crate::reader::{io_error, PositionedFile};
 use ibex_primitives::hash::sha256d_parts;
+use ibex_primitives::limits::{BLOCK_WEIGHT_MAX, SCRIPT_BYTES_MAX, WITNESS_SCALE_FACTOR};
 use ibex_primitives::BlockHash;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -29,13 +30,15 @@ pub const UNDO_CHECKSUM_BYTES: usize = 32;
 /// Bytes a record adds around its payload (Core's `UNDO_DATA_DISK_OVERHEAD`).
 pub const UNDO_RECORD_OVERHEAD_BYTES: usize = RECORD_HEADER_BYTES + UNDO_CHECKSUM_BYTES;
 
-/// Most inputs a block can have: 4,000,000 weight units over 164 for the
-/// smallest input (41 bytes, all non-witness).
-const BLOCK_INPUTS_MAX: u64 = 4_000_000 / (41 * 4);
+/// Bytes of the smallest input: outpoint (36), script length (1), sequence (4).
+const INPUT_BYTES_MIN: usize = 36 + 1 + 4;
+/// Most inputs a block can have: the weight limit over the weight of the
+/// smallest input (41 bytes, all non-witness: 164 weight units).
+const BLOCK_INPUTS_MAX: u64 = (BLOCK_WEIGHT_MAX / (INPUT_BYTES_MIN * WITNESS_SCALE_FACTOR)) as u64;
 /// Largest spent coin in undo form: height code (5), dummy version (1),
-/// amount (10), script length (3) and a 10,000-byte script (Core's
-/// `MAX_SCRIPT_SIZE`; longer scripts are unspendable, never spent).
-const UNDO_COIN_BYTES_MAX: u64 = 5 + 1 + 10 + 3 + 10_000;
+/// amount (10), script length (3) and a script of [`SCRIPT_BYTES_MAX`] bytes
+/// (longer scripts are unspendable, never spent).
+const UNDO_COIN_BYTES_MAX: u64 = 5 + 1 + 10 + 3 + SCRIPT_BYTES_MAX as u64;
 /// Largest undo payload a valid block can produce: every input spends a
 /// maximal coin, plus a 3-byte coin count per transaction and a 9-byte
 /// transaction count (about 244 MB; real blocks stay under a few MB).

@@ -45,11 +45,11 @@
 use std::sync::Arc;
 
 use hashbrown::hash_map::Entry as MapEntry;
+use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, OutPoint};
 
 use crate::coin::Coin;
 use crate::coin_map::CoinMap;
-use crate::compress::is_unspendable;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
 

@@ -17,26 +17,19 @@
 //! Decoding reads untrusted bytes: every failure is a [`CoinDecodeError`].
 
 use ibex_primitives::encode::{write_varint, Reader};
+use ibex_primitives::limits::SCRIPT_BYTES_MAX;
 use ibex_primitives::MAX_MONEY;
+use ibex_script::opcodes::{OP_CHECKSIG, OP_DUP, OP_EQUAL, OP_EQUALVERIFY, OP_HASH160, OP_RETURN};
 use secp256k1::PublicKey;
 
 use crate::error::CoinDecodeError;
 
-/// Core's `MAX_SCRIPT_SIZE`: longer scripts are unspendable.
-pub const SCRIPT_BYTES_MAX: usize = 10_000;
 /// Number of special script forms (Core's `nSpecialScripts`).
 const SPECIAL_SCRIPT_COUNT: u64 = 6;
 /// Hash160 payload of the P2PKH and P2SH forms.
 const HASH160_BYTES: usize = 20;
 /// X-coordinate payload of the P2PK forms.
 const KEY_X_BYTES: usize = 32;
-
-const OP_DUP: u8 = 0x76;
-const OP_HASH160: u8 = 0xa9;
-const OP_EQUALVERIFY: u8 = 0x88;
-const OP_EQUAL: u8 = 0x87;
-const OP_CHECKSIG: u8 = 0xac;
-const OP_RETURN: u8 = 0x6a;
 
 /// Core's `CompressAmount`: satoshis to the compact integer stored as VARINT.
 /// Wraps like Core's `uint64_t` arithmetic above ~2^60 satoshis, a range no
@@ -93,11 +86,6 @@ pub(crate) fn read_amount(reader: &mut Reader<'_>) -> Result<i64, CoinDecodeErro
         .and_then(|satoshis| i64::try_from(satoshis).ok())
         .filter(|satoshis| *satoshis <= MAX_MONEY)
         .ok_or(CoinDecodeError::AmountOutOfRange { compressed })
-}
-
-/// Whether Core's `AddCoin` skips this output: OP_RETURN or oversized.
-pub fn is_unspendable(script: &[u8]) -> bool {
-    script.first() == Some(&OP_RETURN) || script.len() > SCRIPT_BYTES_MAX
 }
 
 /// The special form of `script`, if it has one: tag byte and payload.

@@ -22,12 +22,12 @@ use ibex_consensus::{
     check_coinbase_amount, check_transaction_inputs, transaction_sigop_cost, SpentCoin,
 };
 use ibex_primitives::amount::money_range;
+use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{Amount, BlockView, OutPoint, Params, TransactionView, Txid};
 use ibex_script::VerifyFlags;
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
-use crate::compress::is_unspendable;
 use crate::error::ChainstateError;
 use crate::rejection::BlockRejection;
 use crate::undo::{BlockUndo, TransactionUndo};

@@ -8,11 +8,11 @@
 //! database may hold coins of both sides of the flush.
 
 use ibex_primitives::params::is_bip30_unspendable;
+use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, BlockView, OutPoint, Txid};
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
-use crate::compress::is_unspendable;
 use crate::error::ChainstateError;
 use crate::undo::BlockUndo;
 

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 
-use ibex_blockstore::{block_file_path, read_block, Obfuscation};
-use ibex_primitives::{BlockBuffers, BlockHash, Header, HEADER_BYTES};
+use ibex_blockstore::{block_file_path, read_block, Obfuscation, RecordHeaders};
+use ibex_primitives::{BlockBuffers, BlockHash, Header};
 
 use crate::error::ChainstateError;
 use crate::import_reader::{
@@ -85,34 +85,17 @@ pub(crate) fn source_files(source: &ImportSource, directory: &Path) -> Vec<(Opti
     }
 }
 
-/// Every block header in a block file, found by walking the record
-/// framing with small reads (no block is read whole): the headers-first
-/// pass of an import. Stops at the first gap, as Core's pre-allocated
-/// zero tails end the records.
+/// Every block header in a block file, read with small reads (no block is
+/// read whole): the headers-first pass of an import. Stops at the first gap
+/// ([`RecordHeaders`]), as Core's pre-allocated zero tails end the records.
 fn scan_headers(
     path: &Path,
     magic: [u8; 4],
-    obfuscation: &Obfuscation,
+    obfuscation: Obfuscation,
     headers: &mut Vec<Header>,
 ) -> Result<(), ChainstateError> {
-    use std::os::unix::fs::FileExt;
-    let io_error =
-        |source| ibex_blockstore::BlockStoreError::Io { path: path.to_path_buf(), source };
-    let file = std::fs::File::open(path).map_err(io_error)?;
-    let length = file.metadata().map_err(io_error)?.len();
-    let mut offset = 0u64;
-    let mut frame = [0u8; 8 + HEADER_BYTES];
-    while offset + frame.len() as u64 <= length {
-        file.read_exact_at(&mut frame, offset).map_err(io_error)?;
-        obfuscation.apply(&mut frame, offset);
-        let size = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]) as u64;
-        if frame[..4] != magic || !(HEADER_BYTES as u64..=4_000_000).contains(&size) {
-            break;
-        }
-        let mut header_bytes = [0u8; HEADER_BYTES];
-        header_bytes.copy_from_slice(&frame[8..]);
-        headers.push(Header::decode(&header_bytes));
-        offset += 8 + size;
+    for record in RecordHeaders::open(path, magic, obfuscation)? {
+        headers.push(record?.header);
     }
     Ok(())
 }
@@ -128,7 +111,7 @@ fn index_headers_first(
     for (file_number, path) in source_files(source, &directory) {
         let key =
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
-        scan_headers(&path, magic, &key, &mut headers)?;
+        scan_headers(&path, magic, key, &mut headers)?;
     }
     chainstate.accept_headers(&headers)
 }

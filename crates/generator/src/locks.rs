@@ -6,21 +6,16 @@
 use crate::random::DeterministicRng;
 use crate::wallet::Coin;
 
-/// Core's LOCKTIME_THRESHOLD: lock times from here on are Unix times.
-pub const LOCKTIME_THRESHOLD: u32 = 500_000_000;
-/// nSequence that disables lock time and relative locks.
-pub const SEQUENCE_FINAL: u32 = 0xffff_ffff;
+use ibex_primitives::lock_time::SEQUENCE_LOCKTIME_GRANULARITY;
+pub use ibex_primitives::lock_time::{
+    LOCKTIME_THRESHOLD, SEQUENCE_FINAL, SEQUENCE_LOCKTIME_MASK, SEQUENCE_LOCKTIME_TYPE_FLAG,
+};
+
 /// nSequence that enables nLockTime but not BIP68 (and not replacement).
 pub const SEQUENCE_LOCKTIME_ONLY: u32 = 0xffff_fffe;
 /// nSequence signalling replacement (BIP125) with lock time enabled; bit 31
 /// (BIP68's disable flag) is set, so no relative lock applies.
 pub const SEQUENCE_REPLACEABLE: u32 = 0xffff_fffd;
-/// BIP68: the lock is in units of 512 seconds.
-pub const SEQUENCE_LOCKTIME_TYPE_FLAG: u32 = 1 << 22;
-/// BIP68: the lock value's bits.
-pub const SEQUENCE_LOCKTIME_MASK: u32 = 0x0000_ffff;
-/// BIP68 time granularity: 2^9 = 512 seconds.
-const SEQUENCE_LOCKTIME_GRANULARITY: u32 = 9;
 
 /// What the block being built knows about time.
 #[derive(Debug, Clone, Copy)]

@@ -2,28 +2,12 @@
 
 use serde::Serialize;
 
-/// OP_0.
-pub const OP_0: u8 = 0x00;
-/// OP_1 (also witness version 1).
-pub const OP_1: u8 = 0x51;
-/// OP_2.
-pub const OP_2: u8 = 0x52;
-/// OP_3.
-pub const OP_3: u8 = 0x53;
-/// OP_DUP.
-pub const OP_DUP: u8 = 0x76;
-/// OP_HASH160.
-pub const OP_HASH160: u8 = 0xa9;
-/// OP_EQUAL.
-pub const OP_EQUAL: u8 = 0x87;
-/// OP_EQUALVERIFY.
-pub const OP_EQUALVERIFY: u8 = 0x88;
-/// OP_CHECKSIG.
-pub const OP_CHECKSIG: u8 = 0xac;
-/// OP_CHECKMULTISIG.
-pub const OP_CHECKMULTISIG: u8 = 0xae;
-/// OP_RETURN.
-pub const OP_RETURN: u8 = 0x6a;
+// The opcodes the templates use, from the interpreter's table (one
+// definition of each byte).
+pub use ibex_script::opcodes::{
+    OP_0, OP_1, OP_2, OP_3, OP_CHECKMULTISIG, OP_CHECKSIG, OP_DUP, OP_EQUAL, OP_EQUALVERIFY,
+    OP_HASH160, OP_RETURN,
+};
 
 /// A spendable output type. Multisig is 2-of-3 throughout, like most of
 /// the main chain's multisig; the taproot script path is one leaf

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ibex_chainstate::FLUSH_BATCH_BYTES_DEFAULT;
 use ibex_primitives::params::{Network, Params};
 use ibex_primitives::BlockHash;
 
@@ -26,8 +27,6 @@ pub const DBCACHE_MEBIBYTES_MIN: u64 = 4;
 /// `-dbcache` ceiling, MiB: 1 TiB. Core only caps at the address space; no
 /// machine we run on has this much memory.
 pub const DBCACHE_MEBIBYTES_MAX: u64 = 1 << 20;
-/// `-dbbatchsize` default, bytes (Core's `DEFAULT_DB_CACHE_BATCH`).
-pub const DATABASE_BATCH_BYTES_DEFAULT: usize = 32 << 20;
 /// Script-check threads besides the main thread, at most (Core's
 /// `MAX_SCRIPTCHECK_THREADS`).
 pub const SCRIPT_CHECK_WORKER_THREADS_MAX: usize = 15;
@@ -77,6 +76,19 @@ pub enum AssumeValid {
     Disabled,
     /// This block and its ancestors skip script checks.
     Block(BlockHash),
+}
+
+impl AssumeValid {
+    /// The block whose ancestors skip script checks on the chain of
+    /// `params`, if any: [`AssumeValid::Default`] is the chain's built-in
+    /// block (none on regtest).
+    pub fn resolve(self, params: &Params) -> Option<BlockHash> {
+        match self {
+            AssumeValid::Disabled => None,
+            AssumeValid::Block(hash) => Some(hash),
+            AssumeValid::Default => params.default_assume_valid,
+        }
+    }
 }
 
 /// What became of the configuration file.
@@ -453,7 +465,7 @@ impl Typed<'_> {
         warnings: &mut Vec<ConfigWarning>,
     ) -> Result<usize, ConfigError> {
         let Some(given) = self.given("dbbatchsize") else {
-            return Ok(DATABASE_BATCH_BYTES_DEFAULT);
+            return Ok(FLUSH_BATCH_BYTES_DEFAULT);
         };
         let read = numeric_options::read_integer("dbbatchsize", Some(&given), 0, warnings);
         match usize::try_from(read) {
@@ -611,5 +623,30 @@ mod tests {
         assert_eq!(parse_assume_valid(&format!("{hash}0")), None);
         assert_eq!(parse_assume_valid("0X1f"), None);
         assert_eq!(parse_assume_valid("xyz"), None);
+    }
+
+    #[test]
+    fn assume_valid_resolves_against_the_chain() {
+        let main = Params::main();
+        let built_in = main.default_assume_valid;
+        assert!(built_in.is_some(), "mainnet has a built-in assume-valid block");
+        assert_eq!(AssumeValid::Default.resolve(&main), built_in);
+        assert_eq!(AssumeValid::Disabled.resolve(&main), None);
+        let named = BlockHash::from_hex(&format!("{:0>64}", "1f")).unwrap();
+        assert_eq!(AssumeValid::Block(named).resolve(&main), Some(named));
+        let regtest = Params::regtest();
+        assert_eq!(AssumeValid::Default.resolve(&regtest), None);
+        assert_eq!(AssumeValid::Block(named).resolve(&regtest), Some(named));
+    }
+
+    #[test]
+    fn database_batch_default_is_the_chainstate_default_and_in_the_help() {
+        let command_line = CommandLine::parse(&arguments(&["-regtest"])).unwrap();
+        let typed = Typed { settings: &command_line.settings, section: "regtest" };
+        let mut warnings = Vec::new();
+        assert_eq!(typed.database_batch_bytes(&mut warnings).unwrap(), FLUSH_BATCH_BYTES_DEFAULT);
+        assert!(warnings.is_empty());
+        let (_, _, help) = OPTIONS.iter().find(|(name, _, _)| *name == "dbbatchsize").unwrap();
+        assert!(help.contains(&format!("(default: {FLUSH_BATCH_BYTES_DEFAULT})")), "{help}");
     }
 }

@@ -5,9 +5,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::config::{AssumeValid, ConfigFileStatus, ConfigWarning, NodeOptions};
+use crate::config::{ConfigFileStatus, ConfigWarning, NodeOptions};
 use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
+use crate::numeric_options::MEBIBYTE;
 
 /// The client name in the log and `-version`.
 pub const CLIENT_NAME: &str = "Ibex";
@@ -49,8 +50,6 @@ pub struct CacheSizes {
     /// The in-memory coins cache: everything left.
     pub coins_bytes: u64,
 }
-
-const MEBIBYTE: u64 = 1 << 20;
 
 impl CacheSizes {
     /// Splits `dbcache_mebibytes` as Core does.
@@ -115,11 +114,7 @@ pub fn log_startup(options: &NodeOptions, logger: &Logger) {
 /// The lines describing what the engine will be given.
 pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
     let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
-    let assume_valid = match options.assume_valid {
-        AssumeValid::Disabled => None,
-        AssumeValid::Block(hash) => Some(hash),
-        AssumeValid::Default => options.params.default_assume_valid,
-    };
+    let assume_valid = options.assume_valid.resolve(&options.params);
     let mut lines = vec![
         format!("Script verification uses {} additional threads", options.script_threads - 1),
         "Cache configuration:".to_owned(),

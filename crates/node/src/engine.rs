@@ -15,7 +15,7 @@ use ibex_chainstate::{
     FlushMode, FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,
 };
 
-use crate::config::{AssumeValid, NodeOptions};
+use crate::config::NodeOptions;
 use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
@@ -131,11 +131,7 @@ fn wipe_chainstate(options: &NodeOptions, logger: &Logger) -> Result<(), EngineE
 
 /// The chainstate options for the node's options.
 pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
-    let assume_valid = match options.assume_valid {
-        AssumeValid::Disabled => None,
-        AssumeValid::Block(hash) => Some(hash),
-        AssumeValid::Default => options.params.default_assume_valid,
-    };
+    let assume_valid = options.assume_valid.resolve(&options.params);
     let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
     ChainstateOptions {
         params: options.params.clone(),

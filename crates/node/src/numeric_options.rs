@@ -23,7 +23,8 @@ use crate::config::{
 use crate::config_error::ConfigWarning;
 use crate::settings::SettingValue;
 
-const MEBIBYTE: u64 = 1 << 20;
+/// Bytes in a MiB.
+pub(crate) const MEBIBYTE: u64 = 1 << 20;
 /// Below this much memory Core warns above its default `-dbcache`, above it
 /// at 75 % of the memory (`ShouldWarnOversizedDbCache`).
 const SMALL_MEMORY_BYTES: u64 = 2 << 30;

@@ -6,60 +6,39 @@
 //! run to the end: the UTXO set hash equals a clean run's.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::{datadir_with_blocks, generate_chain};
 
 const KILL_COUNT: usize = 22;
 const NODE_OPTIONS: [&str; 5] =
     ["-regtest", "-printtoconsole=0", "-dbcache=4", "-dbbatchsize=65536", "-assumevalid=0"];
 
-fn generate_chain(directory: &Path) {
-    let status = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["gen", "--profile", "small", "--blocks", "400", "--seed", "11", "--out"])
-        .arg(directory)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn datadir_with_blocks(root: &Path, chain: &Path) -> std::path::PathBuf {
-    let blocks = root.join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for name in ["blk00000.dat", "xor.dat"] {
-        std::fs::copy(chain.join(name), blocks.join(name)).unwrap();
-    }
-    root.to_path_buf()
-}
-
 fn node(datadir: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ibexd"));
-    command.arg(format!("-datadir={}", datadir.display())).args(NODE_OPTIONS).args(extra);
-    command.stdout(Stdio::null()).stderr(Stdio::null());
-    command
+    common::quiet_ibexd(datadir, &NODE_OPTIONS, extra)
 }
 
 /// `ibex txoutsetinfo`: the hash, or `None` when a flush was interrupted.
 fn utxo_hash(datadir: &Path) -> Option<String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["txoutsetinfo", &format!("-datadir={}", datadir.display()), "-regtest"])
-        .output()
-        .unwrap();
+    let output = common::txoutsetinfo(datadir, &[]);
     if !output.status.success() {
         let error = String::from_utf8_lossy(&output.stderr);
         assert!(error.contains("interrupted flush") || error.contains("no chainstate"), "{error}");
         return None;
     }
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    Some(format!("{}@{}", value["hash_serialized_3"], value["height"]))
+    Some(common::hash_at_height(&value))
 }
 
 #[test]
 fn kill_nine_at_many_moments_then_restart_reaches_the_same_utxo_set() {
     let root = tempfile::tempdir().unwrap();
     let chain = root.path().join("chain");
-    generate_chain(&chain);
+    generate_chain(&chain, "small", "400", "11", &[]);
     let clean = datadir_with_blocks(&root.path().join("clean"), &chain);
     let started = Instant::now();
     assert!(node(&clean, &["-reindex"]).status().unwrap().success());

@@ -1,15 +1,18 @@
 //! `ibex block` on the shared mainnet blocks and on broken files, run as a process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
+
+use common::ibex;
 
 fn shared_block(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/blocks").join(name)
+    common::shared("vectors/blocks").join(name)
 }
 
 fn ibex_block(arguments: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ibex")).arg("block").args(arguments).output().unwrap()
+    ibex().arg("block").args(arguments).output().unwrap()
 }
 
 #[test]

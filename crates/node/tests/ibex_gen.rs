@@ -2,11 +2,9 @@
 //! End to end: `ibex gen` as a process writes a blocks directory whose
 //! manifest matches the files, and refuses to overwrite one.
 
-use std::process::Command;
+mod common;
 
-fn ibex() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ibex"))
-}
+use common::ibex;
 
 #[test]
 fn gen_writes_blocks_xor_and_manifest() {

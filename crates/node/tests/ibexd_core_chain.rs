@@ -5,35 +5,20 @@
 //! tip after `-reindex-chainstate`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::Path;
 
 use serde_json::Value;
 
-fn shared_chain() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix")
-}
-
 fn ibexd(datadir: &Path, extra: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_ibexd"))
-        .arg(format!("-datadir={}", datadir.display()))
-        .arg("-regtest")
-        .arg("-printtoconsole=0")
-        .args(extra)
-        .output()
-        .unwrap();
+    let output = common::ibexd(datadir, &common::REGTEST_QUIET, extra).output().unwrap();
     assert!(output.status.success(), "ibexd failed: {}", String::from_utf8_lossy(&output.stderr));
-    std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap()
+    common::debug_log(datadir)
 }
 
 fn txoutsetinfo(datadir: &Path, hash_type: &str) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["txoutsetinfo", &format!("-datadir={}", datadir.display()), "-regtest"])
-        .arg(format!("-hash_type={hash_type}"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::txoutsetinfo_json(datadir, &[&format!("-hash_type={hash_type}")])
 }
 
 /// The fields both answers have, as text (amounts compared as printed).
@@ -46,15 +31,11 @@ fn assert_same(ours: &Value, core: &Value, fields: &[&str]) {
 #[test]
 fn reindex_then_txoutsetinfo_gives_cores_answers() {
     let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(shared_chain().join("expected.json")).unwrap(),
+        &std::fs::read_to_string(common::core_chain().join("expected.json")).unwrap(),
     )
     .unwrap();
     let datadir = tempfile::tempdir().unwrap();
-    let blocks = datadir.path().join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for name in ["blk00000.dat", "xor.dat"] {
-        std::fs::copy(shared_chain().join("blocks").join(name), blocks.join(name)).unwrap();
-    }
+    common::copy_core_blocks(datadir.path());
     let fields = ["height", "bestblock", "txouts", "bogosize", "muhash", "total_amount"];
     for (index, height) in ["100", "600"].iter().enumerate() {
         let mut arguments = vec![format!("-stopatheight={height}")];

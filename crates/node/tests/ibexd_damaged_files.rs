@@ -6,48 +6,28 @@
 //! chain (`shared/chains/core-wallet-mix`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::{copy_core_blocks, debug_log};
 
 /// Core's chain tip height.
 const CORE_TIP_HEIGHT: u32 = 1190;
 
-fn shared_blocks() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix/blocks")
-}
-
 fn ibexd(datadir: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibexd"))
-        .arg(format!("-datadir={}", datadir.display()))
-        .args(["-regtest", "-printtoconsole=0"])
-        .args(extra)
-        .env("HOME", datadir)
-        .output()
-        .unwrap()
+    common::ibexd(datadir, &common::REGTEST_QUIET, extra).env("HOME", datadir).output().unwrap()
 }
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn log(datadir: &Path) -> String {
-    std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap()
-}
-
 fn run_ok(datadir: &Path, extra: &[&str]) -> String {
     let output = ibexd(datadir, extra);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    log(datadir)
-}
-
-/// `datadir/regtest/blocks` with Core's block file and `xor.dat`.
-fn copy_core_blocks(datadir: &Path) -> PathBuf {
-    let blocks = datadir.join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for name in ["blk00000.dat", "xor.dat"] {
-        std::fs::copy(shared_blocks().join(name), blocks.join(name)).unwrap();
-    }
-    blocks
+    debug_log(datadir)
 }
 
 /// Core's chain reindexed, then started once more so that both databases
@@ -78,7 +58,7 @@ fn assert_refused(datadir: &Path, database: &str, path: &Path, option: &str) {
     let opening = format!("Error: Error opening {database} database {}: ", path.display());
     assert!(text.starts_with(&opening), "{text}");
     assert!(text.ends_with(&format!("\nPlease restart with {option} to recover.\n")), "{text}");
-    assert!(log(datadir).contains(&opening[7..]), "the log has the error too");
+    assert!(debug_log(datadir).contains(&opening[7..]), "the log has the error too");
 }
 
 #[test]

@@ -13,11 +13,14 @@
 //! - After a clean exit and after `kill -9` a restart takes the lock again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{datadir_with_blocks, generate_chain, txoutsetinfo, utxo_hash};
 use ibex_node::directory_lock::{DirectoryLock, DirectoryLockError};
 
 /// A refused start takes milliseconds; this is the bound the test allows.
@@ -30,29 +33,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(10);
 const CHAIN_BLOCKS: &str = "1500";
 
 fn node(datadir: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ibexd"));
-    command
-        .arg(format!("-datadir={}", datadir.display()))
-        .args(["-regtest", "-printtoconsole=0", "-dbcache=4"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    command
-}
-
-fn txoutsetinfo(datadir: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["txoutsetinfo", &format!("-datadir={}", datadir.display()), "-regtest"])
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-fn utxo_hash(datadir: &Path) -> String {
-    let output = txoutsetinfo(datadir, &[]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    format!("{}@{}", value["hash_serialized_3"], value["height"])
+    common::quiet_ibexd(datadir, &common::REGTEST_QUIET_SMALL_CACHE, extra)
 }
 
 /// Core's refusal, with our client name.
@@ -97,7 +78,7 @@ fn tree(root: &Path) -> BTreeSet<PathBuf> {
 }
 
 fn count_in_log(datadir: &Path, text: &str) -> usize {
-    std::fs::read_to_string(datadir.join("regtest/debug.log"))
+    std::fs::read_to_string(common::debug_log_path(datadir))
         .map_or(0, |log| log.matches(text).count())
 }
 
@@ -176,15 +157,6 @@ fn a_directory_locked_elsewhere_refuses_ibexd_and_txoutsetinfo_creating_nothing(
     assert_eq!(count_in_log(&datadir, "Shutdown: done"), 2);
 }
 
-fn datadir_with_blocks(datadir: &Path, chain: &Path) -> PathBuf {
-    let blocks = datadir.join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for name in ["blk00000.dat", "xor.dat"] {
-        std::fs::copy(chain.join(name), blocks.join(name)).unwrap();
-    }
-    datadir.to_path_buf()
-}
-
 /// The checks made while the first node imports into `datadir`.
 fn second_starts_are_refused(datadir: &Path) {
     let chain_directory = datadir.join("regtest");
@@ -202,13 +174,7 @@ fn second_starts_are_refused(datadir: &Path) {
 fn a_second_node_is_refused_during_an_import_and_kill_nine_leaves_no_lock() {
     let root = tempfile::tempdir().unwrap();
     let chain = root.path().join("chain");
-    let status = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["gen", "--profile", "small", "--blocks", CHAIN_BLOCKS, "--seed", "5", "--out"])
-        .arg(&chain)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    generate_chain(&chain, "small", CHAIN_BLOCKS, "5", &[]);
     let clean = datadir_with_blocks(&root.path().join("clean"), &chain);
     assert!(node(&clean, &["-reindex"]).status().unwrap().success());
     let expected = utxo_hash(&clean);

@@ -3,12 +3,16 @@
 //! `parse_options` on the configuration-file rules.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{copy_core_blocks, datadir_argument, debug_log};
 use ibex_node::config::{parse_options, AssumeValid, ConfigError, ConfigFileStatus, ConfigWarning};
 use ibex_primitives::params::Network;
 
+/// `ibexd <arguments>` with `HOME` set to `home`: no `-datadir` of its own.
 fn ibexd(arguments: &[&str], home: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ibexd")).args(arguments).env("HOME", home).output().unwrap()
 }
@@ -19,10 +23,6 @@ fn stderr(output: &Output) -> String {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn datadir_argument(directory: &Path) -> String {
-    format!("-datadir={}", directory.display())
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ ` at the start of a line.
@@ -101,7 +101,7 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
     let output = ibexd(&[&datadir_argument(&datadir), "-par=2"], home.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "", "printtoconsole=0 from the file");
-    let log = std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap();
+    let log = debug_log(&datadir);
     assert!(log.starts_with("\n\n\n\n\n"));
     let lines: Vec<&str> = log.trim_start_matches('\n').lines().collect();
     assert!(lines.iter().all(|line| is_timestamped(line)), "{log}");
@@ -127,7 +127,7 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
     // A second run appends.
     let output = ibexd(&[&datadir_argument(&datadir)], home.path());
     assert_eq!(output.status.code(), Some(0));
-    let log = std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap();
+    let log = debug_log(&datadir);
     assert_eq!(log.matches("Shutdown: done").count(), 2);
 }
 
@@ -370,7 +370,7 @@ fn numeric_values_are_read_like_core_with_warnings() {
 
 /// The `[warning]` lines of `datadir`'s regtest log, without timestamps.
 fn logged_warnings(datadir: &Path) -> Vec<String> {
-    let log = std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap();
+    let log = debug_log(datadir);
     log.lines()
         .filter_map(|line| line.get(21..))
         .filter(|message| message.starts_with("[warning] "))
@@ -422,7 +422,7 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
         home.path(),
     );
     assert_eq!(output.status.code(), Some(0));
-    let log = std::fs::read_to_string(home.path().join("regtest/debug.log")).unwrap();
+    let log = debug_log(home.path());
     assert!(log.contains("* Using 1.8 MiB for in-memory UTXO set"), "{log}");
     assert!(log.contains("Script verification uses 15 additional threads"), "{log}");
     // -stopatheight=-1 on Core's chain of several hundred blocks stops at the
@@ -432,19 +432,6 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     let arguments = ["-regtest", &datadir_argument(home.path()), "-reindex", "-stopatheight=-1"];
     let output = ibexd(&arguments, home.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let log = std::fs::read_to_string(home.path().join("regtest/debug.log")).unwrap();
+    let log = debug_log(home.path());
     assert!(log.contains("Imported to height 0:"), "{log}");
-}
-
-/// Core's regtest chain (`../shared/chains/core-wallet-mix`), its block file
-/// and `xor.dat`, copied into `datadir`'s regtest blocks directory.
-fn copy_core_blocks(datadir: &Path) -> PathBuf {
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/chains/core-wallet-mix/blocks");
-    let blocks = datadir.join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
-    for name in ["blk00000.dat", "xor.dat"] {
-        std::fs::copy(shared.join(name), blocks.join(name)).unwrap();
-    }
-    blocks
 }

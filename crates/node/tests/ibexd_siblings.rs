@@ -5,59 +5,42 @@
 //! restart. `ibex gen --invalid-siblings` makes such files.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+
+use common::debug_log;
 
 const BLOCKS: &str = "130";
+const NODE_OPTIONS: [&str; 3] = ["-regtest", "-printtoconsole=0", "-assumevalid=0"];
 
+/// `ibex gen` of a tiny chain into `directory`: its manifest.
 fn generate(directory: &Path, extra: &[&str]) -> serde_json::Value {
-    let status = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["gen", "--profile", "tiny", "--blocks", BLOCKS, "--seed", "9", "--out"])
-        .arg(directory)
-        .args(extra)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::generate_chain(directory, "tiny", BLOCKS, "9", extra);
     let manifest = std::fs::read_to_string(directory.join("manifest.json")).unwrap();
     serde_json::from_str(&manifest).unwrap()
 }
 
+/// Every block file of `chain` (siblings may add some) and its `xor.dat`.
 fn install_blocks(datadir: &Path, chain: &Path) {
-    let blocks = datadir.join("regtest/blocks");
-    std::fs::create_dir_all(&blocks).unwrap();
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(chain).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("blk") || name == "xor.dat" {
-            std::fs::copy(&path, blocks.join(name)).unwrap();
+            names.push(name);
         }
     }
+    common::copy_block_files(datadir, chain, &names);
 }
 
 fn run_node(datadir: &Path, extra: &[&str]) {
-    let status = Command::new(env!("CARGO_BIN_EXE_ibexd"))
-        .arg(format!("-datadir={}", datadir.display()))
-        .args(["-regtest", "-printtoconsole=0", "-assumevalid=0"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
+    let status = common::quiet_ibexd(datadir, &NODE_OPTIONS, extra).status().unwrap();
     assert!(status.success(), "ibexd {extra:?}: {status:?}");
 }
 
 fn txoutsetinfo(datadir: &Path) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_ibex"))
-        .args(["txoutsetinfo", &format!("-datadir={}", datadir.display()), "-regtest"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
-fn debug_log(datadir: &Path) -> String {
-    std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap()
+    common::txoutsetinfo_json(datadir, &[])
 }
 
 #[test]

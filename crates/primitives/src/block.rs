@@ -10,6 +10,7 @@ use crate::encode::{compact_size_len, Reader};
 use crate::error::{BlockDecodeError, Field};
 use crate::hash::{sha256_each_32_in_place, BlockHash, Txid};
 use crate::header::{Header, HEADER_BYTES};
+use crate::limits::WITNESS_SCALE_FACTOR;
 use crate::merkle::{merkle_root, MerkleRoot};
 use crate::transaction::{
     decode_transaction, InputView, OutputView, TransactionLayout, TransactionView,
@@ -197,7 +198,7 @@ impl<'a> BlockView<'a> {
 
     /// BIP141 weight.
     pub fn weight(&self) -> usize {
-        self.stripped_size() * 3 + self.size()
+        self.stripped_size() * (WITNESS_SCALE_FACTOR - 1) + self.size()
     }
 
     /// Whether any transaction carries witness data.

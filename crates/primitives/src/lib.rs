@@ -19,6 +19,8 @@ pub mod error;
 pub mod hash;
 pub mod header;
 pub mod hex;
+pub mod limits;
+pub mod lock_time;
 pub mod merkle;
 pub mod owned;
 pub mod parsed_block;

@@ -12,6 +12,7 @@ use crate::error::BlockDecodeError;
 use crate::error::DecodeError;
 use crate::hash::{sha256d, BlockHash, Txid, Wtxid};
 use crate::header::{Header, HEADER_BYTES};
+use crate::limits::WITNESS_SCALE_FACTOR;
 use crate::merkle::{merkle_root, MerkleRoot};
 use crate::transaction::{OutPoint, ParsedTransaction, TransactionView};
 
@@ -118,7 +119,7 @@ impl Transaction {
 
     /// BIP141 weight.
     pub fn weight(&self) -> usize {
-        self.base_size() * 3 + self.total_size()
+        self.base_size() * (WITNESS_SCALE_FACTOR - 1) + self.total_size()
     }
 
     /// Appends the serialisation; with `include_witness` and witness data present,
@@ -239,7 +240,7 @@ impl Block {
 
     /// BIP141 weight.
     pub fn weight(&self) -> usize {
-        self.stripped_size() * 3 + self.size()
+        self.stripped_size() * (WITNESS_SCALE_FACTOR - 1) + self.size()
     }
 
     /// Appends the full serialisation.

@@ -19,6 +19,7 @@
 use crate::encode::Reader;
 use crate::error::{DecodeError, Field};
 use crate::hash::{sha256, sha256_parts, sha256d, sha256d_parts, Txid, Wtxid};
+use crate::limits::WITNESS_SCALE_FACTOR;
 
 /// Smallest encoded input: 36-byte outpoint, empty script (1), sequence (4).
 const INPUT_BYTES_MIN: u64 = 41;
@@ -409,7 +410,7 @@ impl<'a> TransactionView<'a> {
     /// BIP141 weight: base size times three plus total size.
     #[inline]
     pub fn weight(&self) -> usize {
-        self.base_size() * 3 + self.total_size()
+        self.base_size() * (WITNESS_SCALE_FACTOR - 1) + self.total_size()
     }
 
     /// The three byte ranges that make the witness-free serialisation.

@@ -18,10 +18,9 @@
 
 use crate::amount::Amount;
 use crate::encode::write_compact_size;
+use crate::limits::SCRIPT_BYTES_MAX;
 use crate::transaction::OutPoint;
 
-/// Core's `MAX_SCRIPT_SIZE`: longer output scripts are never added to the UTXO set.
-pub const SCRIPT_BYTES_MAX: usize = 10_000;
 /// `OP_RETURN`: an output script starting with it is provably unspendable.
 const OP_RETURN: u8 = 0x6a;
 /// Core's `GetBogoSize` without the script: txid 32, vout 4, height and coinbase

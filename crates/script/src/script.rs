@@ -7,8 +7,9 @@
 
 use crate::opcodes::*;
 
-/// Largest script the legacy and segwit v0 interpreters run (bytes).
-pub const MAX_SCRIPT_SIZE: usize = 10_000;
+// The script size limit (Core's `MAX_SCRIPT_SIZE`) is
+// `ibex_primitives::limits::SCRIPT_BYTES_MAX`, shared with the UTXO set's
+// unspendability rule.
 /// Largest stack element (bytes).
 pub const MAX_SCRIPT_ELEMENT_SIZE: usize = 520;
 /// Most non-push opcodes in a legacy or segwit v0 script.

@@ -26,16 +26,10 @@ use crate::signature::{
     X_ONLY_PUBLIC_KEY_BYTES,
 };
 
-/// Lock times below this are block heights, at or above it Unix times (BIP65).
-pub const LOCKTIME_THRESHOLD: i64 = 500_000_000;
-/// nSequence of a final input: disables nLockTime and CLTV for it.
-pub const SEQUENCE_FINAL: u32 = 0xffff_ffff;
-/// BIP68: set in nSequence, the input has no relative lock time.
-pub const SEQUENCE_LOCKTIME_DISABLE_FLAG: u32 = 1 << 31;
-/// BIP68: set in nSequence, the relative lock time counts 512-second units.
-pub const SEQUENCE_LOCKTIME_TYPE_FLAG: u32 = 1 << 22;
-/// BIP68: the relative lock time's value bits.
-pub const SEQUENCE_LOCKTIME_MASK: u32 = 0x0000_ffff;
+pub use ibex_primitives::lock_time::{
+    LOCKTIME_THRESHOLD, SEQUENCE_FINAL, SEQUENCE_LOCKTIME_DISABLE_FLAG, SEQUENCE_LOCKTIME_MASK,
+    SEQUENCE_LOCKTIME_TYPE_FLAG,
+};
 
 /// Why a checker could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -209,8 +203,8 @@ impl SignatureChecker for TransactionChecker<'_> {
     fn check_lock_time(&self, lock_time: i64) -> bool {
         let transaction_lock_time = i64::from(self.transaction.lock_time());
         // Heights compare with heights and times with times only.
-        let same_kind =
-            (transaction_lock_time < LOCKTIME_THRESHOLD) == (lock_time < LOCKTIME_THRESHOLD);
+        let threshold = i64::from(LOCKTIME_THRESHOLD);
+        let same_kind = (transaction_lock_time < threshold) == (lock_time < threshold);
         if !same_kind || lock_time > transaction_lock_time {
             return false;
         }

@@ -137,15 +137,13 @@ impl BlockIndex {
         };
         let proof = block_proof(CompactTarget(header.bits));
         let (height, chain_work, status) = match parent {
-            None => (0, proof, BlockStatus(BlockStatus::VALID_TREE)),
+            None => (0, proof, BlockStatus::new_header(None)),
             Some(parent_id) => {
                 let parent_entry = self.entry(parent_id);
-                let inherited = parent_entry.status.0 & BlockStatus::FAILED_MASK;
-                let failed = if inherited != 0 { BlockStatus::FAILED_CHILD } else { 0 };
                 (
                     parent_entry.height + 1,
                     parent_entry.chain_work.wrapping_add(proof),
-                    BlockStatus(BlockStatus::VALID_TREE | failed),
+                    BlockStatus::new_header(Some(parent_entry.status)),
                 )
             }
         };
@@ -235,7 +233,7 @@ impl BlockIndex {
     /// Marks `id` failed and every indexed descendant failed-child (Core's
     /// `InvalidBlockFound` / `SetBlockFailureFlags`). Returns the ids changed.
     pub fn mark_failed(&mut self, id: EntryId) -> Vec<EntryId> {
-        self.entry_mut(id).status.0 |= BlockStatus::FAILED_VALID;
+        self.entry_mut(id).status.mark_failed_valid();
         let height = self.entry(id).height;
         let descendants: Vec<EntryId> = self
             .ids()
@@ -247,7 +245,7 @@ impl BlockIndex {
             })
             .collect();
         for &descendant in &descendants {
-            self.entry_mut(descendant).status.0 |= BlockStatus::FAILED_CHILD;
+            self.entry_mut(descendant).status.mark_failed_child();
         }
         descendants
     }

@@ -71,7 +71,7 @@ pub fn encode_entry(entry: &BlockIndexEntry) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     out.push(RECORD_VERSION);
     out.extend_from_slice(&entry.height.to_le_bytes());
-    out.extend_from_slice(&entry.status.0.to_le_bytes());
+    out.extend_from_slice(&entry.status.bits().to_le_bytes());
     out.extend_from_slice(&entry.transaction_count.to_le_bytes());
     out.extend_from_slice(&entry.sequence.to_le_bytes());
     write_position(&mut out, entry.block_position);
@@ -108,7 +108,7 @@ pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
         return None;
     }
     let height = reader.read_u32_le().ok()?;
-    let status = BlockStatus(reader.read_u32_le().ok()?);
+    let status = BlockStatus::from_bits(reader.read_u32_le().ok()?);
     let transaction_count = reader.read_u32_le().ok()?;
     let sequence = reader.read_u64_le().ok()?;
     let block_position = read_position(&mut reader)?;

@@ -192,7 +192,7 @@ impl Chainstate {
         let entry = self.index.entry_mut(id);
         entry.block_position = Some(position);
         entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
-        entry.status.0 |= BlockStatus::HAVE_DATA;
+        entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
         let parent_linked = match entry.parent {
             None => true,

@@ -9,13 +9,13 @@ use ibex_primitives::BlockBuffers;
 use super::pipeline::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::block_read_ahead::{
-    BlockFiles, BlockReadAhead, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
+    read_ahead_bytes, BlockFiles, BlockReadAhead, BlockToRead, READ_AHEAD_BLOCKS_MIN,
+    READ_AHEAD_SEGMENT_BLOCKS,
 };
 use crate::cache::FlushMode;
 use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
 use crate::disconnect::{disconnect_block, DisconnectResult};
 use crate::error::ChainstateError;
-use crate::import_reader::import_queue_bytes;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::rejection::BlockRejection;
@@ -141,7 +141,7 @@ impl Chainstate {
             magic: self.options.params.message_start,
             obfuscation: self.obfuscation,
         };
-        let bytes_max = import_queue_bytes(self.cache.cache_bytes_max());
+        let bytes_max = read_ahead_bytes(self.cache.cache_bytes_max());
         self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max)?);
         Ok(())
     }
@@ -361,7 +361,7 @@ impl Chainstate {
         let position = self.undo_writer.append(file_number, &previous, &self.undo_buffer)?;
         let entry = self.index.entry_mut(id);
         entry.undo_position = Some(position);
-        entry.status.0 |= BlockStatus::HAVE_UNDO;
+        entry.status.set_have_undo();
         Ok(())
     }
 

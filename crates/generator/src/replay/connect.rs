@@ -11,21 +11,13 @@ use ibex_consensus::{
     transaction_sigop_cost, BlockError, SpentCoin,
 };
 use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockView, OutPoint, Params, TransactionView};
 use ibex_script::{
     verify_script, PrecomputedTransactionData, SpentOutput, TransactionChecker, VerifyFlags,
 };
 
 use super::{BlockChanges, ChainView, Rejection, StoredCoin};
-use crate::script_kind::OP_RETURN;
-
-/// Core's MAX_SCRIPT_SIZE: longer output scripts never enter the UTXO set.
-const SCRIPT_BYTES_MAX: usize = 10_000;
-
-/// Core's `IsUnspendable`: OP_RETURN outputs and oversized scripts.
-fn is_unspendable(script: &[u8]) -> bool {
-    script.first() == Some(&OP_RETURN) || script.len() > SCRIPT_BYTES_MAX
-}
 
 /// Verifies every input's script; the first failure in Core's words.
 fn verify_inputs(

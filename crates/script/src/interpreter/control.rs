@@ -7,10 +7,7 @@ use crate::checker::{SigVersion, SignatureChecker};
 use crate::error::ScriptError;
 use crate::flags::VerifyFlags;
 use crate::number::{cast_to_bool, ScriptNum, LOCK_TIME_MAX_NUMBER_BYTES};
-
-/// BIP68/112: a sequence (or CSV operand) with this bit set has no relative
-/// lock time, and OP_CHECKSEQUENCEVERIFY is a NOP.
-const SEQUENCE_LOCKTIME_DISABLE_FLAG: i64 = 1 << 31;
+use ibex_primitives::lock_time::SEQUENCE_LOCKTIME_DISABLE_FLAG;
 
 impl<C: SignatureChecker + ?Sized> Machine<'_, C> {
     /// OP_NOP1, OP_NOP4..OP_NOP10.
@@ -92,7 +89,7 @@ impl<C: SignatureChecker + ?Sized> Machine<'_, C> {
             return Ok(());
         }
         let sequence = self.lock_time_operand()?;
-        if sequence & SEQUENCE_LOCKTIME_DISABLE_FLAG != 0 {
+        if sequence & i64::from(SEQUENCE_LOCKTIME_DISABLE_FLAG) != 0 {
             return Ok(());
         }
         if !self.checker.check_sequence(sequence) {

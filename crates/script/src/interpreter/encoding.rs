@@ -6,10 +6,8 @@
 use crate::checker::SigVersion;
 use crate::error::ScriptError;
 use crate::flags::VerifyFlags;
+use crate::sighash::SIGHASH_ANYONECANPAY;
 use crate::signature::{PUBLIC_KEY_COMPRESSED_BYTES, PUBLIC_KEY_UNCOMPRESSED_BYTES};
-
-/// SIGHASH_ANYONECANPAY, masked off when checking a defined hash type.
-const SIGHASH_ANYONECANPAY: u8 = 0x80;
 
 /// Half the secp256k1 group order, big-endian: S above this is "high".
 const HALF_ORDER: [u8; 32] = [

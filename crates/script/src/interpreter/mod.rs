@@ -35,10 +35,9 @@ use crate::checker::{ExecutionData, SigVersion, SignatureChecker};
 use crate::error::ScriptError;
 use crate::flags::VerifyFlags;
 use crate::opcodes::*;
-use crate::script::{
-    Instructions, MAX_OPS_PER_SCRIPT, MAX_SCRIPT_ELEMENT_SIZE, MAX_SCRIPT_SIZE, MAX_STACK_SIZE,
-};
+use crate::script::{Instructions, MAX_OPS_PER_SCRIPT, MAX_SCRIPT_ELEMENT_SIZE, MAX_STACK_SIZE};
 use condition::ConditionStack;
+use ibex_primitives::limits::SCRIPT_BYTES_MAX;
 
 /// A script stack: bottom first.
 pub type Stack = Vec<Vec<u8>>;
@@ -77,7 +76,7 @@ pub fn eval_script<C: SignatureChecker + ?Sized>(
     if sig_version == SigVersion::Taproot {
         return Err(ScriptError::UnknownError);
     }
-    if limited && script.len() > MAX_SCRIPT_SIZE {
+    if limited && script.len() > SCRIPT_BYTES_MAX {
         return Err(ScriptError::ScriptSize);
     }
     execution.codeseparator_position = Some(u32::MAX);

@@ -55,7 +55,7 @@ fn oversized_pushes_fail_even_unexecuted() {
 
 #[test]
 fn script_size_limit_only_before_tapscript() {
-    let script = vec![OP_NOP; MAX_SCRIPT_SIZE + 1];
+    let script = vec![OP_NOP; SCRIPT_BYTES_MAX + 1];
     assert_eq!(eval(&script), Err(ScriptError::ScriptSize));
     let (result, ..) = eval_with(Vec::new(), &script, VerifyFlags::NONE, SigVersion::Tapscript);
     assert_eq!(result, Ok(()), "tapscript has no size or op count limit");

@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ibex_primitives::limits::{BLOCK_WEIGHT_MAX, WITNESS_SCALE_FACTOR};
 use ibex_primitives::{OutPoint, ParsedTransaction, TransactionView, Txid, MAX_MONEY};
 use ibex_script::assembly::parse_assembly;
 use ibex_script::{
@@ -21,7 +22,7 @@ use serde_json::Value;
 use crate::common::{hex, load_json};
 
 /// Core's MAX_BLOCK_WEIGHT over WITNESS_SCALE_FACTOR: the stripped size limit.
-const TRANSACTION_BASE_BYTES_MAX: usize = 4_000_000 / 4;
+const TRANSACTION_BASE_BYTES_MAX: usize = BLOCK_WEIGHT_MAX / WITNESS_SCALE_FACTOR;
 
 /// One vector: prevouts (script and amount) and the transaction bytes.
 struct TransactionCase {

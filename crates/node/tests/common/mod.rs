@@ -1,0 +1,129 @@
+//! Helpers the `ibexd` and `ibex` integration tests share: the two binaries
+//! as commands, `ibex txoutsetinfo` and `ibex gen` runs, block files copied
+//! into a regtest data directory, the regtest log and `../shared` paths.
+//! Each test file includes this module with `mod common;` and uses a part.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The options most node runs start with: regtest, nothing on the console.
+pub const REGTEST_QUIET: [&str; 2] = ["-regtest", "-printtoconsole=0"];
+
+/// [`REGTEST_QUIET`] with Core's smallest `-dbcache`, so flushes are frequent.
+pub const REGTEST_QUIET_SMALL_CACHE: [&str; 3] = ["-regtest", "-printtoconsole=0", "-dbcache=4"];
+
+/// The first block file and the obfuscation key: what the tests copy from a
+/// generated chain or from Core's into a data directory.
+pub const FIRST_BLOCK_FILE_AND_KEY: [&str; 2] = ["blk00000.dat", "xor.dat"];
+
+/// `path` under the read-only ground truth, `../shared` from the project root.
+pub fn shared(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+}
+
+/// Core's regtest chain: `blocks/` and `expected.json`.
+pub fn core_chain() -> PathBuf {
+    shared("chains/core-wallet-mix")
+}
+
+/// `-datadir=<directory>`.
+pub fn datadir_argument(directory: &Path) -> String {
+    format!("-datadir={}", directory.display())
+}
+
+/// The `ibex` tool, with no arguments yet.
+pub fn ibex() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ibex"))
+}
+
+/// `ibexd -datadir=<datadir> <options> <extra>`, output not redirected.
+pub fn ibexd(datadir: &Path, options: &[&str], extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ibexd"));
+    command.arg(datadir_argument(datadir)).args(options).args(extra);
+    command
+}
+
+/// [`ibexd`] with its standard output and error discarded.
+pub fn quiet_ibexd(datadir: &Path, options: &[&str], extra: &[&str]) -> Command {
+    let mut command = ibexd(datadir, options, extra);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    command
+}
+
+/// `ibex gen --profile <profile> --blocks <blocks> --seed <seed> --out
+/// <directory> <extra>`, its summary discarded; the run must succeed.
+pub fn generate_chain(directory: &Path, profile: &str, blocks: &str, seed: &str, extra: &[&str]) {
+    let status = ibex()
+        .args(["gen", "--profile", profile, "--blocks", blocks, "--seed", seed, "--out"])
+        .arg(directory)
+        .args(extra)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `ibex txoutsetinfo -datadir=<datadir> -regtest <extra>`, whatever its end.
+pub fn txoutsetinfo(datadir: &Path, extra: &[&str]) -> Output {
+    ibex()
+        .args(["txoutsetinfo", &datadir_argument(datadir), "-regtest"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// [`txoutsetinfo`]'s answer; the run must succeed.
+pub fn txoutsetinfo_json(datadir: &Path, extra: &[&str]) -> serde_json::Value {
+    let output = txoutsetinfo(datadir, extra);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// `<hash_serialized_3>@<height>` of a `txoutsetinfo` answer.
+pub fn hash_at_height(answer: &serde_json::Value) -> String {
+    format!("{}@{}", answer["hash_serialized_3"], answer["height"])
+}
+
+/// The UTXO set hash and height of `datadir`; `txoutsetinfo` must succeed.
+pub fn utxo_hash(datadir: &Path) -> String {
+    hash_at_height(&txoutsetinfo_json(datadir, &[]))
+}
+
+/// Copies the files `names` of `source` into `<datadir>/regtest/blocks`,
+/// created if missing, and returns that directory.
+pub fn copy_block_files<Name: AsRef<Path>>(
+    datadir: &Path,
+    source: &Path,
+    names: &[Name],
+) -> PathBuf {
+    let blocks = datadir.join("regtest/blocks");
+    std::fs::create_dir_all(&blocks).unwrap();
+    for name in names {
+        std::fs::copy(source.join(name), blocks.join(name)).unwrap();
+    }
+    blocks
+}
+
+/// `datadir` with the first block file and `xor.dat` of the generated
+/// `chain` in its regtest blocks directory.
+pub fn datadir_with_blocks(datadir: &Path, chain: &Path) -> PathBuf {
+    copy_block_files(datadir, chain, &FIRST_BLOCK_FILE_AND_KEY);
+    datadir.to_path_buf()
+}
+
+/// Core's regtest chain, its block file and `xor.dat`, copied into
+/// `datadir`'s regtest blocks directory, which is returned.
+pub fn copy_core_blocks(datadir: &Path) -> PathBuf {
+    copy_block_files(datadir, &core_chain().join("blocks"), &FIRST_BLOCK_FILE_AND_KEY)
+}
+
+/// `<datadir>/regtest/debug.log`.
+pub fn debug_log_path(datadir: &Path) -> PathBuf {
+    datadir.join("regtest/debug.log")
+}
+
+/// The regtest log of `datadir`, which must exist.
+pub fn debug_log(datadir: &Path) -> String {
+    std::fs::read_to_string(debug_log_path(datadir)).unwrap()
+}
