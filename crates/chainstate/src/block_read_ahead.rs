@@ -171,7 +171,7 @@ mod tests {
 
     use super::*;
     use crate::manager::Chainstate;
-    use crate::test_chain::{accept, chain_and_chainstate};
+    use crate::test_chain::accepted_chain;
 
     /// The stored blocks of `chainstate`'s index at heights 0..=5.
     fn stored_blocks(chainstate: &Chainstate, blocks: &[Vec<u8>]) -> Vec<BlockToRead> {
@@ -198,10 +198,7 @@ mod tests {
     #[test]
     fn reads_blocks_in_order_within_its_byte_budget() {
         let root = tempfile::tempdir().unwrap();
-        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
-        for bytes in &blocks {
-            accept(&mut chainstate, bytes);
-        }
+        let (blocks, mut chainstate) = accepted_chain(root.path());
         chainstate.flush(crate::FlushReason::Shutdown, crate::FlushMode::KeepCoins).unwrap();
         let to_read = stored_blocks(&chainstate, &blocks);
         // A budget of one byte: one block at a time, never a deadlock.
@@ -221,10 +218,7 @@ mod tests {
     #[test]
     fn a_file_holding_another_block_is_an_error_and_stops_the_reading() {
         let root = tempfile::tempdir().unwrap();
-        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
-        for bytes in &blocks {
-            accept(&mut chainstate, bytes);
-        }
+        let (blocks, mut chainstate) = accepted_chain(root.path());
         chainstate.flush(crate::FlushReason::Shutdown, crate::FlushMode::KeepCoins).unwrap();
         let mut to_read = stored_blocks(&chainstate, &blocks);
         // The index says block 2 is where block 3 is.

@@ -41,3 +41,13 @@ pub(crate) fn accept(chainstate: &mut Chainstate, bytes: &[u8]) {
     let block = PreparedBlock::prepare(bytes.to_vec(), None, &params, &mut buffers).unwrap();
     chainstate.accept_block(block).unwrap();
 }
+
+/// [`chain_and_chainstate`] with every block accepted (stored and indexed,
+/// nothing connected).
+pub(crate) fn accepted_chain(root: &std::path::Path) -> (Vec<Vec<u8>>, Chainstate) {
+    let (blocks, mut chainstate) = chain_and_chainstate(root);
+    for bytes in &blocks {
+        accept(&mut chainstate, bytes);
+    }
+    (blocks, chainstate)
+}

@@ -30,7 +30,7 @@ use ibex_chainstate::{
     FlushReason, ImportSource, PreparedBlock,
 };
 use ibex_generator::invalid::InvalidClass;
-use ibex_generator::siblings::SiblingTail;
+use ibex_generator::siblings::{SiblingTail, MIXED_SIBLING_CLASSES};
 use ibex_primitives::txoutset::TxOutSetStats;
 use ibex_primitives::{BlockBuffers, BlockHash};
 
@@ -39,17 +39,8 @@ use support::{import, import_alone, invalid_events, offer, tip_hex, utxo_stats, 
 /// Blocks of the valid chain (the tail needs 122).
 const CHAIN_BLOCKS: u32 = 130;
 
-/// The invalid siblings, in file order: the first k are used. Two script
-/// failures first reproduce the chain; the others fail while
-/// connecting (Core's `ConnectBlock`), not when accepted.
-const SIBLING_CLASSES: [InvalidClass; 6] = [
-    InvalidClass::InvalidSignature,
-    InvalidClass::InvalidSignature,
-    InvalidClass::CoinbaseOverpays,
-    InvalidClass::MissingCoin,
-    InvalidClass::InvalidSignature,
-    InvalidClass::DoubleSpend,
-];
+/// The invalid siblings, in file order: the first k are used.
+const SIBLING_CLASSES: [InvalidClass; 6] = MIXED_SIBLING_CLASSES;
 
 fn with_tail(invalid_count: usize, valid_position: usize, valid_child: bool) -> Generated {
     Generated::new(|options| {

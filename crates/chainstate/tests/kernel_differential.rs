@@ -34,7 +34,7 @@ use ibex_chainstate::{
 use ibex_generator::invalid::InvalidClass;
 use ibex_generator::regtest::REGTEST_MESSAGE_START;
 use ibex_generator::replay::read_blocks;
-use ibex_generator::siblings::SiblingTail;
+use ibex_generator::siblings::{SiblingTail, MIXED_SIBLING_CLASSES};
 use ibex_generator::{generate, GeneratorOptions, Manifest, Profile};
 use ibex_primitives::{BlockBuffers, Params};
 
@@ -456,14 +456,7 @@ fn core_wallet_chain_agrees_with_core() {
 /// the same blocks found invalid.
 #[test]
 fn competing_siblings_agree_with_core() {
-    const CLASSES: [InvalidClass; 6] = [
-        InvalidClass::InvalidSignature,
-        InvalidClass::InvalidSignature,
-        InvalidClass::CoinbaseOverpays,
-        InvalidClass::MissingCoin,
-        InvalidClass::InvalidSignature,
-        InvalidClass::DoubleSpend,
-    ];
+    const CLASSES: [InvalidClass; 6] = MIXED_SIBLING_CLASSES;
     let shapes = [
         (1, 1, false),
         (2, 2, false),

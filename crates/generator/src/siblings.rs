@@ -26,6 +26,19 @@ use crate::random::DeterministicRng;
 /// two siblings of one class are still different blocks.
 const STREAM_SIBLINGS: u64 = 64;
 
+/// A mix of the classes that fail only when connected (two script
+/// failures first, as in issue 12's recorded chain, then a coinbase paying
+/// too much, a missing input, a third script failure, a double spend):
+/// tests take the first k as their invalid siblings.
+pub const MIXED_SIBLING_CLASSES: [InvalidClass; 6] = [
+    InvalidClass::InvalidSignature,
+    InvalidClass::InvalidSignature,
+    InvalidClass::CoinbaseOverpays,
+    InvalidClass::MissingCoin,
+    InvalidClass::InvalidSignature,
+    InvalidClass::DoubleSpend,
+];
+
 /// Fewest blocks a chain with siblings can have: the invalid classes spend
 /// mature coinbase outputs (100 blocks deep) below the siblings' parent.
 pub const SIBLING_CHAIN_BLOCKS_MIN: u32 = 122;

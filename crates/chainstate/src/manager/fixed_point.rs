@@ -231,7 +231,7 @@ mod tests {
     use ibex_primitives::{BlockView, Header};
 
     use super::*;
-    use crate::test_chain::{accept, chain_and_chainstate};
+    use crate::test_chain::{accept, accepted_chain, chain_and_chainstate};
 
     fn hash_of(bytes: &[u8]) -> BlockHash {
         BlockView::parse(bytes).unwrap().header().block_hash()
@@ -240,10 +240,7 @@ mod tests {
     #[test]
     fn lost_candidates_are_found_in_the_index_and_connected() {
         let root = tempfile::tempdir().unwrap();
-        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
-        for bytes in &blocks {
-            accept(&mut chainstate, bytes);
-        }
+        let (blocks, mut chainstate) = accepted_chain(root.path());
         // What a bug in the candidate set would leave: blocks with data
         // that chain selection no longer sees.
         chainstate.candidates.clear();
