@@ -89,6 +89,16 @@ pub struct Coin {
 }
 
 impl Coin {
+    /// The coin as consensus's connect rules read it.
+    pub fn as_spent_coin(&self) -> ibex_consensus::SpentCoin<'_> {
+        ibex_consensus::SpentCoin {
+            value: self.amount().to_sat(),
+            script_pubkey: self.script_pubkey(),
+            height: self.height(),
+            is_coinbase: self.is_coinbase(),
+        }
+    }
+
     /// A coin created at `height`; fails when the height exceeds 31 bits.
     pub fn new(
         amount: Amount,

@@ -1,7 +1,9 @@
 //! Connecting a block to the UTXO cache (Core's `ConnectBlock` after the
-//! header and block checks): inputs exist and are unspent, BIP30, coinbase
-//! maturity and amounts (`CheckTxInputs`), BIP68 sequence locks, the sigop
-//! cost limit and the coinbase value: every rule but the scripts.
+//! header and block checks): BIP30 and the inputs' coins (exist, unspent)
+//! here, where the coins are; the rules on the spent coins (`CheckTxInputs`,
+//! fee total, BIP68, sigop cost, coinbase amount) are consensus's pure
+//! [`BlockConnectCheck`], fed one transaction at a time: every rule but the
+//! scripts.
 //!
 //! The cache is changed in place while the block is checked: spends and
 //! new coins go straight in, and the spent coins become the block's undo
@@ -15,39 +17,23 @@
 //! rule of the block, so the coinbase-amount failure is reported before a
 //! script failure as in Core with parallel script checks.
 
-use ibex_consensus::finality::{sequence_locks, sequence_locks_satisfied};
-use ibex_consensus::limits::BLOCK_SIGOPS_COST_MAX;
-use ibex_consensus::TransactionError;
 use ibex_consensus::{
-    check_coinbase_amount, check_transaction_inputs, transaction_sigop_cost, SpentCoin,
+    BlockConnectCheck, BlockRejection, ConnectRules, SpentCoin, TransactionError,
 };
-use ibex_primitives::amount::money_range;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{Amount, BlockView, OutPoint, Params, TransactionView, Txid};
-use ibex_script::VerifyFlags;
+use ibex_primitives::{Amount, BlockView, OutPoint, TransactionView, Txid};
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
 use crate::error::ChainstateError;
-use crate::rejection::BlockRejection;
 use crate::undo::{BlockUndo, TransactionUndo};
 
 /// Everything about the block's place in the chain that connecting it needs.
 pub struct ConnectContext<'a> {
-    /// Network parameters.
-    pub params: &'a Params,
-    /// The block's height.
-    pub height: u32,
-    /// Script flags in force for this block.
-    pub flags: VerifyFlags,
+    /// The consensus rules in force (height, flags, sequence locks).
+    pub rules: ConnectRules<'a>,
     /// Whether BIP30 requires that no output already exists.
     pub enforce_bip30: bool,
-    /// Whether BIP68 sequence locks apply (CSV active).
-    pub enforce_sequence_locks: bool,
-    /// Median time past of the parent.
-    pub previous_median_time_past: i64,
-    /// Median time past of the active-chain block at a height up to the parent's.
-    pub median_time_past_at: &'a dyn Fn(u32) -> i64,
 }
 
 /// A connected block's results.
@@ -85,70 +71,54 @@ pub fn connect_block(
     txids: &[Txid],
     context: &ConnectContext<'_>,
 ) -> Result<ConnectedBlock, ConnectError> {
+    // Core checks BIP30 for every transaction before applying any.
+    if context.enforce_bip30 {
+        for (transaction, txid) in block.transactions().zip(txids) {
+            check_bip30(cache, &transaction, txid)?;
+        }
+    }
     let mut undo = BlockUndo { transactions: Vec::with_capacity(block.transaction_count()) };
     let mut outputs_added = 0;
-    let result = apply_transactions(cache, block, txids, context, &mut undo, &mut outputs_added);
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(error) => return Err(rollback_after(cache, block, txids, &undo, outputs_added, error)),
-    };
-    if let Err(rejection) =
-        check_coinbase_amount(block, outcome.fees, context.height, context.params)
-    {
-        let error = BlockRejection::Block(rejection).into();
-        return Err(rollback_after(cache, block, txids, &undo, outputs_added, error));
+    let mut check = BlockConnectCheck::new(&context.rules);
+    let height = context.rules.height;
+    let applied =
+        apply_transactions(cache, block, txids, height, &mut check, &mut undo, &mut outputs_added);
+    let result = applied.and_then(|input_count| Ok((check.finish(block)?, input_count)));
+    match result {
+        // Scripts are checked by the pipeline once the block is connected
+        // (`manager::pipeline`), never here.
+        Ok((totals, input_count)) => Ok(ConnectedBlock { undo, fees: totals.fees, input_count }),
+        Err(error) => Err(rollback_after(cache, block, txids, &undo, outputs_added, error)),
     }
-    // Scripts are checked by the pipeline once the block is connected
-    // (`manager::pipeline`), never here.
-    Ok(ConnectedBlock { undo, fees: outcome.fees, input_count: outcome.input_count })
 }
 
-struct Totals {
-    fees: i64,
-    input_count: u64,
-}
-
-/// Spends and adds every transaction's coins, checking the non-script rules.
+/// Spends and adds every transaction's coins, checking the rules on the
+/// spent coins as it goes; the number of inputs after the coinbase.
 fn apply_transactions(
     cache: &mut CoinsCache,
     block: &BlockView<'_>,
     txids: &[Txid],
-    context: &ConnectContext<'_>,
+    height: u32,
+    check: &mut BlockConnectCheck<'_>,
     undo: &mut BlockUndo,
     outputs_added: &mut usize,
-) -> Result<Totals, ConnectError> {
-    let mut totals = Totals { fees: 0, input_count: 0 };
-    let mut sigop_cost = 0u64;
+) -> Result<u64, ConnectError> {
+    let mut input_count = 0u64;
     for (index, (transaction, txid)) in block.transactions().zip(txids).enumerate() {
-        if context.enforce_bip30 {
-            check_bip30(cache, &transaction, txid)?;
-        }
-        if index > 0 {
+        if index == 0 {
+            check.coinbase(&transaction)?;
+        } else {
             undo.transactions
                 .push(TransactionUndo { spent: Vec::with_capacity(transaction.inputs().len()) });
             let spent = spend_inputs(cache, &transaction, txid, undo)?;
-            let fee = check_inputs(&transaction, txid, spent, context)?;
-            totals.fees = totals
-                .fees
-                .checked_add(fee)
-                .filter(|total| money_range(*total))
-                .ok_or(BlockRejection::FeesOutOfRange)?;
-            totals.input_count += transaction.inputs().len() as u64;
-            let scripts: Vec<&[u8]> = spent.iter().map(Coin::script_pubkey).collect();
-            sigop_cost += transaction_sigop_cost(&transaction, &scripts, context.flags);
-        } else {
-            sigop_cost += transaction_sigop_cost(&transaction, &[], context.flags);
+            let coins: Vec<SpentCoin<'_>> = spent.iter().map(Coin::as_spent_coin).collect();
+            check.transaction(&transaction, txid, &coins)?;
+            input_count += transaction.inputs().len() as u64;
         }
-        if sigop_cost > BLOCK_SIGOPS_COST_MAX {
-            return Err(BlockRejection::Block(ibex_consensus::BlockError::Sigops {
-                cost: sigop_cost,
-            })
-            .into());
-        }
-        add_outputs(cache, &transaction, txid, context.height, index == 0)?;
+        add_outputs(cache, &transaction, txid, height, index == 0)?;
         *outputs_added = index + 1;
     }
-    Ok(totals)
+    Ok(input_count)
 }
 
 /// BIP30: no output of the transaction may already be an unspent coin.
@@ -186,34 +156,6 @@ fn spend_inputs<'u>(
         }
     }
     Ok(&record.spent)
-}
-
-/// `CheckTxInputs` and BIP68 for a transaction whose inputs spent `spent`.
-fn check_inputs(
-    transaction: &TransactionView<'_>,
-    txid: &Txid,
-    spent: &[Coin],
-    context: &ConnectContext<'_>,
-) -> Result<i64, ConnectError> {
-    let coins: Vec<SpentCoin<'_>> = spent
-        .iter()
-        .map(|coin| SpentCoin {
-            value: coin.amount().to_sat(),
-            script_pubkey: coin.script_pubkey(),
-            height: coin.height(),
-            is_coinbase: coin.is_coinbase(),
-        })
-        .collect();
-    let fee = check_transaction_inputs(transaction, &coins, context.height)
-        .map_err(|source| BlockRejection::Transaction { txid: *txid, source })?;
-    if context.enforce_sequence_locks {
-        let heights: Vec<u32> = spent.iter().map(Coin::height).collect();
-        let locks = sequence_locks(transaction, true, &heights, context.median_time_past_at);
-        if !sequence_locks_satisfied(locks, context.height, context.previous_median_time_past) {
-            return Err(BlockRejection::SequenceLocks { txid: *txid }.into());
-        }
-    }
-    Ok(fee)
 }
 
 /// Adds the transaction's spendable outputs (Core's `AddCoins`; a coinbase

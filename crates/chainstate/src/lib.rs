@@ -28,7 +28,6 @@ pub mod index;
 pub mod manager;
 pub mod prefetch;
 pub mod prepared;
-pub mod rejection;
 pub mod scripts;
 #[cfg(test)]
 mod test_chain;
@@ -43,6 +42,7 @@ pub use database::{
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use heap::bound_heap_retention;
+pub use ibex_consensus::BlockRejection;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
@@ -56,6 +56,5 @@ pub use manager::{
 };
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;
-pub use rejection::BlockRejection;
 pub use txoutset::txoutset_stats;
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

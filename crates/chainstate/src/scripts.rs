@@ -19,8 +19,8 @@ use ibex_script::{
 use rayon::prelude::*;
 
 use crate::error::ChainstateError;
-use crate::rejection::BlockRejection;
 use crate::undo::BlockUndo;
+use ibex_consensus::BlockRejection;
 
 /// Inputs of one transaction below which they are checked on one thread.
 const PARALLEL_INPUTS_MIN: usize = 16;

@@ -5,21 +5,25 @@
 //! carry Core's reject reasons (`bad-txns-inputs-missingorspent`, ...).
 
 pub mod block;
+pub mod connect;
 pub mod contextual;
 pub mod error;
 pub mod finality;
 pub mod inputs;
 pub mod limits;
+pub mod rejection;
 pub mod script_reason;
 pub mod subsidy;
 pub mod transaction;
 
 pub use block::check_block;
+pub use connect::{BlockConnectCheck, BlockTotals, ConnectRules};
 pub use contextual::{
     block_script_flags, check_block_header, check_coinbase_amount, contextual_check_block,
     contextual_check_block_header, median_time_past, transaction_sigop_cost, HeaderContext,
 };
 pub use error::{BlockError, BlockFailureKind, LocatedTransactionError, TransactionError};
 pub use inputs::{check_transaction_inputs, SpentCoin};
+pub use rejection::BlockRejection;
 pub use script_reason::{script_error_text, script_failure_reason};
 pub use transaction::check_transaction;

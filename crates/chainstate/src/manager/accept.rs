@@ -16,7 +16,7 @@ use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
-use crate::rejection::BlockRejection;
+use ibex_consensus::BlockRejection;
 
 /// What became of an offered block.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! `ConnectTip`, `DisconnectTip`).
 
 use ibex_blockstore::{read_block, read_undo};
-use ibex_consensus::block_script_flags;
+use ibex_consensus::{block_script_flags, ConnectRules};
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::BlockBuffers;
 
@@ -18,8 +18,8 @@ use crate::disconnect::{disconnect_block, DisconnectResult};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
-use crate::rejection::BlockRejection;
 use crate::undo::BlockUndo;
+use ibex_consensus::BlockRejection;
 
 fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
     chainstate.index.entry(id).height
@@ -301,14 +301,16 @@ impl Chainstate {
         let median_time_past_at =
             |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
         let context = ConnectContext {
-            params,
-            height,
-            flags: block_script_flags(params, height, &hash),
+            rules: ConnectRules {
+                params,
+                height,
+                flags: block_script_flags(params, height, &hash),
+                enforce_sequence_locks: params
+                    .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
+                previous_median_time_past: index.median_time_past(parent),
+                median_time_past_at: &median_time_past_at,
+            },
             enforce_bip30,
-            enforce_sequence_locks: params
-                .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
-            previous_median_time_past: index.median_time_past(parent),
-            median_time_past_at: &median_time_past_at,
         };
         connect_block(&mut self.cache, block.view(), block.txids(), &context)
     }

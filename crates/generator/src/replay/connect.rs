@@ -1,14 +1,13 @@
 //! Core's `ConnectBlock` for one block on a [`ChainView`]: inputs present and
-//! unspent, `CheckTxInputs`, BIP68 sequence locks, the sigops cost limit,
-//! every input's script under full consensus flags, and the coinbase amount.
+//! unspent (here, on the view's maps), the rules on the spent coins
+//! (`CheckTxInputs`, fee total, BIP68, sigop cost, coinbase amount: the
+//! same [`BlockConnectCheck`] the chainstate uses), and every input's script
+//! under full consensus flags.
 
 use std::collections::{HashMap, HashSet};
 
-use ibex_consensus::finality::{sequence_locks, sequence_locks_satisfied};
-use ibex_consensus::limits::BLOCK_SIGOPS_COST_MAX;
 use ibex_consensus::{
-    block_script_flags, check_coinbase_amount, check_transaction_inputs, script_failure_reason,
-    transaction_sigop_cost, BlockError, SpentCoin,
+    block_script_flags, script_failure_reason, BlockConnectCheck, ConnectRules, SpentCoin,
 };
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::txoutset::is_unspendable;
@@ -65,15 +64,9 @@ fn find_coins<'a>(
         .collect()
 }
 
-/// `CheckTxInputs` and BIP68 for one transaction spending `coins`; its fee.
-fn check_spend(
-    params: &Params,
-    base: &ChainView,
-    transaction: &TransactionView<'_>,
-    coins: &[&StoredCoin],
-) -> Result<i64, Rejection> {
-    let height = base.height + 1;
-    let spent_coins: Vec<SpentCoin<'_>> = coins
+/// The coins as consensus's connect rules read them.
+fn spent_coins<'a>(coins: &[&'a StoredCoin]) -> Vec<SpentCoin<'a>> {
+    coins
         .iter()
         .map(|coin| SpentCoin {
             value: coin.value,
@@ -81,20 +74,7 @@ fn check_spend(
             height: coin.height,
             is_coinbase: coin.is_coinbase,
         })
-        .collect();
-    let fee = check_transaction_inputs(transaction, &spent_coins, height)
-        .map_err(|error| Rejection::new(error.reject_reason()))?;
-    let heights: Vec<u32> = coins.iter().map(|coin| coin.height).collect();
-    let median_time_past_of =
-        |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
-    // BIP68 from CSV's activation (Core's LOCKTIME_VERIFY_SEQUENCE).
-    let enforce = params.deployment_active_at(BuriedDeployment::CheckSequenceVerify, height);
-    let locks = sequence_locks(transaction, enforce, &heights, median_time_past_of);
-    let previous_median_time_past = base.median_time_past.last().copied().unwrap_or(0);
-    if !sequence_locks_satisfied(locks, height, previous_median_time_past) {
-        return Err(Rejection::new("bad-txns-nonfinal"));
-    }
-    Ok(fee)
+        .collect()
 }
 
 /// Adds a transaction's spendable outputs to the block's new coins.
@@ -130,18 +110,27 @@ pub(crate) fn connect(
 ) -> Result<BlockChanges, Rejection> {
     let height = base.height + 1;
     let flags = block_script_flags(params, height, &block.block_hash());
+    let median_time_past_at =
+        |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
+    let rules = ConnectRules {
+        params,
+        height,
+        flags,
+        enforce_sequence_locks: params
+            .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
+        previous_median_time_past: base.median_time_past.last().copied().unwrap_or(0),
+        median_time_past_at: &median_time_past_at,
+    };
+    let mut check = BlockConnectCheck::new(&rules);
     let mut created: HashMap<OutPoint, StoredCoin> = HashMap::new();
     let mut spent: HashSet<OutPoint> = HashSet::new();
     let mut changes = BlockChanges::default();
-    let (mut fees, mut sigops) = (0i64, 0u64);
     let mut script_failure = None;
     for (index, transaction) in block.transactions().enumerate() {
         if index > 0 {
             let coins = find_coins(base, &created, &spent, &transaction)?;
-            fees += check_spend(params, base, &transaction, &coins)?;
-            let scripts: Vec<&[u8]> =
-                coins.iter().map(|coin| coin.script_pubkey.as_slice()).collect();
-            sigops += transaction_sigop_cost(&transaction, &scripts, flags);
+            let txid = transaction.txid();
+            check.transaction(&transaction, &txid, &spent_coins(&coins))?;
             match verify_inputs(&transaction, &coins, flags) {
                 Ok(count) => changes.inputs_verified += count,
                 Err(reason) => script_failure = script_failure.or(Some(reason)),
@@ -151,15 +140,14 @@ pub(crate) fn connect(
                 changes.spent.push(input.previous_output());
             }
         } else {
-            sigops += transaction_sigop_cost(&transaction, &[], flags);
-        }
-        if sigops > BLOCK_SIGOPS_COST_MAX {
-            return Err(BlockError::Sigops { cost: sigops }.into());
+            check
+                .coinbase(&transaction)
+                .map_err(|rejection| Rejection::new(rejection.reject_reason()))?;
         }
         add_outputs(&transaction, height, index == 0, &mut created, &mut changes);
     }
     // Core checks the amount before it waits for the (parallel) script checks.
-    check_coinbase_amount(block, fees, height, params)?;
+    check.finish(block)?;
     match script_failure {
         Some(reason) => Err(Rejection::new(reason)),
         None => Ok(changes),

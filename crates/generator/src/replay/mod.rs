@@ -67,6 +67,12 @@ impl Rejection {
     }
 }
 
+impl From<ibex_consensus::BlockRejection> for Rejection {
+    fn from(rejection: ibex_consensus::BlockRejection) -> Rejection {
+        Rejection::new(rejection.reject_reason())
+    }
+}
+
 impl From<BlockError> for Rejection {
     fn from(error: BlockError) -> Rejection {
         Rejection::new(error.reject_reason())

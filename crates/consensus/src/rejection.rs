@@ -1,8 +1,11 @@
-//! Why a block was rejected, in Bitcoin Core's words.
+//! Why a block was rejected, in Bitcoin Core's words: every reason a
+//! block can fail for, from its header to its scripts, with where (txid,
+//! input). Used by the chainstate and by the generator's replay alike.
 
-use ibex_consensus::{BlockError, BlockFailureKind, TransactionError};
 use ibex_primitives::Txid;
 use ibex_script::ScriptError;
+
+use crate::error::{BlockError, BlockFailureKind, TransactionError};
 
 /// A block that breaks a rule: what and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,11 +96,7 @@ impl BlockRejection {
     }
 }
 
-/// Core v30's reason for a block whose script check failed:
-/// `block-script-verify-flag-failed (<ScriptErrorString>)`.
-pub fn script_failure_reason(error: ScriptError) -> String {
-    ibex_consensus::script_failure_reason(error)
-}
+use crate::script_reason::script_failure_reason;
 
 impl From<BlockError> for BlockRejection {
     fn from(error: BlockError) -> Self {
