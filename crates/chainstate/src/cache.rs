@@ -190,6 +190,19 @@ impl CoinsCache {
         Ok(self.fetch(outpoint)?.is_some())
     }
 
+    /// Whether an unspent coin exists at `outpoint`, caching nothing: the
+    /// BIP30 lookups, almost all for outpoints that do not exist, run on
+    /// several threads at once (see [`crate::connect`]).
+    pub fn has_unspent(&self, outpoint: &OutPoint) -> Result<bool, ChainstateError> {
+        if let Some(entry) = self.map.get(outpoint) {
+            return Ok(entry.coin.is_some());
+        }
+        if let Some(frozen) = self.frozen_lookup(outpoint) {
+            return Ok(frozen.is_some());
+        }
+        self.database.has_coin(outpoint)
+    }
+
     /// The coin at `outpoint` if it is in memory (no database read).
     pub fn peek(&self, outpoint: &OutPoint) -> Option<&Coin> {
         self.map.get(outpoint).and_then(|entry| entry.coin.as_ref())

@@ -214,6 +214,11 @@ impl CoinsDatabase {
         self.flush_batch_bytes_max
     }
 
+    /// Whether the database has an unspent coin at `outpoint` (no decoding).
+    pub fn has_coin(&self, outpoint: &OutPoint) -> Result<bool, ChainstateError> {
+        Ok(self.db.get_pinned(CoinKey::new(outpoint))?.is_some())
+    }
+
     /// The coin at `outpoint`, if unspent.
     pub fn coin(&self, outpoint: &OutPoint) -> Result<Option<Coin>, ChainstateError> {
         let value = self.db.get_pinned(CoinKey::new(outpoint))?;

@@ -311,6 +311,7 @@ impl Chainstate {
                 median_time_past_at: &median_time_past_at,
             },
             enforce_bip30,
+            threads: &self.scripts,
         };
         connect_block(&mut self.cache, block.view(), block.txids(), &context)
     }
