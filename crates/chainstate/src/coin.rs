@@ -92,7 +92,7 @@ impl Coin {
     /// The coin as consensus's connect rules read it.
     pub fn as_spent_coin(&self) -> ibex_consensus::SpentCoin<'_> {
         ibex_consensus::SpentCoin {
-            value: self.amount().to_sat(),
+            value: self.amount(),
             script_pubkey: self.script_pubkey(),
             height: self.height(),
             is_coinbase: self.is_coinbase(),

@@ -15,8 +15,7 @@
 //! Order per transaction, as in Core: `CheckTxInputs`, then the fee total,
 //! then the sequence locks, then the sigop cost.
 
-use ibex_primitives::amount::money_range;
-use ibex_primitives::{BlockView, Params, TransactionView, Txid};
+use ibex_primitives::{Amount, BlockView, Params, TransactionView, Txid};
 use ibex_script::VerifyFlags;
 
 use crate::contextual::{check_coinbase_amount, transaction_sigop_cost};
@@ -47,8 +46,8 @@ pub struct ConnectRules<'a> {
 /// What a block's transactions add up to once every rule here passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockTotals {
-    /// The fees of all its transactions, in satoshis.
-    pub fees: i64,
+    /// The fees of all its transactions.
+    pub fees: Amount,
     /// Its sigop cost.
     pub sigop_cost: u64,
 }
@@ -62,7 +61,7 @@ pub struct BlockConnectCheck<'a> {
 impl<'a> BlockConnectCheck<'a> {
     /// A block with no transaction checked yet.
     pub fn new(rules: &'a ConnectRules<'a>) -> BlockConnectCheck<'a> {
-        BlockConnectCheck { rules, totals: BlockTotals { fees: 0, sigop_cost: 0 } }
+        BlockConnectCheck { rules, totals: BlockTotals { fees: Amount::ZERO, sigop_cost: 0 } }
     }
 
     /// The coinbase (the first transaction): its sigop cost.
@@ -71,22 +70,19 @@ impl<'a> BlockConnectCheck<'a> {
     }
 
     /// A transaction after the coinbase whose inputs spend `spent` (one
-    /// coin per input, in input order); its fee in satoshis.
+    /// coin per input, in input order); its fee.
     pub fn transaction(
         &mut self,
         transaction: &TransactionView<'_>,
         txid: &Txid,
         spent: &[SpentCoin<'_>],
-    ) -> Result<i64, BlockRejection> {
+    ) -> Result<Amount, BlockRejection> {
         let rules = self.rules;
         let fee = check_transaction_inputs(transaction, spent, rules.height)
             .map_err(|source| BlockRejection::Transaction { txid: *txid, source })?;
-        self.totals.fees = self
-            .totals
-            .fees
-            .checked_add(fee)
-            .filter(|total| money_range(*total))
-            .ok_or(BlockRejection::FeesOutOfRange)?;
+        // Core's `MoneyRange(nFees)` after each addition.
+        self.totals.fees =
+            self.totals.fees.checked_add(fee).ok_or(BlockRejection::FeesOutOfRange)?;
         if rules.enforce_sequence_locks {
             let heights: Vec<u32> = spent.iter().map(|coin| coin.height).collect();
             let locks = sequence_locks(transaction, true, &heights, rules.median_time_past_at);

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use crate::script_reason::script_failure_reason;
-use ibex_primitives::{Txid, WitnessCommitmentError};
+use ibex_primitives::{Amount, Txid, WitnessCommitmentError};
 use ibex_script::ScriptError;
 use thiserror::Error;
 
@@ -79,12 +79,12 @@ pub enum TransactionError {
         input: usize,
     },
     /// Outputs worth more than inputs.
-    #[error("bad-txns-in-belowout: in {value_in}, out {value_out}")]
+    #[error("bad-txns-in-belowout: in {}, out {}", .value_in.to_sat(), .value_out.to_sat())]
     InputsBelowOutputs {
         /// Sum of spent values.
-        value_in: i64,
+        value_in: Amount,
         /// Sum of output values.
-        value_out: i64,
+        value_out: Amount,
     },
     /// The fee is outside the money range.
     #[error("bad-txns-fee-outofrange")]
@@ -215,12 +215,12 @@ pub enum BlockError {
         weight: usize,
     },
     /// The coinbase pays more than the subsidy plus the fees.
-    #[error("bad-cb-amount: coinbase pays {value}, limit {limit}")]
+    #[error("bad-cb-amount: coinbase pays {}, limit {}", .value.to_sat(), .limit.to_sat())]
     CoinbaseAmount {
         /// Sum of the coinbase outputs.
-        value: i64,
+        value: Amount,
         /// Subsidy plus fees.
-        limit: i64,
+        limit: Amount,
     },
     /// A transaction breaks a rule.
     #[error("{0}")]

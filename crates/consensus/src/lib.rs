@@ -26,4 +26,4 @@ pub use error::{BlockError, BlockFailureKind, LocatedTransactionError, Transacti
 pub use inputs::{check_transaction_inputs, SpentCoin};
 pub use rejection::BlockRejection;
 pub use script_reason::{script_error_text, script_failure_reason};
-pub use transaction::check_transaction;
+pub use transaction::{check_transaction, output_amount, transaction_value_out};

@@ -8,8 +8,7 @@
 
 use crate::error::TransactionError;
 use crate::limits::{BLOCK_WEIGHT_MAX, WITNESS_SCALE_FACTOR};
-use ibex_primitives::amount::money_range;
-use ibex_primitives::TransactionView;
+use ibex_primitives::{Amount, AmountError, TransactionView};
 
 /// Inputs up to this count are checked for duplicates pairwise.
 const DUPLICATE_CHECK_PAIRWISE_INPUTS_MAX: usize = 8;
@@ -36,6 +35,32 @@ pub fn find_duplicate_input(transaction: &TransactionView<'_>) -> Option<usize> 
     }
 }
 
+/// Output `output`'s value, as decoded from the wire (any `i64`), as an
+/// [`Amount`]: CheckTransaction's per-output rules (`bad-txns-vout-negative`,
+/// `bad-txns-vout-toolarge`).
+pub fn output_amount(value: i64, output: usize) -> Result<Amount, TransactionError> {
+    Amount::from_sat(value).map_err(|error| match error {
+        AmountError::Negative(_) => TransactionError::NegativeOutput { output },
+        _ => TransactionError::OutputTooLarge { output },
+    })
+}
+
+/// The sum of the transaction's outputs (Core's `GetValueOut`), with
+/// CheckTransaction's rules and reasons: each output in the money range,
+/// then each running sum (`bad-txns-txouttotal-toolarge`). Past
+/// CheckTransaction it cannot fail; where Core's `GetValueOut` would throw
+/// on a transaction that skipped it, this gives CheckTransaction's reason.
+pub fn transaction_value_out(
+    transaction: &TransactionView<'_>,
+) -> Result<Amount, TransactionError> {
+    let mut value_out = Amount::ZERO;
+    for (output, view) in transaction.outputs().iter().enumerate() {
+        let value = output_amount(view.value, output)?;
+        value_out = value_out.checked_add(value).ok_or(TransactionError::OutputTotalTooLarge)?;
+    }
+    Ok(value_out)
+}
+
 /// Core's `CheckTransaction`: rules that need nothing but the transaction.
 pub fn check_transaction(transaction: &TransactionView<'_>) -> Result<(), TransactionError> {
     if transaction.inputs().is_empty() {
@@ -48,20 +73,7 @@ pub fn check_transaction(transaction: &TransactionView<'_>) -> Result<(), Transa
     if base_bytes * WITNESS_SCALE_FACTOR > BLOCK_WEIGHT_MAX {
         return Err(TransactionError::Oversize { base_bytes });
     }
-    let mut value_out: i64 = 0;
-    for (output, view) in transaction.outputs().iter().enumerate() {
-        if view.value < 0 {
-            return Err(TransactionError::NegativeOutput { output });
-        }
-        if !money_range(view.value) {
-            return Err(TransactionError::OutputTooLarge { output });
-        }
-        // Both terms are within 0..=MAX_MONEY, so the sum cannot overflow.
-        value_out += view.value;
-        if !money_range(value_out) {
-            return Err(TransactionError::OutputTotalTooLarge);
-        }
-    }
+    transaction_value_out(transaction)?;
     if let Some(input) = find_duplicate_input(transaction) {
         return Err(TransactionError::DuplicateInputs { input });
     }
@@ -141,6 +153,24 @@ mod tests {
         // No inputs: the only encoding Core's parser reads back as an empty input
         // list is version, 0x00, a zero flag byte and the lock time.
         assert_eq!(check(&[2, 0, 0, 0, 0, 0, 0, 0, 0, 0]), Err(TransactionError::NoInputs));
+    }
+
+    #[test]
+    fn value_out_is_an_amount_with_check_transaction_reasons() {
+        let max = ibex_primitives::MAX_MONEY;
+        let value_out = |values: &[i64]| {
+            let bytes = spend(&[(1, 0)], values);
+            transaction_value_out(&ParsedTransaction::parse(&bytes).unwrap().view())
+        };
+        assert_eq!(value_out(&[max - 1, 1]), Ok(Amount::MAX));
+        assert_eq!(value_out(&[]), Ok(Amount::ZERO));
+        assert_eq!(value_out(&[5, i64::MIN]), Err(TransactionError::NegativeOutput { output: 1 }));
+        assert_eq!(value_out(&[i64::MAX]), Err(TransactionError::OutputTooLarge { output: 0 }));
+        // In Core's order: the running sum fails before a later bad output is seen.
+        assert_eq!(value_out(&[max, 1, -1]), Err(TransactionError::OutputTotalTooLarge));
+        assert_eq!(output_amount(0, 3), Ok(Amount::ZERO));
+        assert_eq!(output_amount(-1, 3), Err(TransactionError::NegativeOutput { output: 3 }));
+        assert_eq!(output_amount(max + 1, 3), Err(TransactionError::OutputTooLarge { output: 3 }));
     }
 
     #[test]

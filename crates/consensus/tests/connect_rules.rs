@@ -8,7 +8,8 @@
 use ibex_consensus::limits::SEQUENCE_FINAL;
 use ibex_consensus::{BlockConnectCheck, BlockRejection, BlockTotals, ConnectRules, SpentCoin};
 use ibex_primitives::{
-    Block, BlockView, OutPoint, Params, Transaction, TxInput, TxOutput, Txid, COIN, MAX_MONEY,
+    Amount, Block, BlockView, OutPoint, Params, Transaction, TxInput, TxOutput, Txid, COIN,
+    MAX_MONEY,
 };
 use ibex_script::VerifyFlags;
 
@@ -46,8 +47,12 @@ fn coinbase(value: i64, output_script: &[u8]) -> Transaction {
     }
 }
 
+fn amount(satoshis: i64) -> Amount {
+    Amount::from_sat(satoshis).unwrap()
+}
+
 fn spent(value: i64, height: u32) -> SpentCoin<'static> {
-    SpentCoin { value, script_pubkey: &P2WPKH, height, is_coinbase: false }
+    SpentCoin { value: amount(value), script_pubkey: &P2WPKH, height, is_coinbase: false }
 }
 
 fn rules<'a>(params: &'a Params, median_time_past_at: &'a dyn Fn(u32) -> i64) -> ConnectRules<'a> {
@@ -101,7 +106,7 @@ fn a_valid_block_adds_up_its_fees_and_sigops() {
     let totals =
         run(vec![coinbase(SUBSIDY + fee, &P2WPKH), spend], &[spent(5 * COIN, 10)], true).unwrap();
     // One P2WPKH input: one witness sigop.
-    assert_eq!(totals, BlockTotals { fees: fee, sigop_cost: 1 });
+    assert_eq!(totals, BlockTotals { fees: amount(fee), sigop_cost: 1 });
 }
 
 #[test]

@@ -10,8 +10,8 @@ use ibex_consensus::{
 };
 use ibex_primitives::params::{BuriedDeployment, RegtestOptions};
 use ibex_primitives::{
-    Block, BlockHash, BlockView, Hash256, Header, OutPoint, Params, ParsedTransaction, Transaction,
-    TxInput, TxOutput, Txid, COIN,
+    Amount, Block, BlockHash, BlockView, Hash256, Header, OutPoint, Params, ParsedTransaction,
+    Transaction, TxInput, TxOutput, Txid, COIN, MAX_MONEY,
 };
 use ibex_script::{ScriptError, VerifyFlags};
 
@@ -230,9 +230,13 @@ fn block_paying(values: &[i64]) -> Vec<u8> {
     Block { header, transactions: vec![coinbase] }.encode()
 }
 
+fn amount(satoshis: i64) -> Amount {
+    Amount::from_sat(satoshis).unwrap()
+}
+
 fn amount_check(values: &[i64], fees: i64, height: u32, params: &Params) -> Result<(), BlockError> {
     let bytes = block_paying(values);
-    check_coinbase_amount(&BlockView::parse(&bytes).unwrap(), fees, height, params)
+    check_coinbase_amount(&BlockView::parse(&bytes).unwrap(), amount(fees), height, params)
 }
 
 #[test]
@@ -243,7 +247,7 @@ fn coinbase_pays_at_most_subsidy_plus_fees() {
     assert_eq!(amount_check(&[limit - 400, 400], 1_000, 150, &regtest), Ok(()));
     assert_eq!(
         amount_check(&[limit - 400, 401], 1_000, 150, &regtest),
-        Err(BlockError::CoinbaseAmount { value: limit + 1, limit })
+        Err(BlockError::CoinbaseAmount { value: amount(limit + 1), limit: amount(limit) })
     );
     assert_eq!(
         amount_check(&[limit + 1], 1_000, 150, &regtest).unwrap_err().reject_reason(),
@@ -255,10 +259,27 @@ fn coinbase_pays_at_most_subsidy_plus_fees() {
     assert_eq!(amount_check(&[50 * COIN], 0, 209_999, &main), Ok(()));
     assert_eq!(
         amount_check(&[50 * COIN], 0, 210_000, &main),
-        Err(BlockError::CoinbaseAmount { value: 50 * COIN, limit: 25 * COIN })
+        Err(BlockError::CoinbaseAmount { value: amount(50 * COIN), limit: amount(25 * COIN) })
     );
     // Paying less than allowed is fine (the difference is lost).
     assert_eq!(amount_check(&[0], 5_000, 210_000, &main), Ok(()));
+    // Fees plus subsidy above MAX_MONEY: Core's unchecked sum is above any
+    // coinbase's value out, so even MAX_MONEY passes.
+    assert_eq!(amount_check(&[MAX_MONEY], MAX_MONEY, 0, &main), Ok(()));
+    assert_eq!(amount_check(&[MAX_MONEY], MAX_MONEY - 50 * COIN, 0, &main), Ok(()));
+    assert_eq!(
+        amount_check(&[MAX_MONEY], MAX_MONEY - 50 * COIN - 1, 0, &main),
+        Err(BlockError::CoinbaseAmount { value: Amount::MAX, limit: amount(MAX_MONEY - 1) })
+    );
+}
+
+#[test]
+fn a_coinbase_that_skipped_check_transaction_fails_with_its_reason() {
+    let main = Params::main();
+    let reason = |values: &[i64]| amount_check(values, 0, 0, &main).unwrap_err().reject_reason();
+    assert_eq!(reason(&[-1]), "bad-txns-vout-negative");
+    assert_eq!(reason(&[MAX_MONEY + 1]), "bad-txns-vout-toolarge");
+    assert_eq!(reason(&[MAX_MONEY, 1]), "bad-txns-txouttotal-toolarge");
 }
 
 #[test]
@@ -296,7 +317,7 @@ fn failure_kinds_follow_cores_block_validation_result() {
         (BlockError::WitnessCommitment(WitnessCommitmentError::UnexpectedWitness), Mutated),
         (BlockError::BadWeight { weight: 4_000_001 }, Consensus),
         (BlockError::BadCoinbaseHeight, Consensus),
-        (BlockError::CoinbaseAmount { value: 2, limit: 1 }, Consensus),
+        (BlockError::CoinbaseAmount { value: amount(2), limit: amount(1) }, Consensus),
     ];
     for (error, kind) in cases {
         assert_eq!(error.kind(), kind, "{error}");

@@ -11,8 +11,8 @@ use ibex_consensus::finality::bip34_height_prefix;
 use ibex_primitives::hash::sha256d;
 use ibex_primitives::merkle::WITNESS_COMMITMENT_HEADER;
 use ibex_primitives::{
-    merkle_root, Block, BlockHash, Hash256, Header, OutPoint, Transaction, TxInput, TxOutput, Txid,
-    Wtxid,
+    merkle_root, Amount, Block, BlockHash, Hash256, Header, OutPoint, Transaction, TxInput,
+    TxOutput, Txid, Wtxid,
 };
 
 use crate::error::GeneratorError;
@@ -54,8 +54,8 @@ pub struct CoinbaseSpec {
     pub extra: Vec<u8>,
     /// The payout script.
     pub script_pubkey: Vec<u8>,
-    /// Subsidy plus fees, in satoshis.
-    pub value_satoshis: i64,
+    /// What it pays: at most the subsidy plus the fees.
+    pub value: Amount,
     /// The witness root to commit to, when the block has witness data.
     pub witness_root: Option<Hash256>,
 }
@@ -66,7 +66,7 @@ pub fn build_coinbase(spec: &CoinbaseSpec) -> Transaction {
     ibex_script::script::push_data_into(&spec.extra, &mut script_sig);
     let witness = if spec.witness_root.is_some() { vec![vec![0u8; 32]] } else { Vec::new() };
     let mut outputs =
-        vec![TxOutput { value: spec.value_satoshis, script_pubkey: spec.script_pubkey.clone() }];
+        vec![TxOutput { value: spec.value.to_sat(), script_pubkey: spec.script_pubkey.clone() }];
     if let Some(root) = &spec.witness_root {
         outputs.push(TxOutput { value: 0, script_pubkey: witness_commitment_script(root) });
     }

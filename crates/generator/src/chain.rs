@@ -12,7 +12,7 @@
 
 use ibex_consensus::median_time_past;
 use ibex_consensus::subsidy::block_subsidy;
-use ibex_primitives::{Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};
+use ibex_primitives::{Amount, Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};
 use rayon::prelude::*;
 
 use crate::block_builder::{
@@ -227,7 +227,7 @@ impl BlockMaker<'_> {
         let height = state.height + 1;
         let mut planned = self.plan_block(state);
         let signed = self.sign_all(&mut planned, height)?;
-        let fees: i64 = planned.iter().map(|plan| plan.fee_satoshis).sum();
+        let value = coinbase_value(self.params, height, planned.iter().map(|plan| plan.fee))?;
         let (coinbase_kind, coinbase_key) = self.coinbase_payout(state, height);
         let has_witness = planned.iter().any(|plan| plan.transaction.has_witness());
         let mut extra = [0u8; 8];
@@ -236,7 +236,7 @@ impl BlockMaker<'_> {
             height,
             extra: extra.to_vec(),
             script_pubkey: self.signer.keys.script_pubkey(coinbase_kind, coinbase_key).to_vec(),
-            value_satoshis: block_subsidy(height, self.params.subsidy_halving_interval) + fees,
+            value,
             witness_root: has_witness.then(|| witness_root(&signed.wtxids)),
         });
         let time = state.next_time();
@@ -253,7 +253,7 @@ impl BlockMaker<'_> {
             &signed.txids,
             (coinbase_kind, coinbase_key),
             height,
-        );
+        )?;
         state.push_tip(block.header.block_hash(), time);
         let bytes = block.encode();
         Ok(BuiltBlock { block, bytes, planned, coinbase_kind, height })
@@ -278,6 +278,18 @@ impl BlockMaker<'_> {
     }
 }
 
+/// What the coinbase of the block at `height` may pay: the subsidy plus
+/// `fees`, each addition within the money range.
+pub fn coinbase_value(
+    params: &Regtest,
+    height: u32,
+    fees: impl IntoIterator<Item = Amount>,
+) -> Result<Amount, GeneratorError> {
+    let subsidy = block_subsidy(height, params.subsidy_halving_interval);
+    Amount::checked_sum(std::iter::once(subsidy).chain(fees))
+        .ok_or(GeneratorError::AmountOutOfRange { height })
+}
+
 /// Adds the coins `block` created to the wallet (its spends were taken when planned).
 fn apply_to_wallet(
     wallet: &mut Wallet,
@@ -286,12 +298,15 @@ fn apply_to_wallet(
     txids: &[Txid],
     coinbase_payout: (ScriptKind, u32),
     height: u32,
-) {
+) -> Result<(), GeneratorError> {
+    let amount = |satoshis: i64| {
+        Amount::from_sat(satoshis).map_err(|_| GeneratorError::AmountOutOfRange { height })
+    };
     if let Some(coinbase) = block.transactions.first() {
         let value = coinbase.outputs.first().map_or(0, |output| output.value);
         wallet.add(Coin {
             outpoint: OutPoint { txid: coinbase.txid(), vout: 0 },
-            value_satoshis: value,
+            value: amount(value)?,
             kind: coinbase_payout.0,
             key_index: coinbase_payout.1,
             height,
@@ -306,7 +321,7 @@ fn apply_to_wallet(
             if let PlannedOutput::Spendable { kind, key_index } = *planned_output {
                 wallet.add(Coin {
                     outpoint: OutPoint { txid: *txid, vout: vout as u32 },
-                    value_satoshis: output.value,
+                    value: amount(output.value)?,
                     kind,
                     key_index,
                     height,
@@ -315,4 +330,5 @@ fn apply_to_wallet(
             }
         }
     }
+    Ok(())
 }

@@ -47,6 +47,13 @@ pub enum GeneratorError {
     /// The manifest could not be serialised.
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),
+    /// A value or fee the generator computed left the money range (a
+    /// bookkeeping bug: every coin it spends came from its own blocks).
+    #[error("an amount at height {height} is outside the money range")]
+    AmountOutOfRange {
+        /// Height of the block being built.
+        height: u32,
+    },
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(&'static str),

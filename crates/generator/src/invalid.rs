@@ -3,13 +3,12 @@
 //! reason. Every other rule holds: signatures are real, fees add up, the
 //! proof of work is ground for the final header.
 
-use ibex_consensus::subsidy::block_subsidy;
-use ibex_primitives::{Block, Transaction, TxInput, TxOutput};
+use ibex_primitives::{Amount, Block, Transaction, TxInput, TxOutput};
 
 use crate::block_builder::{
     build_coinbase, grind, witness_root, BlockPlace, CoinbaseSpec, REGTEST_BITS,
 };
-use crate::chain::{BlockMaker, ChainState};
+use crate::chain::{coinbase_value, BlockMaker, ChainState};
 use crate::error::GeneratorError;
 pub use crate::invalid_class::InvalidClass;
 use crate::locks::{unmet_height_lock, SEQUENCE_LOCKTIME_ONLY};
@@ -26,6 +25,10 @@ const OVER_WEIGHT_BLOCK_BYTES: usize = 3_999_000;
 const SIGOPS_OUTPUT_CHECKSIGS: usize = 20_001;
 /// Coins looked at to find one of a wanted kind.
 const KIND_SEARCH_COINS_MAX: usize = 5_000;
+/// The fee of the extra one-input, one-output spends.
+const SINGLE_SPEND_FEE: Amount = Amount::from_sat_u32(1_000);
+/// The value of the coin the missing-coin class pretends to spend.
+const MISSING_COIN_VALUE: Amount = Amount::from_sat_u32(1_000_000);
 
 /// A block being broken: the tip it builds on and its transactions.
 struct Draft {
@@ -56,7 +59,6 @@ fn take_coin_of_kind(
 
 /// A one-input, one-output P2WPKH payment of `coin` minus a 1,000 satoshi fee.
 fn single_spend(maker: &BlockMaker<'_>, coin: Coin, key_index: u32) -> PlannedTransaction {
-    let fee = 1_000;
     let script_pubkey = maker.signer.keys.script_pubkey(ScriptKind::P2wpkh, key_index).to_vec();
     let transaction = Transaction {
         version: 2,
@@ -66,24 +68,30 @@ fn single_spend(maker: &BlockMaker<'_>, coin: Coin, key_index: u32) -> PlannedTr
             sequence: u32::MAX,
             witness: Vec::new(),
         }],
-        outputs: vec![TxOutput { value: coin.value_satoshis - fee, script_pubkey }],
+        outputs: vec![TxOutput {
+            value: coin.value.to_sat() - SINGLE_SPEND_FEE.to_sat(),
+            script_pubkey,
+        }],
         lock_time: 0,
     };
     PlannedTransaction {
         transaction,
         spent: vec![coin],
         outputs: vec![PlannedOutput::Spendable { kind: ScriptKind::P2wpkh, key_index }],
-        fee_satoshis: fee,
+        fee: SINGLE_SPEND_FEE,
         weight_estimate: 600,
         sigop_cost: 1,
     }
 }
 
-/// Inputs minus outputs of a (possibly broken) plan, never negative.
-fn actual_fee(plan: &PlannedTransaction) -> i64 {
-    let inputs: i64 = plan.spent.iter().map(|coin| coin.value_satoshis).sum();
+/// Inputs minus outputs of a (possibly broken) plan, zero when negative;
+/// `None` outside the money range.
+fn actual_fee(plan: &PlannedTransaction) -> Option<Amount> {
+    // Sums of the generator's own values (a few hundred, each at most
+    // MAX_MONEY, or twice that for the broken output): no i64 overflow.
+    let inputs: i64 = plan.spent.iter().map(|coin| coin.value.to_sat()).sum();
     let outputs: i64 = plan.transaction.outputs.iter().map(|output| output.value).sum();
-    (inputs - outputs).max(0)
+    Amount::from_sat((inputs - outputs).max(0)).ok()
 }
 
 fn first_plan(draft: &mut Draft) -> Result<&mut PlannedTransaction, GeneratorError> {
@@ -105,7 +113,7 @@ fn extra_spend_coin(
         }
         InvalidClass::MissingCoin => Coin {
             outpoint: missing_outpoint(&mut draft.state.rng),
-            value_satoshis: 1_000_000,
+            value: MISSING_COIN_VALUE,
             kind: ScriptKind::P2wpkh,
             key_index,
             height: draft.place.height.saturating_sub(1),
@@ -140,7 +148,7 @@ fn break_transactions(
     match class {
         InvalidClass::OutputsExceedInputs => {
             let plan = first_plan(draft)?;
-            let total_in: i64 = plan.spent.iter().map(|coin| coin.value_satoshis).sum();
+            let total_in: i64 = plan.spent.iter().map(|coin| coin.value.to_sat()).sum();
             if let Some(output) = plan.transaction.outputs.first_mut() {
                 output.value += total_in;
             }
@@ -215,7 +223,8 @@ fn sign_and_assemble(
     }
     let txids: Vec<_> = draft.planned.iter().map(|plan| plan.transaction.txid()).collect();
     let wtxids: Vec<_> = draft.planned.iter().map(|plan| plan.transaction.wtxid()).collect();
-    let fees: i64 = draft.planned.iter().map(actual_fee).sum();
+    let fees: Option<Vec<Amount>> = draft.planned.iter().map(actual_fee).collect();
+    let fees = fees.ok_or(GeneratorError::AmountOutOfRange { height })?;
     let mut root = witness_root(&wtxids);
     if class == InvalidClass::BadWitnessCommitment {
         root.0[0] ^= 1;
@@ -227,11 +236,16 @@ fn sign_and_assemble(
         height,
         extra: extra.to_vec(),
         script_pubkey: maker.signer.keys.script_pubkey(kind, key_index).to_vec(),
-        value_satoshis: block_subsidy(height, maker.params.subsidy_halving_interval) + fees,
+        value: coinbase_value(maker.params, height, fees)?,
         witness_root: Some(root),
     };
     match class {
-        InvalidClass::CoinbaseOverpays => spec.value_satoshis += 1,
+        InvalidClass::CoinbaseOverpays => {
+            spec.value = spec
+                .value
+                .checked_add(Amount::from_sat_u32(1))
+                .ok_or(GeneratorError::AmountOutOfRange { height })?;
+        }
         InvalidClass::WrongBip34Height => spec.height += 1,
         _ => {}
     }

@@ -6,7 +6,7 @@
 //! coins); it costs a few µs per transaction, against ~30 µs per signature,
 //! so it stays well under a tenth of the run time.
 
-use ibex_primitives::{OutPoint, Transaction, TxInput, TxOutput};
+use ibex_primitives::{Amount, OutPoint, Transaction, TxInput, TxOutput};
 
 use crate::locks::{choose_lock_policy, LockContext, LockPolicy};
 use crate::random::DeterministicRng;
@@ -14,13 +14,15 @@ use crate::script_kind::{op_return_script, ScriptKind};
 use crate::wallet::{Coin, Wallet};
 
 /// Smallest output the generator creates, in satoshis (about the dust limit).
+/// Output values are planned as plain satoshis, the wire format's `i64`: the
+/// planner splits values it took from its own coins.
 pub const OUTPUT_VALUE_MIN_SATOSHIS: i64 = 1_000;
 /// Weight of an input with an empty scriptSig and no witness.
 const UNSIGNED_INPUT_WEIGHT: usize = 41 * 4;
 /// Outputs get at least this many times the minimum on average.
 const OUTPUT_SHARE_MIN_FACTOR: i64 = 20;
 /// Coins under this value that fail to pay for a transaction are left as dust.
-const DUST_VALUE_SATOSHIS: i64 = 20_000;
+const DUST_VALUE: Amount = Amount::from_sat_u32(20_000);
 /// Serialised size of an output paying to at most a 34-byte script, plus slack.
 const OUTPUT_WEIGHT_ESTIMATE: usize = (8 + 1 + 34) * 4;
 
@@ -48,7 +50,7 @@ pub struct PlannedTransaction {
     /// What each output is.
     pub outputs: Vec<PlannedOutput>,
     /// Inputs minus outputs.
-    pub fee_satoshis: i64,
+    pub fee: Amount,
     /// Upper bound of the signed transaction's weight.
     pub weight_estimate: usize,
     /// BIP141 signature operations cost.
@@ -188,7 +190,8 @@ impl Planner<'_> {
         if spent.is_empty() {
             return None;
         }
-        let total_in: i64 = spent.iter().map(|coin| coin.value_satoshis).sum();
+        // At most a few hundred coins of at most MAX_MONEY: no i64 overflow.
+        let total_in: i64 = spent.iter().map(|coin| coin.value.to_sat()).sum();
         // Each output gets on average at least OUTPUT_SHARE_MIN_FACTOR times
         // the minimum, so splitting never grinds coins down to dust.
         let affordable = (total_in / (OUTPUT_VALUE_MIN_SATOSHIS * OUTPUT_SHARE_MIN_FACTOR)).max(1);
@@ -202,19 +205,20 @@ impl Planner<'_> {
         let (low, high) = self.mix.fee_rate_satoshis_per_vbyte;
         let fee_rate = rng.between(low, high) as i64;
         let weight = estimate_weight(&spent, outputs.len());
-        let fee = (weight as i64 + 3) / 4 * fee_rate;
+        let fee_satoshis = (weight as i64 + 3) / 4 * fee_rate;
         let spendable_outputs =
             outputs.iter().filter(|output| **output != PlannedOutput::OpReturn).count();
-        let available = total_in - fee;
-        if available < OUTPUT_VALUE_MIN_SATOSHIS * spendable_outputs as i64 {
+        let available = total_in - fee_satoshis;
+        let outputs_affordable = available >= OUTPUT_VALUE_MIN_SATOSHIS * spendable_outputs as i64;
+        let Some(fee) = Amount::from_sat(fee_satoshis).ok().filter(|_| outputs_affordable) else {
             // Coins too small to pay for their own spending stay unspent for
             // good, like the main chain's dust.
             let (dust, usable): (Vec<Coin>, Vec<Coin>) =
-                spent.into_iter().partition(|coin| coin.value_satoshis < DUST_VALUE_SATOSHIS);
+                spent.into_iter().partition(|coin| coin.value < DUST_VALUE);
             wallet.retire_dust(dust.len());
             wallet.put_back(usable);
             return None;
-        }
+        };
         let values = split_value(rng, available, spendable_outputs);
         Some(self.assemble(rng, keys, spent, outputs, values, lock, fee, weight))
     }
@@ -228,7 +232,7 @@ impl Planner<'_> {
         outputs: Vec<PlannedOutput>,
         values: Vec<i64>,
         lock: LockPolicy,
-        fee_satoshis: i64,
+        fee: Amount,
         weight_estimate: usize,
     ) -> PlannedTransaction {
         let inputs = spent
@@ -270,14 +274,7 @@ impl Planner<'_> {
         let unlocking: usize =
             spent.iter().map(|coin| coin.kind.input_weight_max() - UNSIGNED_INPUT_WEIGHT).sum();
         let weight_estimate = weight_estimate.min(transaction.weight() + unlocking + 2);
-        PlannedTransaction {
-            transaction,
-            spent,
-            outputs,
-            fee_satoshis,
-            weight_estimate,
-            sigop_cost,
-        }
+        PlannedTransaction { transaction, spent, outputs, fee, weight_estimate, sigop_cost }
     }
 }
 

@@ -98,7 +98,7 @@ impl Signer<'_> {
         let spent_outputs: Vec<SpentOutput<'_>> = spent
             .iter()
             .map(|coin| SpentOutput {
-                amount: coin.value_satoshis,
+                amount: coin.value.to_sat(),
                 script_pubkey: self.keys.script_pubkey(coin.kind, coin.key_index),
             })
             .collect();
@@ -129,7 +129,7 @@ impl Signer<'_> {
         annex: Option<&[u8]>,
     ) -> Result<Unlock, SigningError> {
         let entry = self.keys.entry(coin.key_index);
-        let amount = coin.value_satoshis;
+        let amount = coin.value.to_sat();
         let missing = SigningError::Sighash { input: index };
         let segwit_v0 = |script_code: &[u8]| -> Result<[u8; 32], SigningError> {
             let hashes = data.bip143.ok_or(missing)?;

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use ibex_primitives::OutPoint;
+use ibex_primitives::{Amount, OutPoint};
 
 use crate::random::DeterministicRng;
 use crate::script_kind::ScriptKind;
@@ -27,8 +27,8 @@ const RECENT_PICK_PER_MILLE: u64 = 350;
 pub struct Coin {
     /// Where it is.
     pub outpoint: OutPoint,
-    /// Value in satoshis.
-    pub value_satoshis: i64,
+    /// Its value.
+    pub value: Amount,
     /// How it is locked.
     pub kind: ScriptKind,
     /// Key pool index of its (first) key.
@@ -130,7 +130,7 @@ mod tests {
     fn coin(height: u32, is_coinbase: bool) -> Coin {
         Coin {
             outpoint: OutPoint { txid: Txid([height as u8; 32]), vout: 0 },
-            value_satoshis: 1_000,
+            value: Amount::from_sat_u32(1_000),
             kind: ScriptKind::P2wpkh,
             key_index: 0,
             height,

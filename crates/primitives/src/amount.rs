@@ -43,10 +43,41 @@ impl Amount {
         }
     }
 
+    /// `satoshis` as an amount: every `u32` is within the money range.
+    #[inline]
+    pub const fn from_sat_u32(satoshis: u32) -> Amount {
+        Amount(satoshis as i64)
+    }
+
+    /// `bitcoins` whole bitcoins: every `u16` of them is within the money range.
+    #[inline]
+    pub const fn from_int_btc(bitcoins: u16) -> Amount {
+        Amount(bitcoins as i64 * COIN)
+    }
+
     /// The value in satoshis.
     #[inline]
     pub const fn to_sat(self) -> i64 {
         self.0
+    }
+
+    /// The amount halved `halvings` times, rounding down (Core's
+    /// `nSubsidy >>= halvings`); zero from 64 halvings, where the shift
+    /// would be undefined.
+    #[inline]
+    pub const fn halved(self, halvings: u32) -> Amount {
+        if halvings >= 64 {
+            Amount::ZERO
+        } else {
+            // A non-negative value shifted right stays within 0..=self.
+            Amount(self.0 >> halvings)
+        }
+    }
+
+    /// The sum of `amounts`, if every partial sum stays within the money
+    /// range (Core checks `MoneyRange` after each addition).
+    pub fn checked_sum(amounts: impl IntoIterator<Item = Amount>) -> Option<Amount> {
+        amounts.into_iter().try_fold(Amount::ZERO, Amount::checked_add)
     }
 
     /// The sum, if it stays within the money range.
@@ -74,6 +105,10 @@ impl Amount {
     }
 }
 
+// The infallible constructors stay within the money range.
+const _: () = assert!(u32::MAX as i64 <= MAX_MONEY);
+const _: () = assert!(u16::MAX as i64 * COIN <= MAX_MONEY);
+
 /// Core's `MoneyRange`.
 #[inline]
 pub const fn money_range(satoshis: i64) -> bool {
@@ -93,5 +128,44 @@ mod tests {
         assert_eq!(Amount::ZERO.checked_sub(Amount::from_sat(1).unwrap()), None);
         assert!(money_range(0) && !money_range(-5));
         assert_eq!(Amount::from_sat(123_456_789).unwrap().to_btc_string(), "1.23456789");
+    }
+
+    #[test]
+    fn arithmetic_stays_in_range() {
+        let one = Amount::from_sat_u32(1);
+        assert_eq!(
+            Amount::MAX.checked_sub(one).and_then(|a| a.checked_add(one)),
+            Some(Amount::MAX)
+        );
+        assert_eq!(Amount::ZERO.checked_add(Amount::ZERO), Some(Amount::ZERO));
+        assert_eq!(Amount::MAX.checked_sub(Amount::MAX), Some(Amount::ZERO));
+        assert_eq!(Amount::from_sat_u32(u32::MAX).to_sat(), i64::from(u32::MAX));
+        assert_eq!(Amount::from_int_btc(50).to_sat(), 50 * COIN);
+        assert_eq!(Amount::from_int_btc(u16::MAX).to_sat(), i64::from(u16::MAX) * COIN);
+    }
+
+    #[test]
+    fn halvings_round_down_and_end_at_zero() {
+        let fifty = Amount::from_int_btc(50);
+        assert_eq!(fifty.halved(0), fifty);
+        assert_eq!(fifty.halved(1), Amount::from_int_btc(25));
+        assert_eq!(fifty.halved(4).to_sat(), 3 * COIN + COIN / 8);
+        assert_eq!(Amount::from_sat_u32(3).halved(1), Amount::from_sat_u32(1));
+        assert_eq!(fifty.halved(33), Amount::ZERO);
+        assert_eq!(Amount::MAX.halved(63), Amount::ZERO);
+        assert_eq!(Amount::MAX.halved(64), Amount::ZERO);
+        assert_eq!(Amount::MAX.halved(u32::MAX), Amount::ZERO);
+    }
+
+    #[test]
+    fn checked_sum_fails_once_a_partial_sum_leaves_the_range() {
+        let half = Amount::from_sat(MAX_MONEY / 2).unwrap();
+        assert_eq!(Amount::checked_sum([]), Some(Amount::ZERO));
+        assert_eq!(
+            Amount::checked_sum([half, half]),
+            Some(Amount::from_sat(MAX_MONEY / 2 * 2).unwrap())
+        );
+        assert_eq!(Amount::checked_sum([Amount::MAX, Amount::from_sat_u32(1)]), None);
+        assert_eq!(Amount::checked_sum([Amount::MAX, Amount::MAX, Amount::MAX]), None);
     }
 }

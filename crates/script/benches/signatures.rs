@@ -1,6 +1,6 @@
 //! Signature benchmarks: bare libsecp256k1 verification against a whole input
-//! check through [`TransactionChecker`] (sighash, parsing, cache lookup,
-//! verification), and BIP143 against legacy sighashing of a 1,000-input
+//! check through [`TransactionChecker`] (sighash, parsing, verification),
+//! and BIP143 against legacy sighashing of a 1,000-input
 //! transaction (constant versus quadratic per input).
 //!
 //! Run: `cargo bench -p ibex-script --bench signatures`.
@@ -13,8 +13,8 @@ use ibex_script::sighash::legacy::legacy_sighash;
 use ibex_script::sighash::segwit_v0::segwit_v0_sighash;
 use ibex_script::sighash::taproot::{taproot_sighash, TaprootInput};
 use ibex_script::{
-    verify_input, ExecutionData, PrecomputedTransactionData, SigVersion, SignatureCache,
-    SignatureChecker, SpentOutput, TransactionChecker, VerifyFlags,
+    verify_input, ExecutionData, PrecomputedTransactionData, SigVersion, SignatureChecker,
+    SpentOutput, TransactionChecker, VerifyFlags,
 };
 use ripemd::Ripemd160;
 use secp256k1::{Keypair, Message, Secp256k1, SecretKey};
@@ -138,7 +138,7 @@ fn input_verification(criterion: &mut Criterion) {
 
     let p2wpkh_checker = TransactionChecker::new(view, 0, p2wpkh, &precomputed).unwrap();
     let p2tr_checker = TransactionChecker::new(view, 1, p2tr, &precomputed).unwrap();
-    criterion.bench_function("p2wpkh input check (checker, no cache)", |bench| {
+    criterion.bench_function("p2wpkh input check (checker)", |bench| {
         bench.iter(|| {
             assert!(p2wpkh_checker.check_ecdsa_signature(
                 black_box(&ecdsa),
@@ -148,7 +148,7 @@ fn input_verification(criterion: &mut Criterion) {
             ))
         })
     });
-    criterion.bench_function("p2tr key path input check (checker, no cache)", |bench| {
+    criterion.bench_function("p2tr key path input check (checker)", |bench| {
         bench.iter(|| {
             p2tr_checker
                 .check_schnorr_signature(
@@ -158,19 +158,6 @@ fn input_verification(criterion: &mut Criterion) {
                     &execution,
                 )
                 .unwrap()
-        })
-    });
-    let cache = SignatureCache::with_salt(32 << 20, [1; 32]);
-    let cached = p2wpkh_checker.with_cache(&cache);
-    assert!(cached.check_ecdsa_signature(&ecdsa, &public, &script_code, SigVersion::WitnessV0));
-    criterion.bench_function("p2wpkh input check (checker, cache hit)", |bench| {
-        bench.iter(|| {
-            assert!(cached.check_ecdsa_signature(
-                black_box(&ecdsa),
-                &public,
-                &script_code,
-                SigVersion::WitnessV0
-            ))
         })
     });
     criterion.bench_function("precompute (2-input transaction)", |bench| {

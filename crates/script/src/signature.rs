@@ -16,8 +16,8 @@
 //!
 //! Napkin math: an ECDSA verification is ~55 µs and a Schnorr one ~50 µs on
 //! one core here; a block's ~6,000 inputs are ~0.3 s of one core, the
-//! dominant cost of IBD once assumevalid ends, hence the signature cache and
-//! checking inputs on all cores.
+//! dominant cost of IBD once assumevalid ends, hence checking inputs on all
+//! cores (a signature cache would not help: see the crate docs).
 
 use std::sync::OnceLock;
 

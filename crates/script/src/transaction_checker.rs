@@ -1,20 +1,19 @@
 //! The [`SignatureChecker`] of a real transaction input (Core's
-//! `GenericTransactionSignatureChecker`, with `CachingTransactionSignatureChecker`'s
-//! cache folded in).
+//! `GenericTransactionSignatureChecker`).
 //!
-//! A checker borrows the transaction, the spent output, the transaction's
-//! [`PrecomputedTransactionData`] and optionally a [`SignatureCache`]; all are
-//! immutable and `Sync`, so one precomputation serves every input of a
-//! transaction checked on any number of threads, each with its own checker.
+//! A checker borrows the transaction, the spent output and the
+//! transaction's [`PrecomputedTransactionData`]; all are immutable and
+//! `Sync`, so one precomputation serves every input of a transaction checked
+//! on any number of threads, each with its own checker.
 //!
 //! Napkin math: per signature, the sighash (legacy: the transaction's size;
-//! BIP143/341: ~200 bytes) and a cache lookup (~0.3 µs) come before the
-//! ~50 µs libsecp256k1 verification, which a cache hit skips.
+//! BIP143/341: ~200 bytes) comes before the ~30-50 µs libsecp256k1
+//! verification. There is no signature cache (Core's
+//! `CachingTransactionSignatureChecker`): see the crate docs for why.
 
 use ibex_primitives::TransactionView;
 use thiserror::Error;
 
-use crate::cache::SignatureCache;
 use crate::checker::{ExecutionData, SigVersion, SignatureChecker};
 use crate::error::ScriptError;
 use crate::precomputed::{Bip143Hashes, PrecomputedTransactionData, SpentOutput};
@@ -52,7 +51,6 @@ pub struct TransactionChecker<'a> {
     input_index: usize,
     spent_output: SpentOutput<'a>,
     precomputed: &'a PrecomputedTransactionData,
-    cache: Option<&'a SignatureCache>,
 }
 
 impl<'a> TransactionChecker<'a> {
@@ -67,12 +65,7 @@ impl<'a> TransactionChecker<'a> {
         if input_index >= input_count {
             return Err(CheckerError::InputOutOfRange { input_index, input_count });
         }
-        Ok(TransactionChecker { transaction, input_index, spent_output, precomputed, cache: None })
-    }
-
-    /// The same checker, looking signatures up in (and adding them to) `cache`.
-    pub fn with_cache(self, cache: &'a SignatureCache) -> TransactionChecker<'a> {
-        TransactionChecker { cache: Some(cache), ..self }
+        Ok(TransactionChecker { transaction, input_index, spent_output, precomputed })
     }
 
     /// The checked input's nSequence.
@@ -139,17 +132,7 @@ impl SignatureChecker for TransactionChecker<'_> {
         else {
             return false;
         };
-        let entry = self.cache.map(|cache| cache.ecdsa_entry(&sighash, public_key, signature_der));
-        if let (Some(cache), Some(entry)) = (self.cache, entry.as_ref()) {
-            if cache.contains(entry) {
-                return true;
-            }
-        }
-        let valid = verify_ecdsa(signature_der, public_key, &sighash);
-        if let (true, Some(cache), Some(entry)) = (valid, self.cache, entry) {
-            cache.insert(entry);
-        }
-        valid
+        verify_ecdsa(signature_der, public_key, &sighash)
     }
 
     fn check_schnorr_signature(
@@ -184,17 +167,8 @@ impl SignatureChecker for TransactionChecker<'_> {
         let sighash =
             taproot_sighash(&self.transaction, &input, hash_type, self.precomputed.bip341())
                 .map_err(|_| ScriptError::SchnorrSigHashtype)?;
-        let entry = self.cache.map(|cache| cache.schnorr_entry(&sighash, public_key, signature));
-        if let (Some(cache), Some(entry)) = (self.cache, entry.as_ref()) {
-            if cache.contains(entry) {
-                return Ok(());
-            }
-        }
         if !verify_schnorr(signature, public_key, &sighash) {
             return Err(ScriptError::SchnorrSig);
-        }
-        if let (Some(cache), Some(entry)) = (self.cache, entry) {
-            cache.insert(entry);
         }
         Ok(())
     }

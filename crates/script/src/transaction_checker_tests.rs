@@ -31,7 +31,6 @@ fn checker_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<TransactionChecker<'static>>();
     assert_send_sync::<PrecomputedTransactionData>();
-    assert_send_sync::<SignatureCache>();
 }
 
 #[test]
@@ -98,7 +97,7 @@ fn sequence_rules() {
 }
 
 #[test]
-fn ecdsa_segwit_signature_and_cache() {
+fn ecdsa_segwit_signature() {
     let context = Secp256k1::new();
     let secret = SecretKey::from_byte_array([0x21; 32]).unwrap();
     let public = secret.public_key(&context).serialize();
@@ -144,42 +143,9 @@ fn ecdsa_segwit_signature_and_cache() {
     assert!(!checker.check_ecdsa_signature(&[], &public, &script_code, SigVersion::WitnessV0));
     // Without precomputed data the hashes are computed on the fly, same answer.
     let nothing = PrecomputedTransactionData::default();
-    let uncached = TransactionChecker::new(view, 1, spent, &nothing).unwrap();
-    assert!(uncached.check_ecdsa_signature(
+    let on_the_fly = TransactionChecker::new(view, 1, spent, &nothing).unwrap();
+    assert!(on_the_fly.check_ecdsa_signature(
         &signature,
-        &public,
-        &script_code,
-        SigVersion::WitnessV0
-    ));
-
-    // The cache records verified signatures and answers for them.
-    let cache = SignatureCache::with_salt(1 << 16, [9; 32]);
-    let cached = checker.with_cache(&cache);
-    assert!(cached.check_ecdsa_signature(&signature, &public, &script_code, SigVersion::WitnessV0));
-    assert_eq!(cache.entries_len(), 1);
-    assert!(cache.contains(&cache.ecdsa_entry(
-        &sighash,
-        &public,
-        &signature[..signature.len() - 1]
-    )));
-    assert!(cached.check_ecdsa_signature(&signature, &public, &script_code, SigVersion::WitnessV0));
-    assert_eq!(cache.entries_len(), 1);
-    // Failures are not cached.
-    assert!(!cached.check_ecdsa_signature(&signature, &public, &script_code, SigVersion::Base));
-    assert_eq!(cache.entries_len(), 1);
-    // A hit is trusted without verifying: plant an entry for a bogus signature.
-    let bogus = [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01];
-    cache.insert(cache.ecdsa_entry(&sighash, &public, &bogus));
-    let mut bogus_with_type = bogus.to_vec();
-    bogus_with_type.push(1);
-    assert!(cached.check_ecdsa_signature(
-        &bogus_with_type,
-        &public,
-        &script_code,
-        SigVersion::WitnessV0
-    ));
-    assert!(!checker.check_ecdsa_signature(
-        &bogus_with_type,
         &public,
         &script_code,
         SigVersion::WitnessV0

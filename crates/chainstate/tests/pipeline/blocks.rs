@@ -132,7 +132,7 @@ pub fn coinbase_child(parent: &Block, height: u32, tag: u8, params: &Params) -> 
             witness: Vec::new(),
         }],
         outputs: vec![TxOutput {
-            value: block_subsidy(height, params.subsidy_halving_interval),
+            value: block_subsidy(height, params.subsidy_halving_interval).to_sat(),
             // OP_TRUE: anyone can spend it.
             script_pubkey: vec![0x51],
         }],

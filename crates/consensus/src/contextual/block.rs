@@ -6,8 +6,11 @@ use crate::error::{BlockError, LocatedTransactionError, TransactionError};
 use crate::finality::{bip34_height_prefix, is_final};
 use crate::limits::BLOCK_WEIGHT_MAX;
 use crate::subsidy::block_subsidy;
+use crate::transaction::transaction_value_out;
 use ibex_primitives::params::BuriedDeployment;
-use ibex_primitives::{check_witness_commitment, BlockView, Params, WitnessCommitmentError};
+use ibex_primitives::{
+    check_witness_commitment, Amount, BlockView, Params, WitnessCommitmentError,
+};
 
 /// Core's `ContextualCheckBlock` for the block at `height` whose parent's
 /// median time past is `previous_median_time_past`, in Core's order:
@@ -89,18 +92,30 @@ fn check_witness(block: &BlockView<'_>, segwit_active: bool) -> Result<(), Block
 /// before it waits for the script checks.
 pub fn check_coinbase_amount(
     block: &BlockView<'_>,
-    fees: i64,
+    fees: Amount,
     height: u32,
     params: &Params,
 ) -> Result<(), BlockError> {
-    // CheckTransaction bounded each output and their sum by MAX_MONEY; the
-    // saturating sum keeps an unchecked block from overflowing.
-    let value = block.transaction(0).map_or(0, |coinbase| {
-        coinbase.outputs().iter().fold(0i64, |sum, output| sum.saturating_add(output.value))
-    });
-    let limit = fees.saturating_add(block_subsidy(height, params.subsidy_halving_interval));
-    if value > limit {
-        return Err(BlockError::CoinbaseAmount { value, limit });
+    let value = coinbase_value_out(block)?;
+    let subsidy = block_subsidy(height, params.subsidy_halving_interval);
+    // Core compares with `nFees + GetBlockSubsidy` unchecked. A reward above
+    // MAX_MONEY (fees near MAX_MONEY, which real coins cannot pay) is above
+    // any coinbase's value out, which GetValueOut bounds by MAX_MONEY, so
+    // Core accepts: so does this.
+    match fees.checked_add(subsidy) {
+        Some(limit) if value > limit => Err(BlockError::CoinbaseAmount { value, limit }),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The coinbase's value out (Core's `GetValueOut`); zero without a
+/// coinbase. CheckBlock has checked its outputs already; a block that
+/// skipped it fails here with CheckTransaction's reason.
+fn coinbase_value_out(block: &BlockView<'_>) -> Result<Amount, BlockError> {
+    let Some(coinbase) = block.transaction(0) else {
+        return Ok(Amount::ZERO);
+    };
+    transaction_value_out(&coinbase).map_err(|source| {
+        BlockError::Transaction(LocatedTransactionError { index: 0, txid: coinbase.txid(), source })
+    })
 }

@@ -7,7 +7,8 @@
 use std::collections::{HashMap, HashSet};
 
 use ibex_consensus::{
-    block_script_flags, script_failure_reason, BlockConnectCheck, ConnectRules, SpentCoin,
+    block_script_flags, output_amount, script_failure_reason, BlockConnectCheck, BlockRejection,
+    ConnectRules, SpentCoin,
 };
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::txoutset::is_unspendable;
@@ -26,7 +27,7 @@ fn verify_inputs(
 ) -> Result<u64, String> {
     let spent_outputs: Vec<SpentOutput<'_>> = spent
         .iter()
-        .map(|coin| SpentOutput { amount: coin.value, script_pubkey: &coin.script_pubkey })
+        .map(|coin| SpentOutput { amount: coin.value.to_sat(), script_pubkey: &coin.script_pubkey })
         .collect();
     let precomputed = PrecomputedTransactionData::new(transaction, &spent_outputs)
         .map_err(|error| error.to_string())?;
@@ -84,22 +85,23 @@ fn add_outputs(
     is_coinbase: bool,
     created: &mut HashMap<OutPoint, StoredCoin>,
     changes: &mut BlockChanges,
-) {
+) -> Result<(), Rejection> {
     let txid = transaction.txid();
     for (vout, output) in transaction.outputs().iter().enumerate() {
         if is_unspendable(output.script_pubkey) {
             continue;
         }
-        let coin = StoredCoin {
-            value: output.value,
-            script_pubkey: output.script_pubkey.to_vec(),
-            height,
-            is_coinbase,
-        };
+        // CheckTransaction bounded every output value already; a block that
+        // skipped it fails with its reason.
+        let value = output_amount(output.value, vout)
+            .map_err(|source| BlockRejection::Transaction { txid, source })?;
+        let coin =
+            StoredCoin { value, script_pubkey: output.script_pubkey.to_vec(), height, is_coinbase };
         let outpoint = OutPoint { txid, vout: vout as u32 };
         created.insert(outpoint, coin.clone());
         changes.created.push((outpoint, coin));
     }
+    Ok(())
 }
 
 /// Connects `block` on `base` without changing it; returns what it would change.
@@ -144,7 +146,7 @@ pub(crate) fn connect(
                 .coinbase(&transaction)
                 .map_err(|rejection| Rejection::new(rejection.reject_reason()))?;
         }
-        add_outputs(&transaction, height, index == 0, &mut created, &mut changes);
+        add_outputs(&transaction, height, index == 0, &mut created, &mut changes)?;
     }
     // Core checks the amount before it waits for the (parallel) script checks.
     check.finish(block)?;

@@ -20,15 +20,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ibex_blockstore::files::{block_file_path, read_block_file, read_obfuscation_key};
 use ibex_blockstore::Records;
 use ibex_consensus::{median_time_past, BlockError};
-use ibex_primitives::{BlockHash, BlockView, OutPoint, Params};
+use ibex_primitives::{Amount, BlockHash, BlockView, OutPoint, Params};
 
 use crate::error::GeneratorError;
 
 /// A coin in the replayed UTXO set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCoin {
-    /// Value in satoshis.
-    pub value: i64,
+    /// Its value (checked by CheckTransaction when its block was).
+    pub value: Amount,
     /// The locking script.
     pub script_pubkey: Vec<u8>,
     /// Height of the block that created it.
