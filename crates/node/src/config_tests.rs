@@ -1,0 +1,103 @@
+//! Unit tests of `config` (option parsing, values, precedence).
+use super::*;
+
+fn arguments(list: &[&str]) -> Vec<String> {
+    list.iter().map(|argument| (*argument).to_owned()).collect()
+}
+
+fn parse_error(list: &[&str]) -> String {
+    match CommandLine::parse(&arguments(list)) {
+        Ok(command_line) => command_line.resolve().unwrap_err().to_string(),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn command_line_syntax() {
+    let command_line =
+        CommandLine::parse(&arguments(&["--dbcache=5", "-reindex", "-noprinttoconsole"])).unwrap();
+    let settings = &command_line.settings;
+    assert_eq!(settings.value("", "dbcache", false), Some(SettingValue::Text("5".into())));
+    assert_eq!(settings.value("", "reindex", false), Some(SettingValue::Text(String::new())));
+    assert!(settings.is_negated("", "printtoconsole"));
+    let double = CommandLine::parse(&arguments(&["-noreindex=0"])).unwrap();
+    assert_eq!(double.settings.value("", "reindex", false), Some(SettingValue::Bool(true)));
+    assert_eq!(double.warnings.len(), 1);
+}
+
+#[test]
+fn command_line_refusals() {
+    assert_eq!(
+        parse_error(&["-foo=bar"]),
+        "Error parsing command line arguments: Invalid parameter -foo=bar"
+    );
+    assert_eq!(
+        parse_error(&["-regtest.dbcache=4"]),
+        "Error parsing command line arguments: Invalid parameter -regtest.dbcache=4"
+    );
+    assert_eq!(
+        parse_error(&["-regtest", "extra"]),
+        "Command line contains unexpected token 'extra', see ibexd -h for a list of options."
+    );
+    assert!(parse_error(&["-includeconf=a.conf"]).contains("-includeconf=\"a.conf\""));
+    CommandLine::parse(&arguments(&["-noincludeconf"])).unwrap();
+    // A lone dash ends the options: what follows is not read, but a
+    // token there is still refused.
+    let command_line = CommandLine::parse(&arguments(&["-regtest", "-", "-junk"])).unwrap();
+    assert!(!command_line.settings.command_line.contains_key("junk"));
+    assert!(parse_error(&["-regtest", "-", "junk"]).contains("unexpected token 'junk'"));
+    // Options after a token are not parsed; the token is the error.
+    assert!(parse_error(&["junk", "-foo"]).contains("unexpected token 'junk'"));
+    // -help before a token still shows the help.
+    let command_line = CommandLine::parse(&arguments(&["-help", "junk"])).unwrap();
+    assert!(command_line.help_requested());
+}
+
+#[test]
+fn help_and_version() {
+    assert!(CommandLine::parse(&arguments(&["-?"])).unwrap().help_requested());
+    assert!(CommandLine::parse(&arguments(&["--help"])).unwrap().help_requested());
+    assert!(CommandLine::parse(&arguments(&["-version"])).unwrap().version_requested());
+    assert!(!CommandLine::parse(&arguments(&["-version=0"])).unwrap().version_requested());
+}
+
+#[test]
+fn assume_valid_like_from_user_hex() {
+    assert_eq!(parse_assume_valid("0"), Some(AssumeValid::Disabled));
+    assert_eq!(parse_assume_valid(""), Some(AssumeValid::Disabled));
+    let hash = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206";
+    let expected = AssumeValid::Block(BlockHash::from_hex(hash).unwrap());
+    assert_eq!(parse_assume_valid(hash), Some(expected));
+    assert_eq!(parse_assume_valid(&format!("0x{hash}")), Some(expected));
+    let short = parse_assume_valid("1f").unwrap();
+    let AssumeValid::Block(short) = short else { panic!("not a block") };
+    assert_eq!(short.to_hex(), format!("{:0>64}", "1f"));
+    assert_eq!(parse_assume_valid(&format!("{hash}0")), None);
+    assert_eq!(parse_assume_valid("0X1f"), None);
+    assert_eq!(parse_assume_valid("xyz"), None);
+}
+
+#[test]
+fn assume_valid_resolves_against_the_chain() {
+    let main = Params::main();
+    let built_in = main.default_assume_valid;
+    assert!(built_in.is_some(), "mainnet has a built-in assume-valid block");
+    assert_eq!(AssumeValid::Default.resolve(&main), built_in);
+    assert_eq!(AssumeValid::Disabled.resolve(&main), None);
+    let named = BlockHash::from_hex(&format!("{:0>64}", "1f")).unwrap();
+    assert_eq!(AssumeValid::Block(named).resolve(&main), Some(named));
+    let regtest = Params::regtest();
+    assert_eq!(AssumeValid::Default.resolve(&regtest), None);
+    assert_eq!(AssumeValid::Block(named).resolve(&regtest), Some(named));
+}
+
+#[test]
+fn database_batch_default_is_the_chainstate_default_and_in_the_help() {
+    let command_line = CommandLine::parse(&arguments(&["-regtest"])).unwrap();
+    let typed = Typed { settings: &command_line.settings, section: "regtest" };
+    let mut warnings = Vec::new();
+    assert_eq!(typed.database_batch_bytes(&mut warnings).unwrap(), FLUSH_BATCH_BYTES_DEFAULT);
+    assert!(warnings.is_empty());
+    let (_, _, help) = OPTIONS.iter().find(|(name, _, _)| *name == "dbbatchsize").unwrap();
+    assert!(help.contains(&format!("(default: {FLUSH_BATCH_BYTES_DEFAULT})")), "{help}");
+}
