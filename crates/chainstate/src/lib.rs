@@ -29,6 +29,7 @@ pub mod manager;
 pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
+mod selection;
 #[cfg(test)]
 mod test_chain;
 pub mod txoutset;

@@ -155,27 +155,12 @@ impl Chainstate {
     /// Marks `id` failed with its descendants and drops them as candidates.
     pub(crate) fn mark_invalid(&mut self, id: EntryId) {
         self.statistics.blocks_invalid += 1;
-        let mut changed = self.index.mark_failed(id);
-        changed.push(id);
-        for failed in changed {
-            let candidate = self.candidate(failed);
-            self.candidates.remove(&candidate);
-        }
-        if self.best_header.is_some_and(|best| self.index.entry(best).status.is_failed()) {
-            self.best_header = self.scan_best_header();
-        }
+        self.selection.mark_invalid(&mut self.index, id);
     }
 
     /// Makes `id` the best header if it has more work than the current one.
     pub(crate) fn consider_best_header(&mut self, id: EntryId) {
-        let work = self.index.entry(id).chain_work;
-        let better = match self.best_header {
-            None => true,
-            Some(best) => work > self.index.entry(best).chain_work,
-        };
-        if better && !self.index.entry(id).status.is_failed() {
-            self.best_header = Some(id);
-        }
+        self.selection.consider_header(&self.index, id);
     }
 
     /// Writes the block to a block file if needed, records its data, and
@@ -194,54 +179,12 @@ impl Chainstate {
         entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        let parent_linked = match entry.parent {
-            None => true,
-            Some(parent) => self.index.entry(parent).has_chain_data(),
-        };
-        if parent_linked {
-            self.link(id);
-        } else if let Some(parent) = self.index.entry(id).parent {
-            self.unlinked.entry(parent).or_default().push(id);
-        }
+        self.selection.block_data_arrived(&mut self.index, id);
         Ok(())
-    }
-
-    /// Sets the chain transaction count and sequence of `id` and of every
-    /// waiting descendant, making them candidates (Core's
-    /// `ReceivedBlockTransactions`).
-    fn link(&mut self, id: EntryId) {
-        let mut queue = std::collections::VecDeque::from([id]);
-        while let Some(current) = queue.pop_front() {
-            let below = self
-                .index
-                .entry(current)
-                .parent
-                .map_or(0, |parent| self.index.entry(parent).chain_transaction_count);
-            let sequence = self.index.next_sequence();
-            let entry = self.index.entry_mut(current);
-            entry.chain_transaction_count = below + u64::from(entry.transaction_count);
-            entry.sequence = sequence;
-            if !entry.status.is_failed() {
-                let candidate = self.candidate(current);
-                self.candidates.insert(candidate);
-            }
-            if let Some(children) = self.unlinked.remove(&current) {
-                queue.extend(children);
-            }
-        }
     }
 
     /// The hash of the most-work valid header (Core's `m_best_header`).
     pub fn best_header(&self) -> Option<BlockHash> {
-        self.best_header.map(|id| self.index.entry(id).hash)
-    }
-
-    /// The most-work header not marked failed, by a scan of the index (on
-    /// open and after a block is marked invalid); the first met wins ties.
-    pub(crate) fn scan_best_header(&self) -> Option<EntryId> {
-        self.index
-            .ids()
-            .filter(|&id| !self.index.entry(id).status.is_failed())
-            .max_by_key(|&id| (self.index.entry(id).chain_work, std::cmp::Reverse(id)))
+        self.selection.best_header().map(|id| self.index.entry(id).hash)
     }
 }

@@ -61,7 +61,7 @@ impl Chainstate {
             if self.reached_stop_height() {
                 return Ok(());
             }
-            let Some(best) = self.candidates.first().map(|candidate| candidate.id) else {
+            let Some(best) = self.selection.best() else {
                 return Ok(());
             };
             if Some(best) == self.chain.tip() {
@@ -162,13 +162,7 @@ impl Chainstate {
             None => self.chain.tip(),
         };
         let Some(tip) = settled_tip else { return };
-        let tip_candidate = self.candidate(tip);
-        while let Some(last) = self.candidates.last().copied() {
-            if last <= tip_candidate {
-                break;
-            }
-            self.candidates.remove(&last);
-        }
+        self.selection.prune_worse_than(&self.index, tip);
     }
 
     /// The block `id`'s bytes and ids: the block accepted last if it is the
@@ -324,7 +318,7 @@ impl Chainstate {
         let Some(assumed) = self.options.assume_valid.and_then(|hash| self.index.get(&hash)) else {
             return false;
         };
-        let Some(best) = self.best_header else { return false };
+        let Some(best) = self.selection.best_header() else { return false };
         let params = &self.options.params;
         let best_entry = self.index.entry(best);
         if !self.index.is_ancestor(id, assumed)
@@ -397,8 +391,7 @@ impl Chainstate {
         self.statistics.blocks_disconnected += 1;
         // The disconnected block stays a valid candidate should the new
         // branch fail.
-        let candidate = self.candidate(id);
-        self.candidates.insert(candidate);
+        self.selection.insert(&self.index, id);
         if let Some(tip) = self.chain.tip() {
             let update = self.tip_update_for(tip, 0);
             self.emit(ChainEvent::TipUpdated(update));

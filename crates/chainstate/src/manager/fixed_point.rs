@@ -152,10 +152,10 @@ impl Chainstate {
         // Count only what chain selection can use: candidates better than
         // the tip (the rest are pruned again at once).
         self.prune_candidates();
-        let before = self.candidates.len();
-        self.insert_candidates_from_index();
+        let before = self.selection.candidate_count();
+        self.selection.insert_from_index(&self.index);
         self.prune_candidates();
-        let restored = self.candidates.len().saturating_sub(before);
+        let restored = self.selection.candidate_count().saturating_sub(before);
         self.activate_best_chain()?;
         let check = self.check_best_candidate();
         match check {
@@ -164,26 +164,6 @@ impl Chainstate {
             }
             _ => Ok((check, restored)),
         }
-    }
-
-    /// Inserts every block with its chain's data, valid transactions and no
-    /// failure mark into the candidate set (Core's `LoadBlockIndex` does the
-    /// same on start); the count newly added.
-    pub(crate) fn insert_candidates_from_index(&mut self) -> usize {
-        let ids: Vec<EntryId> = self.index.ids().collect();
-        let mut added = 0;
-        for id in ids {
-            let entry = self.index.entry(id);
-            let usable = entry.status.has(BlockStatus::HAVE_DATA)
-                && !entry.status.is_failed()
-                && entry.has_chain_data()
-                && entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS);
-            if usable {
-                let candidate = self.candidate(id);
-                added += usize::from(self.candidates.insert(candidate));
-            }
-        }
-        added
     }
 
     /// The most-work block with data, not marked invalid, with more work
@@ -243,7 +223,7 @@ mod tests {
         let (blocks, mut chainstate) = accepted_chain(root.path());
         // What a bug in the candidate set would leave: blocks with data
         // that chain selection no longer sees.
-        chainstate.candidates.clear();
+        chainstate.selection.clear_candidates();
         let check = chainstate.check_best_candidate();
         let top = hash_of(&blocks[5]);
         assert_eq!(

@@ -29,12 +29,11 @@ pub mod pipeline;
 pub mod recovery;
 pub mod tips;
 
-use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ibex_blockstore::{BlockFileWriter, Obfuscation, UndoFileWriter};
-use ibex_primitives::{BlockHash, ChainWork, Params};
+use ibex_primitives::{BlockHash, Params};
 
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
@@ -44,6 +43,7 @@ use crate::index::store::IndexStore;
 use crate::index::{ActiveChain, BlockIndex, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::scripts::ScriptThreads;
+use crate::selection::ChainSelection;
 
 /// Core's `DATABASE_WRITE_INTERVAL_MIN`: flush the coins at least this often
 /// when nothing else forces it (Core picks 50-70 minutes at random).
@@ -73,14 +73,6 @@ pub struct ChainstateOptions {
     pub stop_at_height: Option<u32>,
 }
 
-/// Ordering of candidate tips: most work first, then first met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Candidate {
-    work: std::cmp::Reverse<ChainWork>,
-    sequence: u64,
-    id: EntryId,
-}
-
 /// The chainstate: index, active chain, UTXO cache and stores.
 pub struct Chainstate {
     pub(crate) options: ChainstateOptions,
@@ -91,9 +83,8 @@ pub struct Chainstate {
     pub(crate) obfuscation: Obfuscation,
     pub(crate) block_writer: BlockFileWriter,
     pub(crate) undo_writer: UndoFileWriter,
-    pub(crate) candidates: BTreeSet<Candidate>,
-    /// Blocks with data whose parent's chain data is missing, by parent.
-    pub(crate) unlinked: HashMap<EntryId, Vec<EntryId>>,
+    /// Candidates, blocks waiting for a parent, the best header.
+    pub(crate) selection: ChainSelection,
     pub(crate) scripts: ScriptThreads,
     pub(crate) observer: Box<dyn ChainObserver>,
     /// The block accepted last, kept so connecting it needs no disk read.
@@ -101,7 +92,6 @@ pub struct Chainstate {
     pub(crate) last_flush: Instant,
     pub(crate) statistics: ChainStatistics,
     pub(crate) undo_buffer: Vec<u8>,
-    pub(crate) best_header: Option<EntryId>,
     /// Connected blocks whose scripts are still being checked, oldest first
     /// (at most [`pipeline::SCRIPT_PIPELINE_BLOCKS`] + 1).
     pub(crate) pending: std::collections::VecDeque<pipeline::PendingBlock>,
@@ -213,10 +203,5 @@ impl Chainstate {
 
     pub(crate) fn emit(&mut self, event: ChainEvent) {
         self.observer.on_event(&event);
-    }
-
-    pub(crate) fn candidate(&self, id: EntryId) -> Candidate {
-        let entry = self.index.entry(id);
-        Candidate { work: std::cmp::Reverse(entry.chain_work), sequence: entry.sequence, id }
     }
 }

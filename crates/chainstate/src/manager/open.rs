@@ -1,7 +1,6 @@
 //! Opening a chainstate: directories, the obfuscation key, the block index,
 //! the coins database, and recovery from an interrupted flush.
 
-use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,8 +15,9 @@ use crate::cache::CoinsCache;
 use crate::database::{CoinsDatabase, DatabaseOptions};
 use crate::error::{ChainstateError, DatabaseKind};
 use crate::index::store::IndexStore;
-use crate::index::{ActiveChain, BlockStatus, EntryId};
+use crate::index::ActiveChain;
 use crate::scripts::ScriptThreads;
+use crate::selection::ChainSelection;
 
 /// The block index directory inside the blocks directory (as Core's).
 pub const INDEX_DIRECTORY: &str = "index";
@@ -84,6 +84,7 @@ impl Chainstate {
         let store = IndexStore::open(&index_path)
             .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
         let index = store.load().map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
+        let selection = ChainSelection::from_index(&index);
         let database_options = DatabaseOptions {
             flush_batch_bytes_max: flush_batch_bytes_for(
                 options.flush_batch_bytes_max,
@@ -115,38 +116,19 @@ impl Chainstate {
             obfuscation,
             block_writer,
             undo_writer,
-            candidates: BTreeSet::new(),
-            unlinked: HashMap::new(),
+            selection,
             scripts,
             observer,
             recent: None,
             last_flush: Instant::now(),
             statistics: ChainStatistics::default(),
             undo_buffer: Vec::new(),
-            best_header: None,
             pending: std::collections::VecDeque::new(),
             background_flush: None,
             read_ahead: None,
         };
-        chainstate.best_header = chainstate.scan_best_header();
-        chainstate.rebuild_candidates();
         chainstate.recover()?;
         Ok(chainstate)
-    }
-
-    /// Candidate tips and unlinked blocks from the loaded index.
-    fn rebuild_candidates(&mut self) {
-        self.insert_candidates_from_index();
-        let ids: Vec<EntryId> = self.index.ids().collect();
-        for id in ids {
-            let entry = self.index.entry(id);
-            let waiting = entry.status.has(BlockStatus::HAVE_DATA)
-                && !entry.status.is_failed()
-                && !entry.has_chain_data();
-            if let Some(parent) = entry.parent.filter(|_| waiting) {
-                self.unlinked.entry(parent).or_default().push(id);
-            }
-        }
     }
 }
 

@@ -1,0 +1,286 @@
+//! Chain selection, the first stage of the engine: which blocks could be
+//! the tip (candidates: their chain's data is all here and none of it is
+//! marked invalid), which wait for a parent's data, the most-work valid
+//! header, and the invalid marks. It owns that state and reads the block
+//! index it is given; it touches no coins, files or database, so it is
+//! tested in memory.
+//!
+//! Candidates are ordered as Core's `CBlockIndexWorkComparator`: most work
+//! first, then the block whose data was met first (its sequence number),
+//! then the lower index entry.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::index::{BlockIndex, BlockStatus, EntryId};
+use ibex_primitives::ChainWork;
+
+/// Ordering of candidate tips: most work first, then first met, then the
+/// lower entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Candidate {
+    work: std::cmp::Reverse<ChainWork>,
+    sequence: u64,
+    id: EntryId,
+}
+
+impl Candidate {
+    /// Block `id`'s place in the candidate order.
+    pub(crate) fn of(index: &BlockIndex, id: EntryId) -> Candidate {
+        let entry = index.entry(id);
+        Candidate { work: std::cmp::Reverse(entry.chain_work), sequence: entry.sequence, id }
+    }
+}
+
+/// The candidates, the blocks waiting for a parent's data, and the best
+/// header.
+#[derive(Debug, Default)]
+pub(crate) struct ChainSelection {
+    candidates: BTreeSet<Candidate>,
+    /// Blocks with data whose parent's chain data is missing, by parent.
+    unlinked: HashMap<EntryId, Vec<EntryId>>,
+    best_header: Option<EntryId>,
+}
+
+impl ChainSelection {
+    /// The selection of a loaded index (Core's `LoadBlockIndex`): every
+    /// usable block a candidate, the rest waiting for their parents.
+    pub(crate) fn from_index(index: &BlockIndex) -> ChainSelection {
+        let mut selection =
+            ChainSelection { best_header: best_valid_header(index), ..ChainSelection::default() };
+        selection.insert_from_index(index);
+        for id in index.ids() {
+            let entry = index.entry(id);
+            let waiting = entry.status.has(BlockStatus::HAVE_DATA)
+                && !entry.status.is_failed()
+                && !entry.has_chain_data();
+            if let Some(parent) = entry.parent.filter(|_| waiting) {
+                selection.unlinked.entry(parent).or_default().push(id);
+            }
+        }
+        selection
+    }
+
+    /// The best candidate.
+    pub(crate) fn best(&self) -> Option<EntryId> {
+        self.candidates.first().map(|candidate| candidate.id)
+    }
+
+    /// Candidates held now.
+    pub(crate) fn candidate_count(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// The most-work header not marked failed (Core's `m_best_header`).
+    pub(crate) fn best_header(&self) -> Option<EntryId> {
+        self.best_header
+    }
+
+    /// Makes `id` a candidate (again); whether it was not one.
+    pub(crate) fn insert(&mut self, index: &BlockIndex, id: EntryId) -> bool {
+        self.candidates.insert(Candidate::of(index, id))
+    }
+
+    /// Forgets every candidate (tests of the fixed point's repair).
+    #[cfg(test)]
+    pub(crate) fn clear_candidates(&mut self) {
+        self.candidates.clear();
+    }
+
+    /// Drops the candidates worse than `settled_tip` (Core's
+    /// `PruneBlockIndexCandidates`; see `manager::activate` for why the
+    /// bar is the settled tip, not a pending one).
+    pub(crate) fn prune_worse_than(&mut self, index: &BlockIndex, settled_tip: EntryId) {
+        let bar = Candidate::of(index, settled_tip);
+        while let Some(last) = self.candidates.last().copied() {
+            if last <= bar {
+                break;
+            }
+            self.candidates.remove(&last);
+        }
+    }
+
+    /// `id`'s data arrived: links it, or keeps it waiting for its parent's.
+    pub(crate) fn block_data_arrived(&mut self, index: &mut BlockIndex, id: EntryId) {
+        let parent = index.entry(id).parent;
+        match parent.filter(|parent| !index.entry(*parent).has_chain_data()) {
+            Some(parent) => self.unlinked.entry(parent).or_default().push(id),
+            None => self.link(index, id),
+        }
+    }
+
+    /// Sets the chain transaction count and sequence of `id` and of every
+    /// waiting descendant, making them candidates (Core's
+    /// `ReceivedBlockTransactions`).
+    fn link(&mut self, index: &mut BlockIndex, id: EntryId) {
+        let mut queue = VecDeque::from([id]);
+        while let Some(current) = queue.pop_front() {
+            let below = index
+                .entry(current)
+                .parent
+                .map_or(0, |parent| index.entry(parent).chain_transaction_count);
+            let sequence = index.next_sequence();
+            let entry = index.entry_mut(current);
+            entry.chain_transaction_count = below + u64::from(entry.transaction_count);
+            entry.sequence = sequence;
+            let failed = entry.status.is_failed();
+            if !failed {
+                self.insert(index, current);
+            }
+            if let Some(children) = self.unlinked.remove(&current) {
+                queue.extend(children);
+            }
+        }
+    }
+
+    /// Marks `id` failed with its descendants, drops them as candidates,
+    /// and finds the best header again if it was among them.
+    pub(crate) fn mark_invalid(&mut self, index: &mut BlockIndex, id: EntryId) {
+        let mut changed = index.mark_failed(id);
+        changed.push(id);
+        for failed in changed {
+            self.candidates.remove(&Candidate::of(index, failed));
+        }
+        if self.best_header.is_some_and(|best| index.entry(best).status.is_failed()) {
+            self.best_header = best_valid_header(index);
+        }
+    }
+
+    /// Makes `id` the best header if it has more work and is not failed.
+    pub(crate) fn consider_header(&mut self, index: &BlockIndex, id: EntryId) {
+        let entry = index.entry(id);
+        let better = match self.best_header {
+            None => true,
+            Some(best) => entry.chain_work > index.entry(best).chain_work,
+        };
+        if better && !entry.status.is_failed() {
+            self.best_header = Some(id);
+        }
+    }
+
+    /// Inserts every block with its chain's data, valid transactions and no
+    /// failure mark as a candidate; how many were not candidates yet.
+    pub(crate) fn insert_from_index(&mut self, index: &BlockIndex) -> usize {
+        let mut added = 0;
+        for id in index.ids() {
+            let entry = index.entry(id);
+            let usable = entry.status.has(BlockStatus::HAVE_DATA)
+                && !entry.status.is_failed()
+                && entry.has_chain_data()
+                && entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS);
+            if usable {
+                added += usize::from(self.insert(index, id));
+            }
+        }
+        added
+    }
+}
+
+/// The most-work header not marked failed, by a scan of the index; the
+/// first met wins ties.
+fn best_valid_header(index: &BlockIndex) -> Option<EntryId> {
+    index
+        .ids()
+        .filter(|&id| !index.entry(id).status.is_failed())
+        .max_by_key(|&id| (index.entry(id).chain_work, std::cmp::Reverse(id)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ibex_primitives::{BlockHash, Params};
+
+    use super::*;
+
+    /// Indexes a header on `parent` (none: the root), named by `tag`.
+    fn header(index: &mut BlockIndex, parent: Option<EntryId>, tag: u8) -> EntryId {
+        let mut header = Params::regtest().genesis.header;
+        header.previous_block_hash = parent.map_or(BlockHash::ZERO, |id| index.entry(id).hash);
+        header.nonce = u32::from(tag);
+        index.insert_header(&header, BlockHash([tag; 32])).unwrap()
+    }
+
+    /// `id`'s data arrives (one transaction, `CheckBlock` passed).
+    fn data(selection: &mut ChainSelection, index: &mut BlockIndex, id: EntryId) {
+        let entry = index.entry_mut(id);
+        entry.transaction_count = 1;
+        entry.status.set_have_data();
+        entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
+        selection.block_data_arrived(index, id);
+    }
+
+    /// A root and two children of equal work, `first` and `second`.
+    fn fork() -> (BlockIndex, ChainSelection, [EntryId; 3]) {
+        let mut index = BlockIndex::new();
+        let root = header(&mut index, None, 1);
+        let first = header(&mut index, Some(root), 2);
+        let second = header(&mut index, Some(root), 3);
+        (index, ChainSelection::default(), [root, first, second])
+    }
+
+    #[test]
+    fn the_most_work_wins_then_the_block_met_first() {
+        let (mut index, mut selection, [root, first, second]) = fork();
+        data(&mut selection, &mut index, root);
+        assert_eq!(selection.best(), Some(root));
+        // Equal work: the one whose data arrived first wins, whatever the
+        // order of the headers.
+        data(&mut selection, &mut index, second);
+        data(&mut selection, &mut index, first);
+        assert_eq!(selection.best(), Some(second));
+        let above = header(&mut index, Some(first), 4);
+        data(&mut selection, &mut index, above);
+        assert_eq!(selection.best(), Some(above));
+    }
+
+    #[test]
+    fn a_block_waits_for_its_parents_data() {
+        let (mut index, mut selection, [root, first, _]) = fork();
+        let above = header(&mut index, Some(first), 4);
+        data(&mut selection, &mut index, root);
+        data(&mut selection, &mut index, above);
+        assert_eq!(selection.best(), Some(root), "linked only once its parent's data is here");
+        assert!(!index.entry(above).has_chain_data());
+        data(&mut selection, &mut index, first);
+        assert_eq!(selection.best(), Some(above));
+        assert_eq!(index.entry(above).chain_transaction_count, 3);
+    }
+
+    #[test]
+    fn an_invalid_block_takes_its_descendants_and_the_best_header_with_it() {
+        let (mut index, mut selection, [root, first, second]) = fork();
+        let above = header(&mut index, Some(first), 4);
+        for id in [root, first, second, above] {
+            selection.consider_header(&index, id);
+            data(&mut selection, &mut index, id);
+        }
+        assert_eq!(selection.best_header(), Some(above));
+        selection.mark_invalid(&mut index, first);
+        assert!(index.entry(above).status.is_failed());
+        assert_eq!(selection.best(), Some(second));
+        assert_eq!(selection.best_header(), Some(second));
+        // A descendant of a failed block never becomes a candidate again.
+        assert_eq!(selection.insert_from_index(&index), 0);
+        assert_eq!(selection.best(), Some(second));
+    }
+
+    #[test]
+    fn pruning_keeps_only_candidates_better_than_the_settled_tip() {
+        let (mut index, mut selection, [root, first, second]) = fork();
+        for id in [root, first, second] {
+            data(&mut selection, &mut index, id);
+        }
+        assert_eq!(selection.candidate_count(), 3);
+        // Against the root both children stay (issue 12: a pending child
+        // must not push out its sibling).
+        selection.prune_worse_than(&index, root);
+        assert_eq!(selection.candidate_count(), 3);
+        // Against a settled `first`, the sibling met later and the root go.
+        selection.prune_worse_than(&index, first);
+        assert_eq!(selection.candidate_count(), 1);
+        assert_eq!(selection.best(), Some(first));
+        // The index still knows them: a rebuild finds both again.
+        assert_eq!(selection.insert_from_index(&index), 2);
+        assert_eq!(ChainSelection::from_index(&index).candidate_count(), 3);
+    }
+}
