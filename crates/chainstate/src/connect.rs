@@ -74,6 +74,9 @@ pub fn connect_block(
     txids: &[Txid],
     context: &ConnectContext<'_>,
 ) -> Result<ConnectedBlock, ConnectError> {
+    // The caller's invariant (the txids come from the same parse); every
+    // loop below pairs transactions with txids and must not stop short.
+    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
     // Core checks BIP30 for every transaction before applying any.
     if context.enforce_bip30 {
         check_bip30(cache, block, txids, context.threads)?;
@@ -144,10 +147,9 @@ fn check_bip30(
     txids: &[Txid],
     threads: &ScriptThreads,
 ) -> Result<(), ConnectError> {
+    let transactions: Vec<TransactionView<'_>> = block.transactions().collect();
     let offender = threads.install(|| {
-        (0..block.transaction_count()).into_par_iter().find_map_first(|index| {
-            let transaction = block.transaction(index)?;
-            let txid = *txids.get(index)?;
+        transactions.par_iter().zip(txids).find_map_first(|(transaction, &txid)| {
             (0..transaction.outputs().len() as u32).find_map(|vout| {
                 match cache.has_unspent(&OutPoint { txid, vout }) {
                     Ok(false) => None,

@@ -223,13 +223,10 @@ impl Chainstate {
             self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
-        let outpoints: Vec<_> = view
-            .transactions()
-            .skip(1)
-            .flat_map(|transaction| {
-                transaction.inputs().iter().map(|input| input.previous_output()).collect::<Vec<_>>()
-            })
-            .collect();
+        let mut outpoints = Vec::with_capacity(view.input_count());
+        for transaction in view.transactions().skip(1) {
+            outpoints.extend(transaction.inputs().iter().map(|input| input.previous_output()));
+        }
         self.cache.prefetch(&outpoints)?;
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
             block_script_flags(&self.options.params, view_height(self, id), &block.hash())
