@@ -170,7 +170,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::manager::Chainstate;
+    use crate::engine::Chainstate;
     use crate::test_chain::accepted_chain;
 
     /// The stored blocks of `chainstate`'s index at heights 0..=5.

@@ -203,6 +203,19 @@ impl CoinsCache {
         self.database.has_coin(outpoint)
     }
 
+    /// The unspent coin at `outpoint` from memory, a background flush's
+    /// frozen map or the database, caching nothing (readers on the engine's
+    /// thread: an RPC's `gettxout` must not change what the cache holds).
+    pub fn coin(&self, outpoint: &OutPoint) -> Result<Option<Coin>, ChainstateError> {
+        if let Some(entry) = self.map.get(outpoint) {
+            return Ok(entry.coin.clone());
+        }
+        if let Some(frozen) = self.frozen_lookup(outpoint) {
+            return Ok(frozen.cloned());
+        }
+        self.database.coin(outpoint)
+    }
+
     /// The coin at `outpoint` if it is in memory (no database read).
     pub fn peek(&self, outpoint: &OutPoint) -> Option<&Coin> {
         self.map.get(outpoint).and_then(|entry| entry.coin.as_ref())

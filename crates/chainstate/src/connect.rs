@@ -13,18 +13,18 @@
 //! unlike Core's temporary view which every coin passes through twice.
 //!
 //! Scripts are checked afterwards, on all cores, by the pipeline
-//! ([`crate::manager::pipeline`], [`crate::scripts`]), after every other
+//! ([`crate::stages::script_queue`], [`crate::scripts`]), after every other
 //! rule of the block, so the coinbase-amount failure is reported before a
 //! script failure as in Core with parallel script checks.
 
 use ibex_consensus::{output_amount, BlockConnectCheck, BlockRejection, ConnectRules, SpentCoin};
-use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{Amount, BlockView, OutPoint, TransactionView, Txid};
 
 use rayon::prelude::*;
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
+use crate::disconnect::{restore_spent_coins, spend_outputs_again};
 use crate::error::ChainstateError;
 use crate::scripts::ScriptThreads;
 use crate::undo::{BlockUndo, TransactionUndo};
@@ -90,9 +90,9 @@ pub fn connect_block(
     let result = applied.and_then(|input_count| Ok((check.finish(block)?, input_count)));
     match result {
         // Scripts are checked by the pipeline once the block is connected
-        // (`manager::pipeline`), never here.
+        // (`stages::script_queue`), never here.
         Ok((totals, input_count)) => Ok(ConnectedBlock { undo, fees: totals.fees, input_count }),
-        Err(error) => Err(rollback_after(cache, block, txids, &undo, outputs_added, error)),
+        Err(error) => Err(rollback_after(cache, block, txids, height, &undo, outputs_added, error)),
     }
 }
 
@@ -119,7 +119,7 @@ fn apply_transactions(
             check.transaction(&transaction, txid, &coins)?;
             input_count += transaction.inputs().len() as u64;
         }
-        add_outputs(cache, &transaction, txid, height, index == 0)?;
+        add_outputs(cache, &transaction, txid, height, index == 0, Overwrite::CoinbaseOnly)?;
         *outputs_added = index + 1;
     }
     Ok(input_count)
@@ -188,22 +188,34 @@ fn spend_inputs<'u>(
     Ok(&record.spent)
 }
 
-/// Adds the transaction's spendable outputs (Core's `AddCoins`; a coinbase
-/// may overwrite, for BIP30's two historical duplicates).
+/// Whether new coins may replace coins already in the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Overwrite {
+    /// Only a coinbase's (Core's `AddCoins`: BIP30's two historical
+    /// duplicates).
+    CoinbaseOnly,
+    /// Every output (replay after a crash writes final values).
+    Always,
+}
+
+/// Adds the transaction's spendable outputs: the one way this crate
+/// applies a transaction's outputs (connecting, replay after a crash).
 fn add_outputs(
     cache: &mut CoinsCache,
     transaction: &TransactionView<'_>,
     txid: &Txid,
     height: u32,
     is_coinbase: bool,
+    overwrite: Overwrite,
 ) -> Result<(), ConnectError> {
+    let may_overwrite = is_coinbase || overwrite == Overwrite::Always;
     for (vout, output) in transaction.outputs().iter().enumerate() {
         // CheckTransaction bounded every output value already; a block
         // that skipped it fails with its reason.
         let amount = output_amount(output.value, vout)
             .map_err(|source| BlockRejection::Transaction { txid: *txid, source })?;
         let coin = Coin::new(amount, output.script_pubkey, height, is_coinbase)?;
-        cache.add(&OutPoint { txid: *txid, vout: vout as u32 }, coin, is_coinbase)?;
+        cache.add(&OutPoint { txid: *txid, vout: vout as u32 }, coin, may_overwrite)?;
     }
     Ok(())
 }
@@ -213,6 +225,7 @@ fn rollback_after(
     cache: &mut CoinsCache,
     block: &BlockView<'_>,
     txids: &[Txid],
+    height: u32,
     undo: &BlockUndo,
     outputs_added: usize,
     error: ConnectError,
@@ -220,44 +233,59 @@ fn rollback_after(
     if let ConnectError::Chainstate(_) = error {
         return error;
     }
-    match rollback(cache, block, txids, undo, outputs_added) {
+    match rollback(cache, block, txids, height, undo, outputs_added) {
         Ok(()) => error,
         Err(storage) => ConnectError::Chainstate(storage),
     }
 }
 
-/// Undoes the effects of the first transactions of `block`: the outputs of
-/// the first `outputs_added` are spent again and the coins in `undo` (one
-/// record per non-coinbase transaction reached, the last maybe partial) are
-/// put back.
+/// Undoes the effects of the first transactions of `block` (at `height`):
+/// the outputs of the first `outputs_added` are spent again and the coins
+/// in `undo` (one record per non-coinbase transaction reached, the last
+/// maybe partial) are put back, with [`crate::disconnect`]'s undo steps.
 pub fn rollback(
     cache: &mut CoinsCache,
     block: &BlockView<'_>,
     txids: &[Txid],
+    height: u32,
     undo: &BlockUndo,
     outputs_added: usize,
 ) -> Result<(), ChainstateError> {
+    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
     let touched = outputs_added.max(undo.transactions.len() + 1).min(block.transaction_count());
     for index in (0..touched).rev() {
         let Some(transaction) = block.transaction(index) else { continue };
         if index < outputs_added {
-            let txid = txids[index];
-            for (vout, output) in transaction.outputs().iter().enumerate() {
-                if is_unspendable(output.script_pubkey) {
-                    continue;
-                }
-                match cache.spend(&OutPoint { txid, vout: vout as u32 }) {
-                    Ok(_) | Err(ChainstateError::MissingCoin { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-            }
+            spend_outputs_again(cache, &transaction, &txids[index], height, index == 0)?;
         }
         let Some(record) = index.checked_sub(1).and_then(|slot| undo.transactions.get(slot)) else {
             continue;
         };
-        for (input, coin) in transaction.inputs().iter().zip(&record.spent).rev() {
-            cache.add(&input.previous_output(), coin.clone(), true)?;
+        restore_spent_coins(cache, &transaction, &record.spent)?;
+    }
+    Ok(())
+}
+
+/// Applies `block`'s coin changes at `height` without any check (Core's
+/// `RollforwardBlock`, replaying a flush a crash interrupted): inputs spent
+/// if present, outputs written over whatever is there.
+pub fn roll_forward(
+    cache: &mut CoinsCache,
+    block: &BlockView<'_>,
+    txids: &[Txid],
+    height: u32,
+) -> Result<(), ConnectError> {
+    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
+    for (index, (transaction, txid)) in block.transactions().zip(txids).enumerate() {
+        if index > 0 {
+            for input in transaction.inputs() {
+                match cache.spend(&input.previous_output()) {
+                    Ok(_) | Err(ChainstateError::MissingCoin { .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
         }
+        add_outputs(cache, &transaction, txid, height, index == 0, Overwrite::Always)?;
     }
     Ok(())
 }

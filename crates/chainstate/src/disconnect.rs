@@ -9,7 +9,7 @@
 
 use ibex_primitives::params::is_bip30_unspendable;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockHash, BlockView, OutPoint, Txid};
+use ibex_primitives::{BlockHash, BlockView, OutPoint, TransactionView, Txid};
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
@@ -46,25 +46,8 @@ pub fn disconnect_block(
     for index in (0..transaction_count).rev() {
         let Some(transaction) = block.transaction(index) else { continue };
         let is_coinbase = index == 0;
-        for (vout, output) in transaction.outputs().iter().enumerate() {
-            if is_unspendable(output.script_pubkey) {
-                continue;
-            }
-            let outpoint = OutPoint { txid: txids[index], vout: vout as u32 };
-            let matches = match cache.spend(&outpoint) {
-                Ok(coin) => {
-                    coin.amount().to_sat() == output.value
-                        && coin.script_pubkey() == output.script_pubkey
-                        && coin.height() == height
-                        && coin.is_coinbase() == is_coinbase
-                }
-                Err(ChainstateError::MissingCoin { .. }) => false,
-                Err(error) => return Err(error),
-            };
-            if !(matches || (is_coinbase && bip30_exception)) {
-                clean = false;
-            }
-        }
+        let matched = spend_outputs_again(cache, &transaction, &txids[index], height, is_coinbase)?;
+        clean &= matched || (is_coinbase && bip30_exception);
         if is_coinbase {
             continue;
         }
@@ -72,11 +55,56 @@ pub fn disconnect_block(
         if record.spent.len() != transaction.inputs().len() {
             return Err(ChainstateError::UndoMismatch { hash: *hash });
         }
-        for (input, coin) in transaction.inputs().iter().zip(&record.spent).rev() {
-            clean &= restore_coin(cache, &input.previous_output(), coin.clone())?;
-        }
+        clean &= restore_spent_coins(cache, &transaction, &record.spent)?;
     }
     Ok(if clean { DisconnectResult::Clean } else { DisconnectResult::Unclean })
+}
+
+/// Spends again the spendable outputs `transaction` (id `txid`, in a block
+/// at `height`) added: the one way this crate undoes a transaction's
+/// outputs (disconnecting, rolling back a failed or pipelined block, replay
+/// after a crash). True when every output was there as created.
+pub(crate) fn spend_outputs_again(
+    cache: &mut CoinsCache,
+    transaction: &TransactionView<'_>,
+    txid: &Txid,
+    height: u32,
+    is_coinbase: bool,
+) -> Result<bool, ChainstateError> {
+    let mut matched = true;
+    for (vout, output) in transaction.outputs().iter().enumerate() {
+        if is_unspendable(output.script_pubkey) {
+            continue;
+        }
+        let outpoint = OutPoint { txid: *txid, vout: vout as u32 };
+        matched &= match cache.spend(&outpoint) {
+            Ok(coin) => {
+                coin.amount().to_sat() == output.value
+                    && coin.script_pubkey() == output.script_pubkey
+                    && coin.height() == height
+                    && coin.is_coinbase() == is_coinbase
+            }
+            Err(ChainstateError::MissingCoin { .. }) => false,
+            Err(error) => return Err(error),
+        };
+    }
+    Ok(matched)
+}
+
+/// Puts back the coins `transaction`'s inputs spent, last input first
+/// (`spent` may be shorter than the inputs: a block rolled back in the
+/// middle of a transaction). True when none was already there and each
+/// carried its height.
+pub(crate) fn restore_spent_coins(
+    cache: &mut CoinsCache,
+    transaction: &TransactionView<'_>,
+    spent: &[Coin],
+) -> Result<bool, ChainstateError> {
+    let mut clean = true;
+    for (input, coin) in transaction.inputs().iter().zip(spent).rev() {
+        clean &= restore_coin(cache, &input.previous_output(), coin.clone())?;
+    }
+    Ok(clean)
 }
 
 /// Core's `ApplyTxInUndo`: puts a spent coin back; false if something was

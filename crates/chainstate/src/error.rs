@@ -128,7 +128,7 @@ pub enum ChainstateError {
         /// Its height.
         height: u32,
         /// Why.
-        reason: crate::manager::fixed_point::CandidateLeft,
+        reason: crate::engine::fixed_point::CandidateLeft,
     },
     /// A block's scripts could not be judged (a broken invariant; the
     /// block is left neither valid nor invalid).

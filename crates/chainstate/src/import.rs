@@ -23,13 +23,13 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use ibex_blockstore::{block_file_path, read_block, Obfuscation, RecordHeaders};
 use ibex_primitives::{BlockBuffers, BlockHash, Header};
 
+use crate::engine::accept::AcceptOutcome;
+use crate::engine::{BlockSource, ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::import_reader::{
     import_queue_bytes, read_source, InFlightBytes, ReaderMessage, ReaderOutput,
     IMPORT_QUEUE_BLOCKS_MAX,
 };
-use crate::manager::accept::AcceptOutcome;
-use crate::manager::{ChainEvent, Chainstate};
 use crate::prepared::PreparedBlock;
 
 /// Bytes of orphan blocks kept in memory (those without a file position).
@@ -113,7 +113,7 @@ fn index_headers_first(
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
         scan_headers(&path, magic, key, &mut headers)?;
     }
-    chainstate.accept_headers(&headers)
+    chainstate.offer_headers(&headers)
 }
 
 /// Imports every block of `source` into `chainstate`, connecting as it
@@ -204,10 +204,9 @@ impl Importer<'_> {
         let mut pending = vec![block];
         while let Some(block) = pending.pop() {
             let hash = block.hash();
-            match self.chainstate.accept_block(block)? {
+            match self.chainstate.offer_block(block, BlockSource::File)? {
                 AcceptOutcome::Accepted(_) => {
                     self.summary.blocks_accepted += 1;
-                    self.chainstate.advance_best_chain()?;
                 }
                 AcceptOutcome::AlreadyKnown(_) => {}
                 AcceptOutcome::UnknownParent(block) => {

@@ -18,6 +18,7 @@ pub mod compress;
 pub mod connect;
 pub mod database;
 pub mod disconnect;
+pub mod engine;
 pub mod error;
 pub mod hasher;
 pub mod heap;
@@ -25,11 +26,10 @@ pub mod import;
 pub mod import_diagnosis;
 pub mod import_reader;
 pub mod index;
-pub mod manager;
 pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
-mod selection;
+pub mod stages;
 #[cfg(test)]
 mod test_chain;
 pub mod txoutset;
@@ -41,6 +41,13 @@ pub use database::{
     CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
     FLUSH_BATCH_BYTES_DEFAULT,
 };
+pub use engine::accept::AcceptOutcome;
+pub use engine::tips::ChainTip;
+pub use engine::{
+    BestCandidateCheck, BlockSource, CandidateLeft, ChainEvent, ChainObserver, ChainReader,
+    ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, FlushReason, ReadError,
+    TipSummary, TipUpdate, PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
+};
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use heap::bound_heap_retention;
 pub use ibex_consensus::BlockRejection;
@@ -48,14 +55,8 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
-pub use manager::accept::AcceptOutcome;
-pub use manager::pipeline::SCRIPT_PIPELINE_BLOCKS;
-pub use manager::tips::ChainTip;
-pub use manager::{
-    BestCandidateCheck, CandidateLeft, ChainEvent, ChainObserver, ChainStatistics, Chainstate,
-    ChainstateOptions, FlushReason, TipUpdate, PERIODIC_FLUSH_INTERVAL,
-};
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;
+pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
 pub use txoutset::txoutset_stats;
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ibex_generator::{generate, GeneratorOptions, Profile};
 use ibex_primitives::{BlockBuffers, Params};
 
-use crate::manager::{Chainstate, ChainstateOptions};
+use crate::engine::{Chainstate, ChainstateOptions};
 use crate::prepared::PreparedBlock;
 
 /// A six-block chain (genesis and five) and a chainstate on an empty

@@ -1,5 +1,5 @@
 //! Pipelined script checks when a block's scripts fail after its child was
-//! connected (see `manager/pipeline.rs`): block h of Core's regtest chain
+//! connected (see `engine/settle.rs`): block h of Core's regtest chain
 //! with one signature byte flipped and everything else repaired (witness
 //! commitment, merkle root, proof of work) is connected, then a valid child
 //! is connected on it while h's scripts are checked. The failure must roll

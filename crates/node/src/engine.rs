@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::manager::open::INDEX_DIRECTORY;
+use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::{
     import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions, DatabaseKind,
     FlushMode, FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,

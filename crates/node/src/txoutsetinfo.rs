@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::index::store::IndexStore;
-use ibex_chainstate::manager::open::INDEX_DIRECTORY;
 use ibex_chainstate::{txoutset_stats, ChainstateError, CoinsDatabase, DatabaseOptions};
 use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
 use ibex_primitives::{Amount, BlockHash};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use ibex_blockstore::{Obfuscation, Records};
 use ibex_chainstate::{
-    import_blocks, txoutset_stats, AcceptOutcome, ChainEvent, Chainstate, ChainstateOptions,
-    FlushMode, FlushReason, ImportSource, ImportSummary, PreparedBlock,
+    import_blocks, txoutset_stats, AcceptOutcome, BlockSource, ChainEvent, Chainstate,
+    ChainstateOptions, FlushMode, FlushReason, ImportSource, ImportSummary, PreparedBlock,
 };
 use ibex_generator::{generate, GeneratorOptions, Manifest, Profile};
 use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
@@ -208,9 +208,8 @@ pub fn offer(chainstate: &mut Chainstate, bytes: &[u8]) {
     let mut buffers = BlockBuffers::default();
     let block =
         PreparedBlock::prepare(bytes.to_vec(), None, chainstate.params(), &mut buffers).unwrap();
-    match chainstate.accept_block(block).unwrap() {
-        AcceptOutcome::Accepted(_) => chainstate.advance_best_chain().unwrap(),
-        AcceptOutcome::AlreadyKnown(_) => {}
+    match chainstate.offer_block(block, BlockSource::Peer(1)).unwrap() {
+        AcceptOutcome::Accepted(_) | AcceptOutcome::AlreadyKnown(_) => {}
         other => panic!("offered block not accepted: {other:?}"),
     }
 }

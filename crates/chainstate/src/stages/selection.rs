@@ -87,7 +87,7 @@ impl ChainSelection {
     }
 
     /// Drops the candidates worse than `settled_tip` (Core's
-    /// `PruneBlockIndexCandidates`; see `manager::activate` for why the
+    /// `PruneBlockIndexCandidates`; see `engine::activate` for why the
     /// bar is the settled tip, not a pending one).
     pub(crate) fn prune_worse_than(&mut self, index: &BlockIndex, settled_tip: EntryId) {
         let bar = Candidate::of(index, settled_tip);

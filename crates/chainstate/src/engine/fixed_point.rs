@@ -128,7 +128,7 @@ impl Chainstate {
             self.options.stop_at_height.filter(|_| self.reached_stop_height())
         {
             CandidateLeft::StopHeight { stop_height }
-        } else if !self.pending.is_empty() {
+        } else if !self.scripts.is_empty() {
             CandidateLeft::ScriptsPending
         } else {
             CandidateLeft::NotTried

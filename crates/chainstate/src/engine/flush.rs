@@ -14,6 +14,7 @@ use std::time::Instant;
 use super::{ChainEvent, Chainstate, FlushReason};
 use crate::cache::FlushMode;
 use crate::error::ChainstateError;
+use crate::stages::persistence::BackgroundFlushInfo;
 
 impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip), and
@@ -23,7 +24,7 @@ impl Chainstate {
         let shutdown = reason == FlushReason::Shutdown;
         self.collect_background_flush(if shutdown { Collect::AtShutdown } else { Collect::Wait })?;
         let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
-        let stats = self.cache.flush(hash, mode)?;
+        let stats = self.connector.cache_mut().flush(hash, mode)?;
         let duration_ms = elapsed_ms(started);
         // A shutdown flush holds up no validation; the others stop it whole.
         let stall_ms = if shutdown {
@@ -48,9 +49,10 @@ impl Chainstate {
         let started = Instant::now();
         self.collect_background_flush(Collect::Wait)?;
         let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
-        self.cache.start_background_flush(hash, mode)?;
+        self.connector.cache_mut().start_background_flush(hash, mode)?;
         let stall_ms = elapsed_ms(started);
-        self.background_flush = Some(BackgroundFlushInfo { started, index_records, reason });
+        self.persistence.background_flush =
+            Some(BackgroundFlushInfo { started, index_records, reason });
         self.statistics.longest_flush_stall_ms =
             self.statistics.longest_flush_stall_ms.max(stall_ms);
         Ok(())
@@ -64,14 +66,14 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let waited = Instant::now();
         let stats = if collect == Collect::Poll {
-            self.cache.poll_background_flush()?
+            self.connector.cache_mut().poll_background_flush()?
         } else {
-            self.cache.finish_background_flush()?
+            self.connector.cache_mut().finish_background_flush()?
         };
         // Take the report only with the statistics: a poll that finds the
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
-        let Some(info) = self.background_flush.take() else { return Ok(()) };
+        let Some(info) = self.persistence.background_flush.take() else { return Ok(()) };
         let duration_ms = elapsed_ms(info.started);
         let stall_ms = if collect == Collect::AtShutdown { 0 } else { elapsed_ms(waited) };
         self.record_flush(duration_ms, stall_ms);
@@ -93,10 +95,8 @@ impl Chainstate {
     ) -> Result<Option<(ibex_primitives::BlockHash, usize)>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
         self.settle_pending()?;
-        self.block_writer.sync()?;
-        self.undo_writer.sync()?;
-        let index_records = self.store.write_dirty(&mut self.index)?;
-        self.last_flush = Instant::now();
+        let index_records = self.persistence.write_index(&mut self.index)?;
+        self.persistence.last_flush = Instant::now();
         Ok(self.chain.tip().map(|tip| (self.index.entry(tip).hash, index_records)))
     }
 
@@ -110,9 +110,7 @@ impl Chainstate {
     /// Writes only the block index (and syncs the files it names): cheap,
     /// used while importing so found blocks survive a crash.
     pub fn flush_index(&mut self) -> Result<usize, ChainstateError> {
-        self.block_writer.sync()?;
-        self.undo_writer.sync()?;
-        self.store.write_dirty(&mut self.index)
+        self.persistence.write_index(&mut self.index)
     }
 }
 
@@ -125,14 +123,6 @@ pub(crate) enum Collect {
     Wait,
     /// Wait for it at shutdown: nothing is left to validate, no stall.
     AtShutdown,
-}
-
-/// A background flush being written, for its report.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BackgroundFlushInfo {
-    started: Instant,
-    index_records: usize,
-    reason: FlushReason,
 }
 
 fn elapsed_ms(since: Instant) -> u64 {

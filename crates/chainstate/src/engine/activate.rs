@@ -1,25 +1,21 @@
 //! Moving the tip to the most-work valid chain (Core's `ActivateBestChain`,
 //! `ConnectTip`, `DisconnectTip`).
 
-use ibex_blockstore::{read_block, read_undo};
-use ibex_consensus::{block_script_flags, ConnectRules};
+use ibex_consensus::{block_script_flags, BlockRejection, ConnectRules};
 use ibex_primitives::params::BuriedDeployment;
-use ibex_primitives::BlockBuffers;
 
-use super::pipeline::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::block_read_ahead::{
-    read_ahead_bytes, BlockFiles, BlockReadAhead, BlockToRead, READ_AHEAD_BLOCKS_MIN,
-    READ_AHEAD_SEGMENT_BLOCKS,
+    read_ahead_bytes, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
 };
 use crate::cache::FlushMode;
-use crate::connect::{connect_block, ConnectContext, ConnectError, ConnectedBlock};
-use crate::disconnect::{disconnect_block, DisconnectResult};
+use crate::connect::{ConnectContext, ConnectError, ConnectedBlock};
+use crate::disconnect::DisconnectResult;
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
+use crate::stages::script_queue::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use crate::undo::BlockUndo;
-use ibex_consensus::BlockRejection;
 
 fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
     chainstate.index.entry(id).height
@@ -52,7 +48,7 @@ impl Chainstate {
     /// [`Self::activate_best_chain`] without waiting for the last blocks'
     /// scripts: the step after each block of a stream (an import, a
     /// download), so that scripts overlap the next blocks (see
-    /// [`super::pipeline`]). Up to [`SCRIPT_PIPELINE_BLOCKS`] blocks may be
+    /// [`crate::stages::script_queue`]). Up to [`SCRIPT_PIPELINE_BLOCKS`] blocks may be
     /// left pending, and one of them may still fail: once no more blocks
     /// are coming, call [`Self::activate_best_chain`] to reach the fixed
     /// point.
@@ -103,8 +99,13 @@ impl Chainstate {
             if !self.connect_tip(id)? || self.reached_stop_height() {
                 break;
             }
+            // Readers waiting get a settled state between two blocks; a
+            // pending block that failed changed the chain: pick again.
+            if !self.serve_reads()? {
+                break;
+            }
         }
-        self.read_ahead = None;
+        self.connector.stop_read_ahead();
         self.prune_candidates();
         Ok(())
     }
@@ -119,11 +120,11 @@ impl Chainstate {
         target: EntryId,
         start_height: u32,
     ) -> Result<(), ChainstateError> {
-        self.read_ahead = None;
+        self.connector.stop_read_ahead();
         let target_height = self.index.entry(target).height;
         let end_height =
             target_height.min(start_height.saturating_add(READ_AHEAD_SEGMENT_BLOCKS - 1));
-        let recent = self.recent.as_ref().map(|(id, _)| *id);
+        let recent = self.connector.recent_id();
         let mut blocks = Vec::new();
         for height in start_height..=end_height {
             let Some(id) = self.index.ancestor(target, height) else { break };
@@ -136,14 +137,9 @@ impl Chainstate {
         if blocks.len() < READ_AHEAD_BLOCKS_MIN {
             return Ok(());
         }
-        let files = BlockFiles {
-            directory: self.options.blocks_directory.clone(),
-            magic: self.options.params.message_start,
-            obfuscation: self.obfuscation,
-        };
-        let bytes_max = read_ahead_bytes(self.cache.cache_bytes_max());
-        self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max)?);
-        Ok(())
+        let files = self.persistence.block_files();
+        let bytes_max = read_ahead_bytes(self.connector.cache().cache_bytes_max());
+        self.connector.start_read_ahead(files, blocks, bytes_max)
     }
 
     /// Drops candidates worse than the settled tip (Core's
@@ -157,58 +153,27 @@ impl Chainstate {
     /// pending one: candidates that would be worth trying if every pending
     /// block failed stay.
     pub(crate) fn prune_candidates(&mut self) {
-        let settled_tip = match self.pending.front() {
-            Some(oldest) => self.index.entry(oldest.id).parent,
+        let settled_tip = match self.scripts.oldest() {
+            Some(oldest) => self.index.entry(oldest).parent,
             None => self.chain.tip(),
         };
         let Some(tip) = settled_tip else { return };
         self.selection.prune_worse_than(&self.index, tip);
     }
 
-    /// The block `id`'s bytes and ids: the block accepted last if it is the
-    /// one, else read from its block file.
+    /// The block `id`'s bytes and ids: from the connector when it is ready
+    /// in memory (the block accepted last, or read ahead), else read from
+    /// its block file.
     pub(crate) fn load_block(&mut self, id: EntryId) -> Result<PreparedBlock, ChainstateError> {
-        if let Some((recent_id, _)) = &self.recent {
-            if *recent_id == id {
-                if let Some((_, block)) = self.recent.take() {
-                    return Ok(block);
-                }
-            }
+        if let Some(ready) = self.connector.take_ready(id) {
+            return ready;
         }
-        if let Some(read) = self.read_ahead.as_mut().and_then(|read_ahead| read_ahead.take(id)) {
-            return read;
-        }
-        let entry = self.index.entry(id);
-        let hash = entry.hash;
-        let position = entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?;
-        let bytes = read_block(
-            &self.options.blocks_directory,
-            position,
-            self.options.params.message_start,
-            &self.obfuscation,
-        )?;
-        let mut buffers = BlockBuffers::default();
-        let block = PreparedBlock::accepted(bytes, position, &mut buffers)
-            .map_err(|error| ChainstateError::CorruptBlock { hash, reason: error.reason })?;
-        // The file must hold the block the index says is there.
-        if block.hash() != hash {
-            return Err(ChainstateError::WrongBlockInFile { expected: hash, found: block.hash() });
-        }
-        Ok(block)
+        self.persistence.read_block(self.index.entry(id))
     }
 
     /// The undo data of block `id`.
     pub(crate) fn load_undo(&self, id: EntryId) -> Result<BlockUndo, ChainstateError> {
-        let entry = self.index.entry(id);
-        let hash = entry.hash;
-        let position = entry.undo_position.ok_or(ChainstateError::MissingBlockData { hash })?;
-        let payload = read_undo(
-            &self.options.blocks_directory,
-            position,
-            &self.obfuscation,
-            &entry.header.previous_block_hash,
-        )?;
-        BlockUndo::decode(&payload).map_err(|reason| ChainstateError::CorruptUndo { hash, reason })
+        self.persistence.read_undo(self.index.entry(id))
     }
 
     /// Connects block `id` on the tip. False when it is invalid (then it is
@@ -223,11 +188,7 @@ impl Chainstate {
             self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
-        let mut outpoints = Vec::with_capacity(view.input_count());
-        for transaction in view.transactions().skip(1) {
-            outpoints.extend(transaction.inputs().iter().map(|input| input.previous_output()));
-        }
-        self.cache.prefetch(&outpoints)?;
+        self.connector.prefetch_inputs(view)?;
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
             block_script_flags(&self.options.params, view_height(self, id), &block.hash())
         });
@@ -235,7 +196,7 @@ impl Chainstate {
             Ok(connected) => {
                 self.chain.push(id);
                 let no_scripts = script_flags.is_none();
-                self.start_pending(id, ScriptJob { block, connected }, script_flags);
+                self.scripts.start(id, ScriptJob { block, connected }, script_flags);
                 // Earlier blocks' scripts were checked while this one
                 // connected; if one failed, it and everything above it
                 // (this block included) were rolled back.
@@ -268,10 +229,11 @@ impl Chainstate {
         self.statistics.transactions_connected += transaction_count as u64;
         let update = self.tip_update_for(id, input_count);
         self.emit(ChainEvent::TipUpdated(update));
+        self.publish(Some(id));
     }
 
     /// Applies block `id`'s coins with every rule but its scripts, which
-    /// the pipeline checks (see [`super::pipeline`]).
+    /// the pipeline checks (see [`crate::stages::script_queue`]).
     fn connect_with_context(
         &mut self,
         id: EntryId,
@@ -302,9 +264,9 @@ impl Chainstate {
                 median_time_past_at: &median_time_past_at,
             },
             enforce_bip30,
-            threads: &self.scripts,
+            threads: self.scripts.threads(),
         };
-        connect_block(&mut self.cache, block.view(), block.txids(), &context)
+        self.connector.connect(block, &context)
     }
 
     /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
@@ -336,29 +298,6 @@ impl Chainstate {
         seconds.bits() > 63 || seconds.low_u64() > ASSUME_VALID_MARGIN_SECONDS
     }
 
-    /// Writes block `id`'s undo data unless it already has some.
-    pub(crate) fn write_undo(
-        &mut self,
-        id: EntryId,
-        connected: &ConnectedBlock,
-    ) -> Result<(), ChainstateError> {
-        let entry = self.index.entry(id);
-        if entry.undo_position.is_some() {
-            return Ok(());
-        }
-        let hash = entry.hash;
-        let previous = entry.header.previous_block_hash;
-        let file_number =
-            entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?.file_number;
-        self.undo_buffer.clear();
-        connected.undo.encode_into(&mut self.undo_buffer);
-        let position = self.undo_writer.append(file_number, &previous, &self.undo_buffer)?;
-        let entry = self.index.entry_mut(id);
-        entry.undo_position = Some(position);
-        entry.status.set_have_undo();
-        Ok(())
-    }
-
     /// Marks a block that failed to connect and logs why.
     pub(crate) fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
         let entry = self.index.entry(id);
@@ -379,8 +318,7 @@ impl Chainstate {
         let (hash, height) = (entry.hash, entry.height);
         let block = self.load_block(id)?;
         let undo = self.load_undo(id)?;
-        let result =
-            disconnect_block(&mut self.cache, block.view(), block.txids(), height, &hash, &undo)?;
+        let result = self.connector.disconnect(&block, &undo, height)?;
         if result != DisconnectResult::Clean {
             return Err(ChainstateError::ReplayFailed { hash });
         }
@@ -393,6 +331,7 @@ impl Chainstate {
             let update = self.tip_update_for(tip, 0);
             self.emit(ChainEvent::TipUpdated(update));
         }
+        self.publish(self.chain.tip());
         Ok(())
     }
 
@@ -406,8 +345,8 @@ impl Chainstate {
             log2_work: entry.chain_work.log2(),
             chain_transaction_count: entry.chain_transaction_count,
             time: entry.header.time,
-            cache_bytes: self.cache.memory_bytes(),
-            cache_coin_count: self.cache.entry_count(),
+            cache_bytes: self.connector.cache().memory_bytes(),
+            cache_coin_count: self.connector.cache().entry_count(),
             input_count,
         }
     }
@@ -415,9 +354,9 @@ impl Chainstate {
     /// Flushes when the cache is full or the periodic interval passed.
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
         self.collect_background_flush(super::flush::Collect::Poll)?;
-        if self.cache.is_full() {
+        if self.connector.cache().is_full() {
             self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
-        } else if self.last_flush.elapsed() >= self.options.periodic_flush_interval {
+        } else if self.persistence.last_flush.elapsed() >= self.options.periodic_flush_interval {
             self.flush_in_background(FlushReason::Periodic, FlushMode::KeepCoins)?;
         }
         Ok(())

@@ -1,6 +1,8 @@
-//! The chainstate manager: the block index, the active chain and the UTXO
-//! cache together, with the block and undo files under them (Core's
-//! `ChainstateManager` and `Chainstate` in one).
+//! The engine: the block index and the active chain (its shared record)
+//! and the stages that work on them ([`crate::stages`]: chain selection,
+//! connect, scripts, persistence), driven block by block (Core's
+//! `ChainstateManager` and `Chainstate` in one). Only the engine touches
+//! more than one stage; the modules here are its steps:
 //!
 //! - [`Chainstate::accept_block`] indexes a block and checks everything
 //!   that does not need the coins (Core's `AcceptBlock`).
@@ -20,30 +22,34 @@
 
 pub mod accept;
 mod activate;
+pub mod api;
 pub mod events;
 pub mod fixed_point;
 pub mod flush;
 mod headers;
 pub mod open;
-pub mod pipeline;
+pub mod reader;
 pub mod recovery;
+pub mod settle;
 pub mod tips;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ibex_blockstore::{BlockFileWriter, Obfuscation, UndoFileWriter};
+use ibex_blockstore::Obfuscation;
 use ibex_primitives::{BlockHash, Params};
 
+pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
+pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
 
 use crate::cache::CoinsCache;
-use crate::index::store::IndexStore;
-use crate::index::{ActiveChain, BlockIndex, EntryId};
-use crate::prepared::PreparedBlock;
-use crate::scripts::ScriptThreads;
-use crate::selection::ChainSelection;
+use crate::index::{ActiveChain, BlockIndex};
+use crate::stages::connector::Connector;
+use crate::stages::persistence::Persistence;
+use crate::stages::script_queue::ScriptQueue;
+use crate::stages::selection::ChainSelection;
 
 /// Core's `DATABASE_WRITE_INTERVAL_MIN`: flush the coins at least this often
 /// when nothing else forces it (Core picks 50-70 minutes at random).
@@ -73,33 +79,26 @@ pub struct ChainstateOptions {
     pub stop_at_height: Option<u32>,
 }
 
-/// The chainstate: index, active chain, UTXO cache and stores.
+/// The chainstate: the block index and active chain, and the stages.
 pub struct Chainstate {
     pub(crate) options: ChainstateOptions,
+    /// Every known block header and its state (shared record).
     pub(crate) index: BlockIndex,
-    pub(crate) store: IndexStore,
+    /// The blocks connected, genesis to tip (shared record).
     pub(crate) chain: ActiveChain,
-    pub(crate) cache: CoinsCache,
-    pub(crate) obfuscation: Obfuscation,
-    pub(crate) block_writer: BlockFileWriter,
-    pub(crate) undo_writer: UndoFileWriter,
-    /// Candidates, blocks waiting for a parent, the best header.
+    /// Headers and chain selection: candidates, blocks waiting for a
+    /// parent, the best header, invalid marks.
     pub(crate) selection: ChainSelection,
-    pub(crate) scripts: ScriptThreads,
+    /// Connect: the UTXO cache and the blocks ready ahead of the tip.
+    pub(crate) connector: Connector,
+    /// Scripts: the threads and the blocks pending on them.
+    pub(crate) scripts: ScriptQueue,
+    /// Block and undo files, the index database, the flush schedule.
+    pub(crate) persistence: Persistence,
     pub(crate) observer: Box<dyn ChainObserver>,
-    /// The block accepted last, kept so connecting it needs no disk read.
-    pub(crate) recent: Option<(EntryId, PreparedBlock)>,
-    pub(crate) last_flush: Instant,
     pub(crate) statistics: ChainStatistics,
-    pub(crate) undo_buffer: Vec<u8>,
-    /// Connected blocks whose scripts are still being checked, oldest first
-    /// (at most [`pipeline::SCRIPT_PIPELINE_BLOCKS`] + 1).
-    pub(crate) pending: std::collections::VecDeque<pipeline::PendingBlock>,
-    /// The coins flush being written on the writer thread.
-    pub(crate) background_flush: Option<flush::BackgroundFlushInfo>,
-    /// Stored blocks being read ahead of the tip for the current
-    /// activation step (see [`crate::block_read_ahead`]).
-    pub(crate) read_ahead: Option<crate::block_read_ahead::BlockReadAhead>,
+    /// Snapshots published for readers and their queries.
+    pub(crate) reads: reader::ReadService,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -108,7 +107,7 @@ impl std::fmt::Debug for Chainstate {
             .debug_struct("Chainstate")
             .field("height", &self.chain.height())
             .field("index_entries", &self.index.len())
-            .field("cache_entries", &self.cache.entry_count())
+            .field("cache_entries", &self.connector.cache().entry_count())
             .finish()
     }
 }
@@ -152,7 +151,32 @@ impl Chainstate {
 
     /// The UTXO cache.
     pub fn cache(&self) -> &CoinsCache {
-        &self.cache
+        self.connector.cache()
+    }
+
+    /// The unspent coin at `outpoint` as of the tip the cache is at (the
+    /// cache, then the database; nothing is cached by the lookup).
+    pub fn coin(
+        &self,
+        outpoint: &ibex_primitives::OutPoint,
+    ) -> Result<Option<crate::Coin>, crate::ChainstateError> {
+        self.connector.cache().coin(outpoint)
+    }
+
+    /// The stored block `id`, read back from its block file and parsed.
+    pub fn read_block(
+        &self,
+        id: crate::EntryId,
+    ) -> Result<crate::PreparedBlock, crate::ChainstateError> {
+        self.persistence.read_block(self.index.entry(id))
+    }
+
+    /// The undo data of the connected block `id`, read back from its undo file.
+    pub fn read_undo(
+        &self,
+        id: crate::EntryId,
+    ) -> Result<crate::BlockUndo, crate::ChainstateError> {
+        self.persistence.read_undo(self.index.entry(id))
     }
 
     /// Network parameters.
@@ -175,7 +199,7 @@ impl Chainstate {
     /// Core's `-dbcrashratio` (crash tests): see
     /// [`CoinsDatabase::set_crash_ratio`](crate::CoinsDatabase::set_crash_ratio).
     pub fn set_flush_crash_ratio(&self, ratio: u64) {
-        self.cache.database().set_crash_ratio(ratio);
+        self.connector.cache().database().set_crash_ratio(ratio);
     }
 
     /// Changes the `-stopatheight` height.
@@ -193,12 +217,12 @@ impl Chainstate {
 
     /// The blocks directory's obfuscation key.
     pub fn obfuscation(&self) -> &Obfuscation {
-        &self.obfuscation
+        self.persistence.obfuscation()
     }
 
     /// The blocks directory.
     pub fn blocks_directory(&self) -> &std::path::Path {
-        &self.options.blocks_directory
+        self.persistence.blocks_directory()
     }
 
     pub(crate) fn emit(&mut self, event: ChainEvent) {

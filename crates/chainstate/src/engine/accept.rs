@@ -3,19 +3,14 @@
 //! `ContextualCheckBlock`, storing the data, and linking it so that
 //! chain selection sees it.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use ibex_consensus::{
-    contextual_check_block, contextual_check_block_header, BlockError, HeaderContext,
-};
-use ibex_primitives::pow::next_work_required;
-use ibex_primitives::pow::BlockSummary;
-use ibex_primitives::{BlockHash, CompactTarget, Header};
+use ibex_consensus::BlockError;
+use ibex_primitives::{BlockHash, Header};
 
 use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
+use crate::stages::headers::{check_block_context, check_header_context};
 use ibex_consensus::BlockRejection;
 
 /// What became of an offered block.
@@ -75,12 +70,13 @@ impl Chainstate {
             return Ok(self.reject(&block, Some(id), error.into()));
         }
         if let Some(parent) = parent {
-            if let Err(error) = self.check_block_context(&block, parent) {
+            let params = &self.options.params;
+            if let Err(error) = check_block_context(&self.index, params, block.view(), parent) {
                 return Ok(self.reject(&block, Some(id), error.into()));
             }
         }
         self.store_block_data(id, &block)?;
-        self.recent = Some((id, block));
+        self.connector.keep_recent(id, block);
         Ok(AcceptOutcome::Accepted(id))
     }
 
@@ -90,42 +86,7 @@ impl Chainstate {
         header: &Header,
         parent: EntryId,
     ) -> Result<(), BlockError> {
-        let parent_entry = self.index.entry(parent);
-        let params = &self.options.params;
-        let summary = |id: EntryId| {
-            let entry = self.index.entry(id);
-            BlockSummary {
-                height: entry.height,
-                bits: CompactTarget(entry.header.bits),
-                time: entry.header.time,
-            }
-        };
-        let expected_bits = next_work_required(params, summary(parent), header.time, |height| {
-            self.index.ancestor(parent, height).map(summary)
-        })
-        .map_err(|_| BlockError::BadDifficultyBits { bits: header.bits, expected: 0 })?;
-        let now =
-            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
-        let context = HeaderContext {
-            height: parent_entry.height + 1,
-            previous_median_time_past: self.index.median_time_past(parent),
-            previous_time: parent_entry.header.time,
-            expected_bits,
-            adjusted_time_seconds: i64::try_from(now).unwrap_or(i64::MAX),
-        };
-        contextual_check_block_header(header, &context, params)
-    }
-
-    /// `ContextualCheckBlock` against the parent `parent`.
-    fn check_block_context(
-        &self,
-        block: &PreparedBlock,
-        parent: EntryId,
-    ) -> Result<(), BlockError> {
-        let view = block.view();
-        let height = self.index.entry(parent).height + 1;
-        let previous_median_time_past = self.index.median_time_past(parent);
-        contextual_check_block(view, height, previous_median_time_past, &self.options.params)
+        check_header_context(&self.index, &self.options.params, header, parent)
     }
 
     /// Logs a rejected block and, unless it may be a mutated copy of a valid
@@ -172,7 +133,7 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let position = match block.position {
             Some(position) => position,
-            None => self.block_writer.append(block.bytes())?,
+            None => self.persistence.append_block(block.bytes())?,
         };
         let entry = self.index.entry_mut(id);
         entry.block_position = Some(position);

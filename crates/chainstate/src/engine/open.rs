@@ -1,73 +1,20 @@
 //! Opening a chainstate: directories, the obfuscation key, the block index,
 //! the coins database, and recovery from an interrupted flush.
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
-
-use ibex_blockstore::{
-    block_file_path, read_obfuscation_key, write_obfuscation_key, BlockFileWriter, Obfuscation,
-    UndoFileWriter, BLOCK_FILE_BYTES_MAX,
-};
 
 use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions};
 use crate::cache::CoinsCache;
 use crate::database::{CoinsDatabase, DatabaseOptions};
 use crate::error::{ChainstateError, DatabaseKind};
-use crate::index::store::IndexStore;
 use crate::index::ActiveChain;
 use crate::scripts::ScriptThreads;
-use crate::selection::ChainSelection;
+use crate::stages::connector::Connector;
+use crate::stages::persistence::{create_directory, opening, Persistence};
+use crate::stages::script_queue::ScriptQueue;
+use crate::stages::selection::ChainSelection;
 
-/// The block index directory inside the blocks directory (as Core's).
-pub const INDEX_DIRECTORY: &str = "index";
-
-/// The obfuscation key of `directory`: `xor.dat` if present; none for a
-/// directory that already has block files without it (Core before v28);
-/// else a new random key, written to `xor.dat` (Core's default since v28).
-fn obfuscation_for(directory: &Path) -> Result<Obfuscation, ChainstateError> {
-    if directory.join("xor.dat").exists() || block_file_path(directory, 0).exists() {
-        return Ok(read_obfuscation_key(directory)?);
-    }
-    let mut key = [0u8; 8];
-    // A zero key only weakens obfuscation (which is against antivirus
-    // false positives, not attackers), so a failing RNG is not fatal.
-    if getrandom::fill(&mut key).is_err() {
-        key = [0; 8];
-    }
-    let obfuscation = Obfuscation::new(key);
-    write_obfuscation_key(directory, obfuscation)?;
-    Ok(obfuscation)
-}
-
-/// The highest `blk` file number present (0 if none).
-fn last_block_file(directory: &Path) -> u32 {
-    let mut number = 0;
-    while block_file_path(directory, number + 1).exists() {
-        number += 1;
-    }
-    number
-}
-
-/// Names the database and its directory in a RocksDB failure met while
-/// opening it, so that the node can say which one to rebuild.
-fn opening(
-    database: DatabaseKind,
-    path: &Path,
-) -> impl Fn(ChainstateError) -> ChainstateError + '_ {
-    move |error| match error {
-        ChainstateError::Database { source } => {
-            ChainstateError::DatabaseOpen { database, path: path.to_path_buf(), source }
-        }
-        other => other,
-    }
-}
-
-fn create_directory(path: &Path) -> Result<(), ChainstateError> {
-    std::fs::create_dir_all(path).map_err(|source| ChainstateError::BlockStore {
-        source: ibex_blockstore::BlockStoreError::Io { path: path.to_path_buf(), source },
-    })
-}
+pub use crate::stages::persistence::INDEX_DIRECTORY;
 
 impl Chainstate {
     /// Opens the chainstate described by `options`, replaying an interrupted
@@ -76,14 +23,9 @@ impl Chainstate {
         options: ChainstateOptions,
         observer: Box<dyn ChainObserver>,
     ) -> Result<Chainstate, ChainstateError> {
-        let blocks = options.blocks_directory.clone();
-        create_directory(&blocks)?;
         create_directory(&options.chainstate_directory)?;
-        let obfuscation = obfuscation_for(&blocks)?;
-        let index_path = blocks.join(INDEX_DIRECTORY);
-        let store = IndexStore::open(&index_path)
-            .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
-        let index = store.load().map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
+        let magic = options.params.message_start;
+        let (persistence, index) = Persistence::open(&options.blocks_directory, magic)?;
         let selection = ChainSelection::from_index(&index);
         let database_options = DatabaseOptions {
             flush_batch_bytes_max: flush_batch_bytes_for(
@@ -97,37 +39,21 @@ impl Chainstate {
         let database = CoinsDatabase::open(coins_path, &database_options)
             .map_err(opening(DatabaseKind::Coins, coins_path))?;
         let cache = CoinsCache::new(Arc::new(database), options.cache_bytes_max);
-        let magic = options.params.message_start;
-        let block_writer = BlockFileWriter::new(
-            &blocks,
-            magic,
-            obfuscation,
-            BLOCK_FILE_BYTES_MAX,
-            last_block_file(&blocks),
-        )?;
-        let undo_writer = UndoFileWriter::new(&blocks, magic, obfuscation);
-        let scripts = ScriptThreads::new(options.script_threads)?;
+        let scripts = ScriptQueue::new(ScriptThreads::new(options.script_threads)?);
         let mut chainstate = Chainstate {
             options,
             index,
-            store,
             chain: ActiveChain::default(),
-            cache,
-            obfuscation,
-            block_writer,
-            undo_writer,
             selection,
+            connector: Connector::new(cache),
             scripts,
+            persistence,
             observer,
-            recent: None,
-            last_flush: Instant::now(),
             statistics: ChainStatistics::default(),
-            undo_buffer: Vec::new(),
-            pending: std::collections::VecDeque::new(),
-            background_flush: None,
-            read_ahead: None,
+            reads: super::reader::ReadService::new(),
         };
         chainstate.recover()?;
+        chainstate.publish(chainstate.chain.tip());
         Ok(chainstate)
     }
 }

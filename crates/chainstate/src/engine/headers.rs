@@ -8,11 +8,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use ibex_consensus::check_block_header;
 use ibex_primitives::{BlockHash, Header};
 
 use super::Chainstate;
 use crate::error::ChainstateError;
+use crate::stages::headers::header_acceptable;
 
 impl Chainstate {
     /// Indexes the `headers` (in any order) that connect to the index and
@@ -43,7 +43,9 @@ impl Chainstate {
         }
         let mut added = 0;
         while let Some((hash, header)) = ready.pop_front() {
-            if self.index.get(&hash).is_some() || !self.header_acceptable(header, &hash) {
+            if self.index.get(&hash).is_some()
+                || !header_acceptable(&self.index, &self.options.params, header, &hash)
+            {
                 continue;
             }
             let id = self.index.insert_header(header, hash)?;
@@ -52,16 +54,5 @@ impl Chainstate {
             ready.extend(children.remove(&hash).unwrap_or_default());
         }
         Ok(added)
-    }
-
-    /// Proof of work, a known parent that has not failed, and the header
-    /// context.
-    fn header_acceptable(&self, header: &Header, hash: &BlockHash) -> bool {
-        let Some(parent) = self.index.get(&header.previous_block_hash) else { return false };
-        if self.index.entry(parent).status.is_failed() {
-            return false;
-        }
-        check_block_header(header, hash, &self.options.params).is_ok()
-            && self.check_header_context(header, parent).is_ok()
     }
 }

@@ -10,13 +10,11 @@
 //! final values, so the result is the same whichever coins the interrupted
 //! flush had written.
 
-use ibex_primitives::{Amount, BlockHash, OutPoint};
+use ibex_primitives::BlockHash;
 
 use super::{ChainEvent, Chainstate};
 use crate::cache::FlushMode;
-use crate::coin::Coin;
 use crate::database::HeadBlocks;
-use crate::disconnect::disconnect_block;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
 
@@ -24,7 +22,7 @@ impl Chainstate {
     /// Replays an interrupted flush if there was one, then sets the active
     /// chain to the coins' best block.
     pub(crate) fn recover(&mut self) -> Result<(), ChainstateError> {
-        let database = self.cache.database().clone();
+        let database = self.connector.cache().database().clone();
         if let Some(heads) = database.head_blocks()? {
             self.replay(heads)?;
         }
@@ -68,7 +66,7 @@ impl Chainstate {
             self.roll_forward(id)?;
             rolled_forward += 1;
         }
-        self.cache.flush(heads.new_tip, FlushMode::EmptyCache)?;
+        self.connector.cache_mut().flush(heads.new_tip, FlushMode::EmptyCache)?;
         self.emit(ChainEvent::Replayed { rolled_back, rolled_forward });
         Ok(())
     }
@@ -87,41 +85,24 @@ impl Chainstate {
     /// Disconnects block `id` during replay, tolerating mismatches.
     fn roll_back(&mut self, id: EntryId) -> Result<(), ChainstateError> {
         let entry = self.index.entry(id);
-        let (hash, height) = (entry.hash, entry.height);
+        let height = entry.height;
         if entry.parent.is_none() {
             return Ok(());
         }
         let block = self.load_block(id)?;
         let undo = self.load_undo(id)?;
-        disconnect_block(&mut self.cache, block.view(), block.txids(), height, &hash, &undo)?;
+        self.connector.disconnect(&block, &undo, height)?;
         Ok(())
     }
 
     /// Applies block `id`'s coin changes without checks (Core's `RollforwardBlock`).
     fn roll_forward(&mut self, id: EntryId) -> Result<(), ChainstateError> {
         let entry = self.index.entry(id);
-        let (hash, height) = (entry.hash, entry.height);
+        let height = entry.height;
         if entry.parent.is_none() {
             return Ok(());
         }
         let block = self.load_block(id)?;
-        let view = block.view();
-        for (index, (transaction, txid)) in view.transactions().zip(block.txids()).enumerate() {
-            if index > 0 {
-                for input in transaction.inputs() {
-                    match self.cache.spend(&input.previous_output()) {
-                        Ok(_) | Err(ChainstateError::MissingCoin { .. }) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-            }
-            for (vout, output) in transaction.outputs().iter().enumerate() {
-                let amount = Amount::from_sat(output.value)
-                    .map_err(|_| ChainstateError::CorruptIndexEntry { hash })?;
-                let coin = Coin::new(amount, output.script_pubkey, height, index == 0)?;
-                self.cache.add(&OutPoint { txid: *txid, vout: vout as u32 }, coin, true)?;
-            }
-        }
-        Ok(())
+        self.connector.roll_forward(&block, height)
     }
 }

@@ -1,0 +1,284 @@
+//! Reading the chainstate from other threads while validation runs (the RPC,
+//! the P2P serving side, progress displays): a [`ChainReader`] is a cheap,
+//! cloneable handle with two ways in.
+//!
+//! - **Snapshots** ([`ChainReader::snapshot`], [`ChainReader::block_hash_at`]):
+//!   after each settled block (its scripts passed, its undo data written,
+//!   `UpdateTip` announced), each disconnected block and each new best
+//!   header, the engine publishes a small [`ChainSnapshot`] (tip, best
+//!   header, counts) and the active chain's block hashes. Reading them takes
+//!   a lock held by the engine for well under a microsecond per block, so
+//!   they answer at once, even during a flush. The tip and the hash list are
+//!   published together, under one lock: a reader never sees a tip whose
+//!   hash is not at its height in the list.
+//! - **Queries** ([`ChainReader::query`]): anything else (index entries,
+//!   coins from the cache then the database, blocks and undo data, chain
+//!   tips) is a closure run *on the engine's thread* with `&Chainstate`,
+//!   between blocks. Before it runs, the engine settles every pending
+//!   script verdict, so the closure sees the index, the active chain and the
+//!   coins as of one settled tip: the state Core's `cs_main` gives its RPC.
+//!   Validation is not stopped; it pauses for the queries waiting (a pipeline
+//!   bubble of one block per batch, nothing when no query waits).
+//!
+//! # Bounds
+//! At most [`READ_QUERIES_WAITING_MAX`] queries wait; more are refused at
+//! once ([`ReadError::Busy`]), as Core's `-rpcworkqueue` refuses work. A
+//! query that gets no answer within its timeout is [`ReadError::TimedOut`]
+//! (the engine may be in a long flush, or stopped). The published hash list
+//! costs 32 bytes a block (29 MB at mainnet's 900,000 blocks).
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use ibex_primitives::BlockHash;
+
+use super::Chainstate;
+use crate::index::EntryId;
+
+/// Queries that may wait for the engine's thread at once.
+pub const READ_QUERIES_WAITING_MAX: usize = 64;
+
+/// The settled tip, as readers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TipSummary {
+    /// Its hash.
+    pub hash: BlockHash,
+    /// Its height.
+    pub height: u32,
+    /// Its header time.
+    pub time: u32,
+    /// The median time past of it and its ten ancestors.
+    pub median_time_past: i64,
+    /// Transactions in the chain up to it.
+    pub chain_transaction_count: u64,
+}
+
+/// What the engine publishes after each settled block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChainSnapshot {
+    /// The settled tip (`None` before the genesis block is connected).
+    pub tip: Option<TipSummary>,
+    /// The most-work valid header's hash and height (Core's `m_best_header`).
+    pub best_header: Option<(BlockHash, u32)>,
+    /// Entries in the block index.
+    pub index_entries: usize,
+    /// How many times the engine has published (a reader can tell whether
+    /// anything changed).
+    pub sequence: u64,
+}
+
+/// Why a read could not be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// [`READ_QUERIES_WAITING_MAX`] queries already wait.
+    #[error("the engine has {READ_QUERIES_WAITING_MAX} queries waiting already")]
+    Busy,
+    /// No answer within the timeout.
+    #[error("no answer from the engine within {timeout_ms} ms")]
+    TimedOut {
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// The engine is gone (shut down).
+    #[error("the engine has stopped")]
+    Stopped,
+}
+
+/// A closure to run on the engine's thread.
+type Query = Box<dyn FnOnce(&Chainstate) + Send>;
+
+/// The snapshot and the active chain's hashes, published together.
+#[derive(Debug, Default)]
+struct Published {
+    snapshot: Arc<ChainSnapshot>,
+    active_hashes: Vec<BlockHash>,
+}
+
+/// A handle for other threads to read the chainstate (see the module docs).
+#[derive(Clone)]
+pub struct ChainReader {
+    published: Arc<RwLock<Published>>,
+    queries: SyncSender<Query>,
+}
+
+impl std::fmt::Debug for ChainReader {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ChainReader").finish_non_exhaustive()
+    }
+}
+
+impl ChainReader {
+    /// The last published snapshot.
+    pub fn snapshot(&self) -> Arc<ChainSnapshot> {
+        self.published.read().unwrap_or_else(PoisonError::into_inner).snapshot.clone()
+    }
+
+    /// The active chain's block at `height` (settled blocks only).
+    pub fn block_hash_at(&self, height: u32) -> Option<BlockHash> {
+        let published = self.published.read().unwrap_or_else(PoisonError::into_inner);
+        published.active_hashes.get(usize::try_from(height).ok()?).copied()
+    }
+
+    /// The snapshot with the active chain's hashes from `start_height` on,
+    /// at most `count_max` of them, read at one instant.
+    pub fn snapshot_with_hashes(
+        &self,
+        start_height: u32,
+        count_max: usize,
+    ) -> (Arc<ChainSnapshot>, Vec<BlockHash>) {
+        let published = self.published.read().unwrap_or_else(PoisonError::into_inner);
+        let start = usize::try_from(start_height).unwrap_or(usize::MAX);
+        let hashes = published.active_hashes.iter().skip(start).take(count_max).copied().collect();
+        (published.snapshot.clone(), hashes)
+    }
+
+    /// Runs `read` on the engine's thread against a settled state and
+    /// returns its result, waiting at most `timeout`.
+    pub fn query<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
+        timeout: Duration,
+    ) -> Result<R, ReadError> {
+        let (answer_sender, answer) = sync_channel(1);
+        let query: Query = Box::new(move |chainstate| {
+            // The asker may have given up: nothing to do then.
+            let _ = answer_sender.send(read(chainstate));
+        });
+        match self.queries.try_send(query) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(ReadError::Busy),
+            Err(TrySendError::Disconnected(_)) => return Err(ReadError::Stopped),
+        }
+        answer.recv_timeout(timeout).map_err(|error| match error {
+            std::sync::mpsc::RecvTimeoutError::Timeout => ReadError::TimedOut {
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+            std::sync::mpsc::RecvTimeoutError::Disconnected => ReadError::Stopped,
+        })
+    }
+}
+
+/// The engine's side: publishes snapshots and answers queries.
+pub(crate) struct ReadService {
+    published: Arc<RwLock<Published>>,
+    queries: Receiver<Query>,
+    /// Kept to hand out readers.
+    sender: SyncSender<Query>,
+    sequence: u64,
+}
+
+impl ReadService {
+    /// A service with nothing published yet.
+    pub(crate) fn new() -> ReadService {
+        let (sender, queries) = sync_channel(READ_QUERIES_WAITING_MAX);
+        ReadService { published: Arc::default(), queries, sender, sequence: 0 }
+    }
+
+    /// A reader handle.
+    pub(crate) fn reader(&self) -> ChainReader {
+        ChainReader { published: self.published.clone(), queries: self.sender.clone() }
+    }
+
+    /// The next waiting query, if any.
+    pub(crate) fn next_query(&self) -> Option<Query> {
+        self.queries.try_recv().ok()
+    }
+
+    /// Waits up to `timeout` for a query.
+    pub(crate) fn wait_query(&self, timeout: Duration) -> Option<Query> {
+        self.queries.recv_timeout(timeout).ok()
+    }
+}
+
+impl Chainstate {
+    /// A handle for other threads to read this chainstate (see
+    /// [`crate::engine::reader`]).
+    pub fn reader(&self) -> ChainReader {
+        self.reads.reader()
+    }
+
+    /// Publishes the settled tip `tip` (the active chain's hashes are made
+    /// to end at it) and the best header.
+    pub(crate) fn publish(&mut self, tip: Option<EntryId>) {
+        self.reads.sequence += 1;
+        let tip_summary = tip.map(|id| {
+            let entry = self.index.entry(id);
+            TipSummary {
+                hash: entry.hash,
+                height: entry.height,
+                time: entry.header.time,
+                median_time_past: self.index.median_time_past(id),
+                chain_transaction_count: entry.chain_transaction_count,
+            }
+        });
+        let best_header = self.selection.best_header().map(|id| {
+            let entry = self.index.entry(id);
+            (entry.hash, entry.height)
+        });
+        let snapshot = Arc::new(ChainSnapshot {
+            tip: tip_summary,
+            best_header,
+            index_entries: self.index.len(),
+            sequence: self.reads.sequence,
+        });
+        let mut published = self.reads.published.write().unwrap_or_else(PoisonError::into_inner);
+        let length = tip.map_or(0, |id| self.index.entry(id).height as usize + 1);
+        published.active_hashes.truncate(length);
+        // Walk down from the tip to where the list agrees (one block for a
+        // new tip, the branch after a reorganisation, all at open).
+        let mut missing = Vec::new();
+        let mut walk = tip;
+        while let Some(id) = walk {
+            let entry = self.index.entry(id);
+            let at = entry.height as usize;
+            if published.active_hashes.get(at) == Some(&entry.hash) {
+                break;
+            }
+            missing.push(entry.hash);
+            walk = entry.parent;
+        }
+        let keep = length - missing.len();
+        published.active_hashes.truncate(keep);
+        published.active_hashes.extend(missing.into_iter().rev());
+        published.snapshot = snapshot;
+    }
+
+    /// Publishes again with the same settled tip (a new best header).
+    pub(crate) fn publish_headers(&mut self) {
+        let settled = match self.scripts.oldest() {
+            Some(oldest) => self.index.entry(oldest).parent,
+            None => self.chain.tip(),
+        };
+        self.publish(settled);
+    }
+
+    /// Answers the queries waiting, after settling the pending blocks (so
+    /// they see one settled state). False when settling found a pending
+    /// block invalid (the chain changed: the caller picks its target again).
+    pub fn serve_reads(&mut self) -> Result<bool, crate::ChainstateError> {
+        let Some(first) = self.reads.next_query() else { return Ok(true) };
+        let settled = self.settle_pending()?;
+        first(self);
+        // Bounded: the channel holds at most READ_QUERIES_WAITING_MAX.
+        for _ in 1..READ_QUERIES_WAITING_MAX {
+            let Some(query) = self.reads.next_query() else { break };
+            query(self);
+        }
+        Ok(settled)
+    }
+
+    /// Waits up to `timeout` for queries and answers them (an idle engine:
+    /// no block to connect). True when one was answered.
+    pub fn wait_and_serve_reads(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<bool, crate::ChainstateError> {
+        let Some(first) = self.reads.wait_query(timeout) else { return Ok(false) };
+        self.settle_pending()?;
+        first(self);
+        self.serve_reads()?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,158 @@
+//! Reading the engine from other threads while it validates (issue 13's
+//! engine API): published snapshots and hash lists follow the settled tip,
+//! through reorganisations; queries run between blocks against one settled
+//! state (tip, index, coins agree); the query queue is bounded, and a query
+//! nobody answers times out or reports the engine stopped.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "generated_chains/support.rs"]
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ibex_chainstate::{BlockStatus, ChainReader, Chainstate, ReadError, READ_QUERIES_WAITING_MAX};
+use ibex_primitives::OutPoint;
+
+use support::{import, with_forks, Node};
+
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a query found wrong about the state it saw, if anything.
+fn inconsistency(chainstate: &Chainstate, reader: &ChainReader) -> Option<String> {
+    let (tip_hash, tip_height) = chainstate.tip()?;
+    let tip = chainstate.chain().tip()?;
+    let entry = chainstate.index().entry(tip);
+    // Settled: the tip's scripts were checked and its undo data written.
+    if !entry.status.is_valid(BlockStatus::VALID_SCRIPTS) {
+        return Some(format!("tip {tip_height} not settled"));
+    }
+    if tip_height > 0 && entry.undo_position.is_none() {
+        return Some(format!("tip {tip_height} has no undo data"));
+    }
+    // The published snapshot is this very tip, and the hash list ends at it.
+    let snapshot = reader.snapshot();
+    let published = snapshot.tip.as_ref()?;
+    if (published.hash, published.height) != (tip_hash, tip_height) {
+        return Some(format!("published {} but the tip is {tip_height}", published.height));
+    }
+    for height in [0, tip_height / 2, tip_height] {
+        let active = chainstate.chain().at(height).map(|id| chainstate.index().entry(id).hash);
+        if reader.block_hash_at(height) != active {
+            return Some(format!("published hash at {height} differs"));
+        }
+    }
+    if reader.block_hash_at(tip_height + 1).is_some() {
+        return Some("a hash published above the tip".into());
+    }
+    // The coins are the tip's: its coinbase's first spendable output is
+    // unspent (coinbases mature after 100 blocks).
+    if tip_height > 0 {
+        let block = chainstate.read_block(tip).unwrap();
+        let coinbase = block.view().transactions().next()?;
+        let spendable = coinbase.outputs().iter().position(|output| {
+            output.script_pubkey.first() != Some(&0x6a) && !output.script_pubkey.is_empty()
+        })?;
+        let outpoint = OutPoint { txid: block.txids()[0], vout: spendable as u32 };
+        let coin = chainstate.coin(&outpoint).unwrap();
+        if coin.map(|coin| coin.height()) != Some(tip_height) {
+            return Some(format!("the coinbase coin of tip {tip_height} is missing"));
+        }
+    }
+    None
+}
+
+#[test]
+fn queries_during_an_import_with_reorganisations_see_one_settled_state() {
+    let chain = with_forks();
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    let reader = chainstate.reader();
+    let stop = Arc::new(AtomicBool::new(false));
+    let asker = {
+        let (reader, stop) = (reader.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut answered = 0u32;
+            let mut heights = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let inner = reader.clone();
+                let query = move |chainstate: &Chainstate| {
+                    (chainstate.tip().map(|(_, height)| height), inconsistency(chainstate, &inner))
+                };
+                match reader.query(query, ANSWER_TIMEOUT) {
+                    Ok((height, None)) => {
+                        answered += 1;
+                        heights.extend(height);
+                    }
+                    Ok((height, Some(problem))) => panic!("at {height:?}: {problem}"),
+                    Err(ReadError::Stopped) => break,
+                    Err(error) => panic!("query failed: {error}"),
+                }
+            }
+            (answered, heights)
+        })
+    };
+    let summary = import(&mut chainstate);
+    stop.store(true, Ordering::Relaxed);
+    // The asker's last query is answered here, after the import.
+    let mut waited = 0;
+    while !asker.is_finished() && waited < 600 {
+        chainstate.wait_and_serve_reads(Duration::from_millis(100)).unwrap();
+        waited += 1;
+    }
+    let (answered, heights) = asker.join().unwrap();
+    assert!(summary.blocks_accepted > 0);
+    assert!(answered >= 2, "only {answered} queries answered during the import");
+    assert!(heights.windows(2).any(|pair| pair[0] != pair[1]), "no query between two tips");
+    // After the import: the snapshot and every published hash.
+    let (tip_hash, tip_height) = chainstate.tip().unwrap();
+    assert_eq!((tip_hash.to_hex(), tip_height), chain.tip(), "imported tip");
+    let snapshot = reader.snapshot();
+    let tip = snapshot.tip.as_ref().unwrap();
+    assert_eq!((tip.hash, tip.height), (tip_hash, tip_height));
+    assert_eq!(snapshot.best_header.map(|(hash, _)| hash), Some(tip_hash));
+    assert_eq!(snapshot.index_entries, chainstate.index().len());
+    let (_, hashes) = reader.snapshot_with_hashes(0, usize::MAX);
+    assert_eq!(hashes.len() as u32, tip_height + 1);
+    for (height, hash) in hashes.iter().enumerate() {
+        let id = chainstate.chain().at(height as u32).unwrap();
+        assert_eq!(*hash, chainstate.index().entry(id).hash, "height {height}");
+    }
+}
+
+#[test]
+fn the_query_queue_is_bounded_and_unanswered_queries_end() {
+    let node = Node::new();
+    let mut chainstate = node.open();
+    let reader = chainstate.reader();
+    // Queries left waiting when their askers gave up still hold their
+    // places: the queue fills and then refuses at once.
+    for _ in 0..READ_QUERIES_WAITING_MAX {
+        let answer = reader.query(|chainstate| chainstate.index().len(), Duration::from_millis(1));
+        assert_eq!(answer, Err(ReadError::TimedOut { timeout_ms: 1 }));
+    }
+    assert_eq!(reader.query(|_| (), Duration::from_secs(5)), Err(ReadError::Busy));
+    // Serving empties it, and an asker that waits gets the state it reads.
+    assert!(chainstate.serve_reads().unwrap());
+    let asker = {
+        let reader = reader.clone();
+        std::thread::spawn(move || {
+            reader.query(|chainstate| chainstate.index().len(), ANSWER_TIMEOUT)
+        })
+    };
+    while !asker.is_finished() {
+        chainstate.wait_and_serve_reads(Duration::from_millis(50)).unwrap();
+    }
+    assert_eq!(asker.join().unwrap(), Ok(chainstate.index().len()));
+    // Nobody serving: a timeout, then a stopped engine.
+    assert_eq!(
+        reader.query(|_| (), Duration::from_millis(50)),
+        Err(ReadError::TimedOut { timeout_ms: 50 })
+    );
+    drop(chainstate);
+    assert_eq!(reader.query(|_| (), Duration::from_millis(50)), Err(ReadError::Stopped));
+    // The snapshot outlives the engine.
+    assert!(reader.snapshot().sequence >= 1);
+}
