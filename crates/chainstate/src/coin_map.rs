@@ -26,11 +26,12 @@ use rayon::prelude::*;
 
 use crate::cache::CacheEntry;
 use crate::hasher::salted_hash_builder;
+use crate::heap::TableAllocator;
 
 /// Shards of the table (a power of two).
 pub const SHARD_COUNT: usize = 16;
 
-type Shard = HashMap<OutPoint, CacheEntry, SeedableRandomState>;
+type Shard = HashMap<OutPoint, CacheEntry, SeedableRandomState, TableAllocator>;
 
 /// Outpoint -> cache entry, in [`SHARD_COUNT`] shards.
 #[derive(Debug)]
@@ -48,7 +49,9 @@ impl CoinMap {
     /// An empty map, each shard with its own secret hash key.
     pub(crate) fn new() -> CoinMap {
         CoinMap {
-            shards: (0..SHARD_COUNT).map(|_| HashMap::with_hasher(salted_hash_builder())).collect(),
+            shards: (0..SHARD_COUNT)
+                .map(|_| HashMap::with_hasher_in(salted_hash_builder(), TableAllocator))
+                .collect(),
         }
     }
 
@@ -73,7 +76,7 @@ impl CoinMap {
     pub(crate) fn entry(
         &mut self,
         outpoint: OutPoint,
-    ) -> Entry<'_, OutPoint, CacheEntry, SeedableRandomState> {
+    ) -> Entry<'_, OutPoint, CacheEntry, SeedableRandomState, TableAllocator> {
         self.shards[Self::shard_of(&outpoint)].entry(outpoint)
     }
 

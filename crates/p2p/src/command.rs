@@ -59,9 +59,10 @@ impl Command {
     /// `mempool` (BIP35).
     pub const MEMPOOL: Command = Command::padded(b"mempool");
 
-    /// Pads a name known at compile time; only for the constants above,
-    /// whose validity the tests check (a longer name would be cut).
-    const fn padded(name: &[u8]) -> Command {
+    /// Pads a name known at compile time; only for the constants above and
+    /// BIP324's table of short ids (`transport::message_type`), whose
+    /// validity the tests check (a longer name would be cut).
+    pub(crate) const fn padded(name: &[u8]) -> Command {
         let mut bytes = [0u8; COMMAND_BYTES];
         let mut index = 0;
         while index < name.len() && index < COMMAND_BYTES {

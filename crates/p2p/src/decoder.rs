@@ -176,7 +176,7 @@ impl FrameDecoder {
 /// Appends as much of `bytes` as the payload still needs and returns how
 /// much; grows the buffer at most [`PAYLOAD_ALLOCATION_STEP_BYTES`] past the
 /// bytes received and never past `declared_bytes`.
-fn append_payload(declared_bytes: usize, payload: &mut Vec<u8>, bytes: &[u8]) -> usize {
+pub(crate) fn append_payload(declared_bytes: usize, payload: &mut Vec<u8>, bytes: &[u8]) -> usize {
     let taken = bytes.len().min(declared_bytes - payload.len());
     let needed_bytes = payload.len() + taken;
     if needed_bytes > payload.capacity() {

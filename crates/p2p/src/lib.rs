@@ -9,10 +9,14 @@
 //! | [`command`] | [`Command`], the 12-byte NUL-padded command, and the known commands |
 //! | [`services`] | [`ServiceFlags`] |
 //! | [`messages`] | [`NetworkMessage`]: decode from (command, payload), encode back; [`encode_message`]; [`MessageError`] with Core's response ([`CoreResponse`]) |
+//! | [`transport`] | [`Transport`]: v1 or BIP324 v2 (encrypted, with Core's v1 fallback) behind one interface; [`V2Handshake`], [`V2Transport`], [`V1Transport`] |
+//! | [`sync`] | initial block download as pure state machines (events in, [`sync::Action`]s out): locators, Core's two-pass low-work headers sync, headers sync per peer, the block download scheduler with its window, in-flight, byte and stalling rules |
 //!
 //! A received message goes: bytes -> [`FrameDecoder::push`] ->
 //! [`FrameDecoder::next_frame`] (magic, length, checksum, command checked)
 //! -> [`NetworkMessage::from_frame`] (fields and list limits checked).
+//! Over a [`Transport`], [`Transport::push`] and [`Transport::next_message`]
+//! take the decoder's place and give the same [`Frame`]s, v1 or v2.
 //!
 //! # Napkin math
 //!
@@ -52,6 +56,8 @@ pub mod decoder;
 pub mod framing;
 pub mod messages;
 pub mod services;
+pub mod sync;
+pub mod transport;
 
 pub use command::{Command, COMMAND_BYTES};
 pub use decoder::FrameDecoder;
@@ -71,3 +77,7 @@ pub use messages::version::{
 };
 pub use messages::{encode_message, NetworkMessage};
 pub use services::ServiceFlags;
+pub use transport::{
+    HandshakeSecrets, HandshakeStatus, Role, Transport, TransportError, TransportKind, V1Transport,
+    V2Handshake, V2Transport,
+};
