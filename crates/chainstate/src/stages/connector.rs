@@ -25,8 +25,12 @@
 //!   copied): ~0.5 ms; writing the undo data ~0.3 ms.
 //!
 //! About 3-4 ms a full block, ~250-300 full blocks/s. Measured: the
-//! scripts-skipped `-reindex-chainstate` to height 2,400 takes ~15 s, 6.3 ms
-//! a block on average (`docs/benchmarks.md` breaks down the rest).
+//! scripts-skipped `-reindex-chainstate` to height 2,400 takes ~14-15 s,
+//! ~5.8 ms a block on average. `perf` shows why: each input's first lookup
+//! in the 440 MiB table is a cache miss (~250-280 ns, not the ~100-200 ns
+//! above), and so is each new output's insert; the cache's tables use huge
+//! pages ([`crate::heap::TableAllocator`]) so that at least the TLB does
+//! not add a page walk to each (`docs/benchmarks.md`, session 6).
 
 use ibex_primitives::BlockView;
 
