@@ -16,6 +16,9 @@ use ibex_primitives::BlockHash;
 
 pub use crate::config_error::{ConfigError, ConfigWarning};
 use crate::config_file::{self, interpret_key};
+use crate::network_options::{
+    network_options, rpc_options, NetworkOptions, OptionSource, RpcOptions,
+};
 pub use crate::numeric_options::script_threads_from_par;
 use crate::numeric_options::{self, GivenValue};
 use crate::settings::{interpret_bool, SettingValue, Settings};
@@ -35,37 +38,7 @@ pub const DATA_DIRECTORY_DEFAULT_NAME: &str = ".ibex";
 /// The default log file, in the chain directory.
 pub const DEBUG_LOG_FILE_DEFAULT: &str = "debug.log";
 
-/// Every option `ibexd` knows: name, argument placeholder, help text.
-/// Each takes any value, like Core's `ALLOW_ANY`.
-pub const OPTIONS: &[(&str, &str, &str)] = &[
-    ("?", "", "Print this help message and exit"),
-    ("h", "", "Print this help message and exit"),
-    ("help", "", "Print this help message and exit"),
-    ("version", "", "Print the version and exit"),
-    ("conf", "=<file>", "Configuration file, relative to the data directory (default: bitcoin.conf)"),
-    ("includeconf", "=<file>", "Configuration file to read as well, relative to the data directory (configuration file only)"),
-    ("datadir", "=<dir>", "Data directory (default: ~/.ibex)"),
-    ("blocksdir", "=<dir>", "Directory whose <chain>/blocks holds the block files (default: the data directory)"),
-    ("chain", "=<chain>", "Chain: main, test (testnet3), testnet4, signet or regtest (default: main)"),
-    ("regtest", "", "Use the regression test chain (same as -chain=regtest)"),
-    ("testnet", "", "Use testnet3 (same as -chain=test)"),
-    ("testnet4", "", "Use testnet4 (same as -chain=testnet4)"),
-    ("signet", "", "Use signet (same as -chain=signet)"),
-    ("dbcache", "=<n>", "Database cache in MiB (minimum 4, default: 450)"),
-    ("dbcrashratio", "=<n>", "Testing: exit at random during coins flushes with probability 1/n, as a crash (default: 0, never)"),
-    ("dbbatchsize", "=<n>", "Largest database write batch in bytes (default: 33554432)"),
-    ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
-    ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
-    ("stopatheight", "=<n>", "Stop once the chain reaches this height (default: 0, never)"),
-    ("reindex", "", "Rebuild the block index and chainstate from the block files"),
-    ("reindex-chainstate", "", "Rebuild the chainstate from the blocks already indexed"),
-    ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),
-    ("printtoconsole", "", "Write the log to standard output as well (default: 1)"),
-    ("debuglogfile", "=<file>", "Log file, relative to the chain directory; -nodebuglogfile writes none (default: debug.log)"),
-    ("shrinkdebugfile", "", "Keep only the last 10 MB of the log file when it has grown past 11 MB (default: 1)"),
-    ("testactivationheight", "=<name>@<height>", "Activate segwit, bip34, dersig, cltv or csv at this height (regtest only, repeatable)"),
-    ("test", "=<option>", "Test behaviour: bip94 enforces BIP94 (regtest only, repeatable)"),
-];
+pub use crate::config_options::OPTIONS;
 
 /// Which block `-assumevalid` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +119,10 @@ pub struct NodeOptions {
     /// Command-line values by name in name order, each as Core's startup log
     /// writes it: a JSON string (`"0"`) or `false` for a negation.
     pub command_line: Vec<(String, String)>,
+    /// The P2P options.
+    pub network_options: NetworkOptions,
+    /// The RPC server's options.
+    pub rpc: RpcOptions,
     /// Configuration file values: section (empty for the top level), name,
     /// value written as in `command_line`.
     pub config_file_arguments: Vec<(String, String, String)>,
@@ -273,6 +250,7 @@ impl CommandLine {
             "" => data_directory.clone(),
             name => data_directory.join(name),
         };
+        let params = typed.params(network, &mut warnings)?;
         let options = NodeOptions {
             network,
             blocks_directory: typed.blocks_directory(&data_directory, network)?,
@@ -290,7 +268,9 @@ impl CommandLine {
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
             print_to_console: typed.boolean("printtoconsole", true),
             shrink_debug_log: typed.boolean("shrinkdebugfile", true),
-            params: typed.params(network, &mut warnings)?,
+            network_options: network_options(&typed, &params)?,
+            rpc: rpc_options(&typed, network)?,
+            params,
             command_line: log_entries(&settings.command_line)
                 .map(|(name, value)| (name.to_owned(), value))
                 .collect(),
@@ -409,6 +389,16 @@ pub fn parse_assume_valid(text: &str) -> Option<AssumeValid> {
 struct Typed<'a> {
     settings: &'a Settings,
     section: &'a str,
+}
+
+impl OptionSource for Typed<'_> {
+    fn option(&self, name: &str) -> Option<SettingValue> {
+        self.value(name)
+    }
+
+    fn options(&self, name: &str) -> Vec<SettingValue> {
+        self.settings.values(self.section, name)
+    }
 }
 
 impl Typed<'_> {
