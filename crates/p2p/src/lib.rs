@@ -10,6 +10,7 @@
 //! | [`services`] | [`ServiceFlags`] |
 //! | [`messages`] | [`NetworkMessage`]: decode from (command, payload), encode back; [`encode_message`]; [`MessageError`] with Core's response ([`CoreResponse`]) |
 //! | [`transport`] | [`Transport`]: v1 or BIP324 v2 (encrypted, with Core's v1 fallback) behind one interface; [`V2Handshake`], [`V2Transport`], [`V1Transport`] |
+//! | [`net`] | the tokio networking layer: TCP connections driving the transports, the version handshake, pings, timeouts, send and receive bounds, bans, and one bounded event queue to the node ([`net::start`], [`net::NetworkHandle`], [`net::NetworkEvent`]) |
 //! | [`sync`] | initial block download as pure state machines (events in, [`sync::Action`]s out): locators, Core's two-pass low-work headers sync, headers sync per peer, the block download scheduler with its window, in-flight, byte and stalling rules |
 //!
 //! A received message goes: bytes -> [`FrameDecoder::push`] ->
@@ -55,6 +56,7 @@ pub mod command;
 pub mod decoder;
 pub mod framing;
 pub mod messages;
+pub mod net;
 pub mod services;
 pub mod sync;
 pub mod transport;

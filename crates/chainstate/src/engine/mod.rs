@@ -30,6 +30,7 @@ mod headers;
 pub mod open;
 pub mod reader;
 pub mod recovery;
+pub mod service;
 pub mod settle;
 pub mod tips;
 
@@ -43,6 +44,10 @@ pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
 pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
+pub use service::{
+    engine_service, EngineCommand, EngineNotice, EngineService, ServiceEnd,
+    ENGINE_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
+};
 
 use crate::cache::CoinsCache;
 use crate::index::{ActiveChain, BlockIndex};

@@ -1,0 +1,113 @@
+//! [`NetworkHandle`]: what the node (and RPC) can ask of the networking
+//! layer. Cheap to clone; no method waits on a peer.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::messages::NetworkMessage;
+use crate::net::bans::BanEntry;
+use crate::net::error::NetworkError;
+use crate::net::manager::add_outbound;
+use crate::net::reason::{BanReason, DisconnectReason};
+use crate::net::registry::Registry;
+use crate::net::stats::{NetTotals, PeerInfo};
+use crate::sync::PeerId;
+
+/// The node's side of the networking layer.
+#[derive(Debug, Clone)]
+pub struct NetworkHandle {
+    registry: Arc<Registry>,
+}
+
+impl NetworkHandle {
+    pub(crate) fn new(registry: Arc<Registry>) -> NetworkHandle {
+        NetworkHandle { registry }
+    }
+
+    /// Queues `message` for peer `id` without waiting. Refused when the
+    /// peer is unknown (or closed), when its send queue holds
+    /// `send_queue_bytes_max` or more ([`NetworkError::SendQueueFull`]),
+    /// or when the payload exceeds 4,000,000 bytes.
+    pub fn send(&self, id: PeerId, message: NetworkMessage) -> Result<(), NetworkError> {
+        if self.registry.is_shut_down() {
+            return Err(NetworkError::Stopped);
+        }
+        let peer = self.registry.peer(id).ok_or(NetworkError::UnknownPeer { id })?;
+        peer.enqueue(message)
+    }
+
+    /// Keeps a connection to `address` open from now on, as a `-connect`
+    /// address (Core's `addnode add`); at most
+    /// [`OUTBOUND_ADDRESSES_MAX`](crate::net::config::OUTBOUND_ADDRESSES_MAX)
+    /// addresses in all.
+    pub fn connect(&self, address: SocketAddr) -> Result<(), NetworkError> {
+        add_outbound(&self.registry, address)
+    }
+
+    /// Closes the connection to `id` for `reason`. A
+    /// [`DisconnectReason::Misbehaving`] inbound peer from a non-local
+    /// address is also refused for `discourage_duration` afterwards (Core
+    /// spares manual connections entirely: the node decides whether to
+    /// call this for an outbound peer).
+    pub fn disconnect(&self, id: PeerId, reason: DisconnectReason) -> Result<(), NetworkError> {
+        let peer = self.registry.peer(id).ok_or(NetworkError::UnknownPeer { id })?;
+        peer.request_close(reason);
+        Ok(())
+    }
+
+    /// Bans `address` for `duration` and closes connections from it
+    /// (Core's `setban add`). Inbound connections from it are refused
+    /// until the ban ends; `-connect` addresses are still connected to, as
+    /// Core's manual connections ignore bans.
+    pub fn ban(&self, address: IpAddr, reason: BanReason, duration: Duration) {
+        self.registry.ban(address, reason, duration);
+    }
+
+    /// Lifts a ban (Core's `setban remove`); whether there was one.
+    pub fn unban(&self, address: IpAddr) -> bool {
+        self.registry.unban(address)
+    }
+
+    /// The bans in force (Core's `listbanned`).
+    pub fn banned(&self) -> Vec<BanEntry> {
+        self.registry.bans()
+    }
+
+    /// Open connections, handshake complete or not (Core's
+    /// `getconnectioncount`).
+    pub fn peer_count(&self) -> usize {
+        self.registry.peer_count()
+    }
+
+    /// Every open connection (Core's `getpeerinfo`), by id.
+    pub fn peers(&self) -> Vec<PeerInfo> {
+        self.registry.peers()
+    }
+
+    /// Traffic totals (Core's `getnettotals`).
+    pub fn totals(&self) -> NetTotals {
+        self.registry.totals()
+    }
+
+    /// The height announced in `version` to new connections from now on.
+    pub fn set_best_height(&self, height: i32) {
+        self.registry.set_best_height(height);
+    }
+
+    /// The address the listener is bound to (with the port the system
+    /// chose for port 0).
+    pub fn listen_address(&self) -> Option<SocketAddr> {
+        self.registry.listen_address
+    }
+
+    /// Stops listening and connecting and closes every connection.
+    pub fn shutdown(&self) {
+        self.registry.shut_down();
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.registry.is_shut_down()
+    }
+}

@@ -1,0 +1,229 @@
+//! The connection manager: [`start`] binds the listener and starts one
+//! task per `connect` address and one per inbound connection.
+//!
+//! - Outbound (Core's `-connect`, manual connections): connect within
+//!   `connect_timeout`, run the connection to its end in the same task,
+//!   wait, retry. v2 first when enabled; a v2 attempt the peer closed
+//!   before sending a byte is retried at once with v1 (Core's
+//!   `ShouldReconnectV1`, "retrying with v1 transport protocol"); the next
+//!   attempt after that tries v2 again, as Core's `-connect` loop does. The
+//!   wait starts at `reconnect_delay_min` and doubles to
+//!   `reconnect_delay_max`, back to the minimum after a handshake.
+//! - Inbound: refused when the address is banned or discouraged, or the
+//!   inbound slots are full (Core's order); otherwise a v2 responder that
+//!   falls back to v1 by itself for a v1 peer (or v1 when v2 is off).
+//! - Bans: in memory with an expiry ([`crate::net::BanEntry`]). An inbound
+//!   peer from a non-local address that misbehaves (Core's `Misbehaving`)
+//!   is refused for `discourage_duration`; Core instead accepts such an
+//!   address while slots are free and evicts it first.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::net::config::NetworkConfig;
+use crate::net::error::NetworkError;
+use crate::net::event::{EventSender, NetworkEvent, NetworkEvents};
+use crate::net::handle::NetworkHandle;
+use crate::net::peer::{Connection, PeerOutcome};
+use crate::net::reason::DisconnectReason;
+use crate::net::registry::Registry;
+use crate::transport::{HandshakeSecrets, Transport, TransportError};
+
+/// How long the listener pauses after `accept` fails (out of file
+/// descriptors, say) before it tries again.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Starts the networking layer on the current tokio runtime: binds the
+/// listener (if any), starts the outbound connections, and returns the
+/// handle and the node's end of the event queue.
+pub async fn start(config: NetworkConfig) -> Result<(NetworkHandle, NetworkEvents), NetworkError> {
+    config.validate()?;
+    let listener = match config.listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address)
+                .await
+                .map_err(|source| NetworkError::Bind { address, source })?;
+            Some(listener)
+        }
+        None => None,
+    };
+    let listen_address = match &listener {
+        Some(listener) => {
+            let address = config.listen.unwrap_or(SocketAddr::from(([0; 4], 0)));
+            Some(listener.local_addr().map_err(|source| NetworkError::Bind { address, source })?)
+        }
+        None => None,
+    };
+    let (sender, receiver) = mpsc::channel(config.event_queue_events_max);
+    let runtime = tokio::runtime::Handle::current();
+    let registry =
+        Arc::new(Registry::new(config, EventSender::new(sender), listen_address, runtime));
+    if let Some(listener) = listener {
+        tokio::spawn(accept_loop(Arc::clone(&registry), listener));
+    }
+    for address in registry.config.connect.clone() {
+        add_outbound(&registry, address)?;
+    }
+    let events = NetworkEvents::new(receiver, registry.shutdown_switch());
+    Ok((NetworkHandle::new(registry), events))
+}
+
+/// Starts keeping a connection to `address` open (a `-connect` address, or
+/// one added later, as Core's `addnode add`).
+pub(crate) fn add_outbound(
+    registry: &Arc<Registry>,
+    address: SocketAddr,
+) -> Result<(), NetworkError> {
+    if registry.is_shut_down() {
+        return Err(NetworkError::Stopped);
+    }
+    registry.reserve_outbound_address()?;
+    registry.runtime.spawn(connect_loop(Arc::clone(registry), address));
+    Ok(())
+}
+
+/// Accepts inbound connections until shutdown.
+async fn accept_loop(registry: Arc<Registry>, listener: TcpListener) {
+    let mut shutdown = registry.shutdown_signal();
+    loop {
+        if registry.is_shut_down() || registry.events.is_closed() {
+            return;
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, address)) => accept_one(&registry, stream, address),
+                Err(_error) => tokio::time::sleep(ACCEPT_ERROR_PAUSE).await,
+            },
+        }
+    }
+}
+
+fn accept_one(registry: &Arc<Registry>, stream: TcpStream, address: SocketAddr) {
+    // Nagle's algorithm would hold small messages (pings, getdata) back.
+    let _ = stream.set_nodelay(true);
+    let local_address = stream.local_addr().ok();
+    let refuse = |reason: DisconnectReason| {
+        registry.events.send_or_drop(NetworkEvent::ConnectionClosed {
+            id: None,
+            address,
+            inbound: true,
+            reason,
+            retry_with_v1: false,
+        });
+    };
+    // Admission first: a refused connection costs no key generation.
+    let shared = match registry.register_inbound(address, local_address) {
+        Ok(Ok(shared)) => shared,
+        Ok(Err(reason)) => return refuse(reason),
+        Err(error) => return refuse(random_source_failed(error)),
+    };
+    let transport = match new_transport(registry, true, registry.config.v2_transport) {
+        Ok(transport) => transport,
+        Err(error) => {
+            let reason = DisconnectReason::Transport(error);
+            registry.unregister(shared.identity.id, &reason);
+            return refuse(reason);
+        }
+    };
+    let connection = Connection::new(Arc::clone(registry), shared, transport);
+    tokio::spawn(connection.run(stream));
+}
+
+/// Keeps a connection to `address` open while the layer runs.
+async fn connect_loop(registry: Arc<Registry>, address: SocketAddr) {
+    let config = &registry.config;
+    let mut shutdown = registry.shutdown_signal();
+    let mut delay = config.reconnect_delay_min;
+    let mut use_v2 = config.v2_transport;
+    loop {
+        if registry.is_shut_down() || registry.events.is_closed() {
+            return;
+        }
+        let outcome = connect_once(&registry, address, use_v2).await;
+        let retry_now = outcome.as_ref().is_some_and(|outcome| outcome.retry_with_v1);
+        use_v2 = config.v2_transport && !retry_now;
+        if outcome.as_ref().is_some_and(|outcome| outcome.handshake_complete) {
+            delay = config.reconnect_delay_min;
+        }
+        if retry_now {
+            continue;
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(config.reconnect_delay_max);
+    }
+}
+
+/// One outbound attempt, run to its end; `None` if no connection opened.
+async fn connect_once(
+    registry: &Arc<Registry>,
+    address: SocketAddr,
+    use_v2: bool,
+) -> Option<PeerOutcome> {
+    let failed = |reason: DisconnectReason| {
+        registry.events.send_or_drop(NetworkEvent::ConnectionClosed {
+            id: None,
+            address,
+            inbound: false,
+            reason,
+            retry_with_v1: false,
+        });
+        None
+    };
+    let stream =
+        match tokio::time::timeout(registry.config.connect_timeout, TcpStream::connect(address))
+            .await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                return failed(DisconnectReason::ConnectFailed { address, kind: error.kind() })
+            }
+            Err(_elapsed) => return failed(DisconnectReason::ConnectTimedOut { address }),
+        };
+    let _ = stream.set_nodelay(true);
+    let transport = match new_transport(registry, false, use_v2) {
+        Ok(transport) => transport,
+        Err(error) => return failed(DisconnectReason::Transport(error)),
+    };
+    let shared = match registry.register_outbound(address, stream.local_addr().ok()) {
+        Ok(shared) => shared,
+        Err(error) => return failed(random_source_failed(error)),
+    };
+    Some(Connection::new(Arc::clone(registry), shared, transport).run(stream).await)
+}
+
+/// A v2 transport with fresh secrets, or v1.
+fn new_transport(
+    registry: &Registry,
+    inbound: bool,
+    v2: bool,
+) -> Result<Transport, TransportError> {
+    let magic = registry.config.magic;
+    if !v2 {
+        return Ok(Transport::v1(magic));
+    }
+    let secrets = HandshakeSecrets::from_os_random()?;
+    Ok(if inbound {
+        Transport::v2_responder(magic, secrets)
+    } else {
+        Transport::v2_initiator(magic, secrets)
+    })
+}
+
+/// A connection given up because the random source failed (the only way
+/// registering one fails).
+fn random_source_failed(error: NetworkError) -> DisconnectReason {
+    match error {
+        NetworkError::RandomSource { source } => {
+            DisconnectReason::Transport(TransportError::RandomSource { source })
+        }
+        _ => DisconnectReason::Shutdown,
+    }
+}

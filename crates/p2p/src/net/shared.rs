@@ -1,0 +1,258 @@
+//! What a connection's task shares with the handle: the outbound queue, a
+//! close request, and the counters `getpeerinfo` reads. Locks are held for
+//! a few field updates, never across an `await`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
+
+use crate::framing::MESSAGE_PAYLOAD_BYTES_MAX;
+use crate::messages::NetworkMessage;
+use crate::net::error::NetworkError;
+use crate::net::queue::{payload_bytes, OutboundQueue};
+use crate::net::reason::DisconnectReason;
+use crate::net::stats::{PeerInfo, PeerVersion};
+use crate::sync::PeerId;
+use crate::transport::TransportKind;
+use crate::FRAME_HEADER_BYTES;
+
+/// Locks a mutex; a poisoned one (a panic elsewhere while holding it) is
+/// used as it is: every value behind these locks stays consistent field by
+/// field.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Fields set at connection time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PeerIdentity {
+    pub id: PeerId,
+    pub address: SocketAddr,
+    pub local_address: Option<SocketAddr>,
+    pub inbound: bool,
+    /// The nonce in our `version` to this peer.
+    pub nonce: u64,
+    pub connected_at: SystemTime,
+    pub connected_instant: Instant,
+}
+
+/// What changes rarely: handshake results and pings.
+#[derive(Debug)]
+struct PeerDetails {
+    version: Option<PeerVersion>,
+    transport: TransportKind,
+    session_id: Option<[u8; 32]>,
+    last_ping: Option<Duration>,
+    min_ping: Option<Duration>,
+    ping_started: Option<Instant>,
+}
+
+/// One connection's shared state.
+#[derive(Debug)]
+pub(crate) struct PeerShared {
+    pub identity: PeerIdentity,
+    send_queue_bytes_max: usize,
+    queue: Mutex<OutboundQueue>,
+    /// Bytes encoded by the task and not yet written to the socket.
+    unsent_bytes: AtomicUsize,
+    /// Wakes the task when the queue gains a message.
+    pub queue_wake: Notify,
+    close_request: Mutex<Option<DisconnectReason>>,
+    /// Wakes the task when a close is requested.
+    pub close_wake: Notify,
+    closed: AtomicBool,
+    handshake_complete: AtomicBool,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+    last_send_micros: AtomicU64,
+    last_receive_micros: AtomicU64,
+    details: Mutex<PeerDetails>,
+}
+
+impl PeerShared {
+    pub fn new(
+        identity: PeerIdentity,
+        send_queue_bytes_max: usize,
+        transport: TransportKind,
+    ) -> PeerShared {
+        PeerShared {
+            identity,
+            send_queue_bytes_max,
+            queue: Mutex::new(OutboundQueue::default()),
+            unsent_bytes: AtomicUsize::new(0),
+            queue_wake: Notify::new(),
+            close_request: Mutex::new(None),
+            close_wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            handshake_complete: AtomicBool::new(false),
+            bytes_sent: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            last_send_micros: AtomicU64::new(0),
+            last_receive_micros: AtomicU64::new(0),
+            details: Mutex::new(PeerDetails {
+                version: None,
+                transport,
+                session_id: None,
+                last_ping: None,
+                min_ping: None,
+                ping_started: None,
+            }),
+        }
+    }
+
+    /// Queues a message from the node, unless the queue is at its limit
+    /// (accepted while below it, so it holds at most the limit plus one
+    /// message, as Core's send buffer).
+    pub fn enqueue(&self, message: NetworkMessage) -> Result<(), NetworkError> {
+        let id = self.identity.id;
+        let payload = payload_bytes(&message);
+        if payload > MESSAGE_PAYLOAD_BYTES_MAX {
+            return Err(NetworkError::MessageTooLarge {
+                command: message.command(),
+                payload_bytes: payload,
+            });
+        }
+        let mut queue = lock(&self.queue);
+        if self.closed.load(Ordering::Acquire) {
+            return Err(NetworkError::UnknownPeer { id });
+        }
+        let queued_bytes = queue.queued_bytes() + self.unsent_bytes.load(Ordering::Acquire);
+        if queued_bytes >= self.send_queue_bytes_max {
+            return Err(NetworkError::SendQueueFull {
+                id,
+                queued_bytes,
+                limit_bytes: self.send_queue_bytes_max,
+            });
+        }
+        queue.push(message, payload + FRAME_HEADER_BYTES);
+        drop(queue);
+        self.queue_wake.notify_one();
+        Ok(())
+    }
+
+    /// The oldest queued message.
+    pub fn pop_message(&self) -> Option<NetworkMessage> {
+        lock(&self.queue).pop().map(|(message, _)| message)
+    }
+
+    /// Records the bytes encoded and not yet written.
+    pub fn set_unsent_bytes(&self, bytes: usize) {
+        self.unsent_bytes.store(bytes, Ordering::Release);
+    }
+
+    /// Queued and unsent bytes together (Core's `nSendSize`).
+    pub fn send_queue_bytes(&self) -> usize {
+        lock(&self.queue).queued_bytes() + self.unsent_bytes.load(Ordering::Acquire)
+    }
+
+    /// Whether the send side is at its limit: the task stops reading the
+    /// peer until it drains (Core's `fPauseSend`, which stops processing
+    /// that peer's messages).
+    pub fn send_queue_full(&self) -> bool {
+        self.send_queue_bytes() >= self.send_queue_bytes_max
+    }
+
+    /// Asks the task to close; the first reason given wins.
+    pub fn request_close(&self, reason: DisconnectReason) {
+        let mut request = lock(&self.close_request);
+        if request.is_none() {
+            *request = Some(reason);
+        }
+        drop(request);
+        self.close_wake.notify_one();
+    }
+
+    /// The close request, if any.
+    pub fn close_request(&self) -> Option<DisconnectReason> {
+        lock(&self.close_request).clone()
+    }
+
+    /// The task is ending: refuse further messages and free the queue.
+    pub fn mark_closed(&self) {
+        let mut queue = lock(&self.queue);
+        self.closed.store(true, Ordering::Release);
+        queue.clear();
+    }
+
+    pub fn is_handshake_complete(&self) -> bool {
+        self.handshake_complete.load(Ordering::Acquire)
+    }
+
+    pub fn record_sent(&self, bytes: usize, now: SystemTime) {
+        self.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.last_send_micros.store(unix_micros(now), Ordering::Relaxed);
+    }
+
+    pub fn record_received(&self, bytes: usize, now: SystemTime) {
+        self.bytes_received.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.last_receive_micros.store(unix_micros(now), Ordering::Relaxed);
+    }
+
+    pub fn set_version(&self, version: PeerVersion) {
+        lock(&self.details).version = Some(version);
+    }
+
+    pub fn set_handshake_complete(&self, transport: TransportKind, session_id: Option<[u8; 32]>) {
+        let mut details = lock(&self.details);
+        details.transport = transport;
+        details.session_id = session_id;
+        drop(details);
+        self.handshake_complete.store(true, Ordering::Release);
+    }
+
+    pub fn set_transport(&self, transport: TransportKind) {
+        lock(&self.details).transport = transport;
+    }
+
+    pub fn ping_sent(&self, at: Instant) {
+        lock(&self.details).ping_started = Some(at);
+    }
+
+    /// A ping finished: with its round trip if it was answered, `None` if
+    /// it was cancelled (Core: "Nonce zero", "Short payload").
+    pub fn ping_finished(&self, round_trip: Option<Duration>) {
+        let mut details = lock(&self.details);
+        details.ping_started = None;
+        if let Some(round_trip) = round_trip {
+            details.last_ping = Some(round_trip);
+            details.min_ping = Some(details.min_ping.map_or(round_trip, |min| min.min(round_trip)));
+        }
+    }
+
+    /// A `getpeerinfo` entry.
+    pub fn info(&self, now: Instant) -> PeerInfo {
+        let details = lock(&self.details);
+        PeerInfo {
+            id: self.identity.id,
+            address: self.identity.address,
+            local_address: self.identity.local_address,
+            inbound: self.identity.inbound,
+            transport: details.transport,
+            session_id: details.session_id,
+            version: details.version.clone(),
+            handshake_complete: self.is_handshake_complete(),
+            connected_at: self.identity.connected_at,
+            last_send: from_unix_micros(self.last_send_micros.load(Ordering::Relaxed)),
+            last_receive: from_unix_micros(self.last_receive_micros.load(Ordering::Relaxed)),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: self.bytes_received.load(Ordering::Relaxed),
+            last_ping: details.last_ping,
+            min_ping: details.min_ping,
+            ping_wait: details.ping_started.map(|started| now.saturating_duration_since(started)),
+            send_queue_bytes: self.send_queue_bytes(),
+        }
+    }
+}
+
+fn unix_micros(time: SystemTime) -> u64 {
+    let micros = time.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_micros());
+    // 0 means never: a clock at the epoch reads as one microsecond later.
+    u64::try_from(micros).unwrap_or(u64::MAX).max(1)
+}
+
+fn from_unix_micros(micros: u64) -> Option<SystemTime> {
+    (micros != 0).then(|| UNIX_EPOCH + Duration::from_micros(micros))
+}
