@@ -150,9 +150,7 @@ fn write_header_fields(out: &mut Vec<u8>, header: &Header, context: &BlockContex
     key(out, "bits");
     write_hex_u32_string(out, header.bits);
     key(out, "target");
-    // Core's `GetTarget` is `DeriveTarget`, which a block in the index
-    // always passes; the number is the compact form expanded.
-    hash_string(out, &CompactTarget(header.bits).expand().value.to_le_bytes());
+    write_target(out, header.bits);
     key(out, "difficulty");
     write_double(out, difficulty(header.bits));
     key(out, "chainwork");
@@ -169,8 +167,15 @@ fn write_header_fields(out: &mut Vec<u8>, header: &Header, context: &BlockContex
     }
 }
 
+/// The target `bits` stands for, as a quoted 256-bit hex number. Core's
+/// `GetTarget` is `DeriveTarget`, which a block in the index always passes;
+/// the number is the compact form expanded.
+pub(crate) fn write_target(out: &mut Vec<u8>, bits: u32) {
+    hash_string(out, &CompactTarget(bits).expand().value.to_le_bytes());
+}
+
 /// `"%08x"` of a 32-bit value, quoted.
-fn write_hex_u32_string(out: &mut Vec<u8>, value: u32) {
+pub(crate) fn write_hex_u32_string(out: &mut Vec<u8>, value: u32) {
     out.push(b'"');
     write_hex(out, &value.to_be_bytes());
     out.push(b'"');

@@ -62,6 +62,73 @@ pub(crate) fn boolean(out: &mut Vec<u8>, value: bool) {
     out.extend_from_slice(if value { b"true" } else { b"false" });
 }
 
+/// A string value escaped as UniValue's `JSONQuote` does: `"` and `\\`
+/// backslashed, `\b \f \n \r \t` by name, other control bytes and DEL as
+/// `\u00XX`; every other byte (UTF-8 included) copied. For text a client or
+/// an operator chose (error messages quoting a parameter, help, peers' user
+/// agents).
+pub(crate) fn escaped_string(out: &mut Vec<u8>, text: &str) {
+    out.push(b'"');
+    let bytes = text.as_bytes();
+    let mut copied = 0;
+    for (index, byte) in bytes.iter().enumerate() {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f | 0x7f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[copied..index]);
+        copied = index + 1;
+        if escape.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            crate::hex::write_hex(out, &[*byte]);
+        } else {
+            out.extend_from_slice(escape);
+        }
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
+}
+
+/// Writes a parsed JSON value back compactly (a request's `id`, echoed in
+/// its reply). Nesting is bounded by the parser (serde_json stops at 128).
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Null => out.extend_from_slice(b"null"),
+        serde_json::Value::Bool(flag) => boolean(out, *flag),
+        serde_json::Value::Number(number) => out.extend_from_slice(number.to_string().as_bytes()),
+        serde_json::Value::String(text) => escaped_string(out, text),
+        serde_json::Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index != 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        serde_json::Value::Object(fields) => {
+            out.push(b'{');
+            for (index, (name, item)) in fields.iter().enumerate() {
+                if index != 0 {
+                    out.push(b',');
+                }
+                escaped_string(out, name);
+                out.push(b':');
+                write_value(out, item);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
 /// In debug builds, checks `text` holds nothing JSON would escape.
 #[inline]
 pub(crate) fn debug_assert_plain(text: &[u8]) {
@@ -76,6 +143,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn values_round_trip() {
+        let text = r#"{"a":[1,-2,1.5,true,null,"x\ty"],"b":{}}"#;
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut out = Vec::new();
+        write_value(&mut out, &value);
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+    }
+
+    #[test]
     fn tokens() {
         let mut out = Vec::new();
         open_object(&mut out, "a");
@@ -87,11 +163,13 @@ mod tests {
         key(&mut out, "d");
         hash_string(&mut out, &[1; 32]);
         close_object(&mut out);
+        escaped_string(&mut out, "a\"b\\c\n\u{1}\u{7f}é");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             format!(
-                "{{\"a\":\"ab\",\"b\":true,\"c\":\"OP_RETURN [ALL]\",\"d\":\"{}\"}}",
-                "01".repeat(32)
+                "{{\"a\":\"ab\",\"b\":true,\"c\":\"OP_RETURN [ALL]\",\"d\":\"{}\"}}{}",
+                "01".repeat(32),
+                r#""a\"b\\c\n\u0001\u007fé""#
             )
         );
     }

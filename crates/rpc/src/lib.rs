@@ -1,6 +1,7 @@
-//! JSON-RPC for Ibex. For now: the streaming JSON writer behind `getblock`,
-//! `getblockheader` and `getrawtransaction`, giving exactly Bitcoin Core
-//! 30's answers (same keys, same order, same number formats) written
+//! JSON-RPC and REST for Ibex: the HTTP server `bitcoin-cli` and
+//! explorers talk to ([`server`], over the node's [`NodeBackend`]), and
+//! the streaming JSON writer behind `getblock`, `getblockheader` and
+//! `getrawtransaction`, giving exactly Bitcoin Core 30's answers (same keys, same order, same number formats) written
 //! straight from a zero-copy [`BlockView`](ibex_primitives::BlockView) into
 //! a `Vec<u8>`. There is no DOM: every value goes from the block's bytes to
 //! the output once, and nothing is allocated per field (Base58, Bech32,
@@ -12,6 +13,10 @@
 //! - [`write_header_json`] / [`write_header_hex_json`]: `getblockheader`.
 //! - [`write_transaction_json`] / [`write_transaction_hex_json`]:
 //!   `getrawtransaction`.
+//!
+//! - [`RpcServer`]: HTTP/1.1 JSON-RPC 1.0/2.0 and REST with Core's
+//!   authentication, status codes, error codes and messages; the methods
+//!   in `methods` (`getblockchaininfo`, `getblock`, `getpeerinfo`, ...).
 //!
 //! The chain facts a block's bytes do not hold come from the caller:
 //! [`BlockContext`] (height, confirmations, median time, chain work, next
@@ -48,11 +53,15 @@
 //! (the serialisation alone, `BlockToJsonVerboseWrite`, is 24-29 ms).
 
 pub mod address;
+pub mod backend;
 pub mod block_json;
 pub mod context;
 pub mod error;
 pub mod raw_transaction;
 pub mod script_type;
+pub mod server;
+
+mod methods;
 
 mod descriptor;
 mod hex;
@@ -63,6 +72,7 @@ mod script_json;
 mod transaction_json;
 
 pub use address::AddressParams;
+pub use backend::{BackendError, NodeBackend};
 pub use block_json::{
     write_block_hex_json, write_block_json, write_header_hex_json, write_header_json,
 };
@@ -71,5 +81,8 @@ pub use context::{
     TransactionVerbosity,
 };
 pub use error::RpcJsonError;
+pub use methods::error::{RpcError, RpcErrorCode};
 pub use raw_transaction::{write_transaction_hex_json, write_transaction_json};
 pub use script_type::{classify, ScriptType};
+pub use server::config::{rpc_bind_addresses, ServerConfig, Subnet};
+pub use server::{BindFailure, RpcServer, ServerError};

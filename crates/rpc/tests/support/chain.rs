@@ -7,7 +7,7 @@
 use ibex_blockstore::{block_file_path, read_block_file, read_obfuscation_key, Records};
 use ibex_primitives::{BlockHash, BlockView, ChainWork, OutPoint, Params, Txid};
 use ibex_rpc::{BlockContext, SpentCoin};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// The chain's directory in `../shared`.
@@ -38,6 +38,17 @@ pub struct Chain<'a> {
     /// The active chain, by height.
     active: Vec<BlockHash>,
     coins: HashMap<OutPoint, Coin>,
+    /// Outputs the active chain's blocks spend.
+    spent: HashSet<OutPoint>,
+}
+
+/// An output as the coins database would hold it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoinRecord {
+    pub value_satoshis: i64,
+    pub script_pubkey: Vec<u8>,
+    pub height: u32,
+    pub is_coinbase: bool,
 }
 
 impl<'a> Chain<'a> {
@@ -64,7 +75,8 @@ impl<'a> Chain<'a> {
         }
         active.reverse();
         assert_eq!(heights[&active[0]], 0, "the active chain starts at genesis");
-        let mut chain = Chain { blocks, heights, active, coins: HashMap::new() };
+        let mut chain =
+            Chain { blocks, heights, active, coins: HashMap::new(), spent: HashSet::new() };
         chain.index_coins();
         chain
     }
@@ -73,6 +85,10 @@ impl<'a> Chain<'a> {
         for (height, hash) in self.active.iter().enumerate() {
             let block = &self.blocks[hash];
             for (index, transaction) in block.transactions().enumerate() {
+                if index != 0 {
+                    self.spent
+                        .extend(transaction.inputs().iter().map(|input| input.previous_output()));
+                }
                 let txid: Txid = transaction.txid();
                 for (vout, output) in transaction.outputs().iter().enumerate() {
                     let coin = Coin {
@@ -90,6 +106,72 @@ impl<'a> Chain<'a> {
     /// The block with this hash.
     pub fn block(&self, hash: &BlockHash) -> &BlockView<'a> {
         &self.blocks[hash]
+    }
+
+    /// The active chain's hashes, by height.
+    pub fn active(&self) -> &[BlockHash] {
+        &self.active
+    }
+
+    /// Every block of the file, stale branches included.
+    pub fn hashes(&self) -> impl Iterator<Item = &BlockHash> {
+        self.blocks.keys()
+    }
+
+    /// The height of any block of the file.
+    pub fn height(&self, hash: &BlockHash) -> Option<u32> {
+        self.heights.get(hash).copied()
+    }
+
+    /// A block's parent, when the file holds it.
+    pub fn parent(&self, hash: &BlockHash) -> Option<BlockHash> {
+        let parent = self.blocks.get(hash)?.header().previous_block_hash;
+        self.blocks.contains_key(&parent).then_some(parent)
+    }
+
+    /// Whether a block is in the active chain.
+    pub fn is_active(&self, hash: &BlockHash) -> bool {
+        self.height(hash).is_some_and(|height| self.active.get(height as usize) == Some(hash))
+    }
+
+    /// The block and its ancestors in the file, newest first.
+    pub fn ancestry(&self, hash: &BlockHash) -> Vec<BlockHash> {
+        let mut ancestry = vec![*hash];
+        while let Some(parent) = ancestry.last().and_then(|last| self.parent(last)) {
+            ancestry.push(parent);
+        }
+        ancestry
+    }
+
+    /// Total work of the chain ending at any block of the file.
+    pub fn chain_work(&self, hash: &BlockHash) -> ChainWork {
+        self.ancestry(hash).iter().fold(ChainWork::ZERO, |total, ancestor| {
+            total.wrapping_add(ChainWork::from_bits(self.blocks[ancestor].header().bits.into()))
+        })
+    }
+
+    /// Median time past of any block of the file and its ten ancestors.
+    pub fn median_time_past(&self, hash: &BlockHash) -> i64 {
+        let mut times: Vec<i64> = std::iter::successors(Some(*hash), |block| self.parent(block))
+            .take(11)
+            .map(|ancestor| i64::from(self.blocks[&ancestor].header().time))
+            .collect();
+        times.sort_unstable();
+        times[times.len() / 2]
+    }
+
+    /// The output at `outpoint` if the active chain created it and did not
+    /// spend it.
+    pub fn unspent(&self, outpoint: &OutPoint) -> Option<CoinRecord> {
+        if self.spent.contains(outpoint) {
+            return None;
+        }
+        self.coins.get(outpoint).map(|coin| CoinRecord {
+            value_satoshis: coin.value_satoshis,
+            script_pubkey: coin.script_pubkey.clone(),
+            height: coin.height,
+            is_coinbase: coin.is_coinbase,
+        })
     }
 
     /// Number of blocks in the file, stale branches included.

@@ -1,0 +1,173 @@
+//! What the server asks of the node: the [`NodeBackend`] trait.
+//!
+//! This crate does not depend on the chainstate (RocksDB); the node crate
+//! implements [`NodeBackend`] over the chainstate's `ChainReader` and its
+//! networking handle. The server calls it from its own worker threads
+//! (`-rpcthreads`), never from the thread that drives HTTP, so a method may
+//! block: waiting for the engine thread, reading a block file, waiting for
+//! a new tip.
+//!
+//! Each method says which side of `ChainReader` should answer it:
+//! - **snapshot** (`ChainReader::snapshot`, `block_hash_at`): published by
+//!   the engine after each settled block, read under a lock held for well
+//!   under a microsecond. `getblockcount`, `getbestblockhash` and
+//!   `getblockhash` use only these, so dashboards polling them never wait for
+//!   the engine, even during a flush.
+//! - **query** (`ChainReader::query`): a closure run on the engine's thread
+//!   between blocks (index entries, stored blocks and undo data, coins, chain
+//!   tips). One method is one query: [`NodeBackend::block`] gives the index
+//!   entry, the bytes and the undo data together, so `getblock` at verbosity
+//!   3 costs the engine one pause, not three.
+//! - **network**: the P2P side's counters; [`BackendError::P2pDisabled`] when
+//!   the node runs without networking.
+
+mod chain;
+mod network;
+
+pub use chain::{
+    BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
+    SpentOutput, StoredBlock, TipRef, UnspentOutput,
+};
+pub use network::{
+    LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerInfo,
+    PeerRelay, RelayFees, UploadTarget,
+};
+
+use std::time::Duration;
+
+use ibex_primitives::{BlockHash, OutPoint};
+
+/// Why the node could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The chain has no tip yet (before the genesis block is connected).
+    #[error("the chain has no tip yet")]
+    NoTip,
+    /// The engine refused the query: too many wait already.
+    #[error("the chain engine is busy: too many queries wait")]
+    Busy,
+    /// The engine gave no answer in time (a long flush).
+    #[error("no answer from the chain engine within {timeout_ms} ms")]
+    TimedOut {
+        /// How long the server waited.
+        timeout_ms: u64,
+    },
+    /// The node is shutting down.
+    #[error("the node is shutting down")]
+    Stopped,
+    /// The block is in the index but its data is not stored.
+    #[error("block {block_hash} is not available (pruned: {pruned})")]
+    BlockDataUnavailable {
+        /// The block.
+        block_hash: BlockHash,
+        /// Whether it was pruned (else it was never downloaded).
+        pruned: bool,
+    },
+    /// The node runs without networking (Core's `connman` is absent).
+    #[error("peer-to-peer functionality missing or disabled")]
+    P2pDisabled,
+    /// Reading the node's storage failed.
+    #[error("reading the node's storage failed")]
+    Storage {
+        /// What failed underneath.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The node as the RPC and REST server sees it. Implemented by the node
+/// crate over `ChainReader` and its networking handle; the server calls it
+/// from worker threads only (see the module docs).
+pub trait NodeBackend: Send + Sync + 'static {
+    /// The active tip's hash and height. **Snapshot.**
+    fn tip(&self) -> Result<TipRef, BackendError>;
+
+    /// The active chain's block at `height`, `None` above the tip.
+    /// **Snapshot.**
+    fn block_hash_at(&self, height: u32) -> Result<Option<BlockHash>, BackendError>;
+
+    /// The index entry of any known block (active or not), with its place
+    /// relative to the active tip read at the same instant. **Query.**
+    fn block_entry(&self, hash: &BlockHash) -> Result<Option<BlockEntry>, BackendError>;
+
+    /// A stored block: its index entry, its bytes and, when
+    /// `include_spent_coins` and the node has its undo data, the coins its
+    /// inputs spent. `Ok(None)` for a hash the index does not know;
+    /// [`BackendError::BlockDataUnavailable`] for a known block without data.
+    /// **Query** plus a block (and undo) file read.
+    fn block(
+        &self,
+        hash: &BlockHash,
+        include_spent_coins: bool,
+    ) -> Result<Option<StoredBlock>, BackendError>;
+
+    /// Up to `count_max` index entries of the active chain, starting at
+    /// `start` and going up; empty when `start` is unknown or not in the
+    /// active chain (REST `headers`). The default asks entry by entry; a
+    /// node should answer it in one query.
+    fn active_chain_entries(
+        &self,
+        start: &BlockHash,
+        count_max: usize,
+    ) -> Result<Vec<BlockEntry>, BackendError> {
+        let mut entries = Vec::new();
+        let mut next = Some(*start);
+        while let Some(hash) = next {
+            if entries.len() >= count_max {
+                break;
+            }
+            let Some(entry) = self.block_entry(&hash)? else { break };
+            if !entry.in_active_chain {
+                break;
+            }
+            next = entry.next_block_hash;
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    /// What `getblockchaininfo` reports beyond the tip's entry. **Query.**
+    fn blockchain_info(&self) -> Result<BlockchainInfo, BackendError>;
+
+    /// Every chain tip, as Core's `getchaintips` lists them. **Query.**
+    fn chain_tips(&self) -> Result<Vec<ChainTip>, BackendError>;
+
+    /// The unspent outputs at `outpoints`, all read at one tip (the tip is
+    /// returned with them). With `include_mempool`, outputs the mempool
+    /// spends are missing and the mempool's own outputs are found; a node
+    /// without a mempool answers as Core does with an empty one. **Query.**
+    fn coins(
+        &self,
+        outpoints: &[OutPoint],
+        include_mempool: bool,
+    ) -> Result<CoinsAnswer, BackendError>;
+
+    /// Waits until the active tip is no longer `known_tip`, at most
+    /// `timeout`, and returns the tip then (unchanged on timeout). The
+    /// server calls it in slices of at most a quarter second, so it also
+    /// notices its own shutdown. **Snapshot** plus a wait on the engine's
+    /// tip notification.
+    fn wait_for_tip_change(
+        &self,
+        known_tip: &BlockHash,
+        timeout: Duration,
+    ) -> Result<TipRef, BackendError>;
+
+    /// What `getnetworkinfo` reports. **Network.**
+    fn network_info(&self) -> Result<NetworkInfo, BackendError>;
+
+    /// Connected peers, for `getpeerinfo`. **Network.**
+    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError>;
+
+    /// Traffic totals, for `getnettotals`. **Network.**
+    fn net_totals(&self) -> Result<NetTotals, BackendError>;
+
+    /// Inbound and outbound connections, for `getconnectioncount`.
+    /// **Network.**
+    fn connection_count(&self) -> Result<usize, BackendError>;
+
+    /// Asks the node to shut down (`stop`). Returns at once; the node later
+    /// stops the server itself.
+    fn request_shutdown(&self);
+}

@@ -1,0 +1,331 @@
+//! The HTTP JSON-RPC and REST server: what `bitcoin-cli`, dashboards and
+//! explorers talk to, behaving as Bitcoin Core's `httpserver.cpp`,
+//! `httprpc.cpp` and `rest.cpp` do (see `http`, `jsonrpc`, `rest`).
+//!
+//! # Shape
+//! One thread (`ibex-rpc-http`) runs a current-thread tokio runtime that
+//! accepts connections and drives HTTP/1.1 (keep-alive, Core's 8 KiB header
+//! limit, `-rpcservertimeout` for idle and slow clients); `-rpcthreads`
+//! worker threads run the methods from a queue of at most `-rpcworkqueue`
+//! waiting jobs (`work_queue`), because the node may block them (engine
+//! queries, block files, `waitfornewblock`). The same split as Core's one
+//! libevent thread and its `httpworker` threads.
+//!
+//! # Why hyper and not axum
+//! Routing here is two rules (`/` exactly, or a `/rest/` prefix) and the
+//! checks Core makes in a fixed order; axum would add a router, tower
+//! layers, extractors and a boxed body per request, for nothing this server
+//! uses. hyper 1.x's HTTP/1 connection driver is the part of that stack
+//! that does the work, and is used directly: per request, one header map,
+//! one `Bytes` body and one oneshot channel to the worker.
+//!
+//! # Napkin math
+//! Small calls (`getblockcount`, `getbestblockhash`, `getblockhash`) answer
+//! from the engine's snapshot: a read lock, no engine round trip. Their
+//! cost is HTTP parsing (~1-2 us in hyper), a queue hand-off to a worker
+//! and back (two thread wake-ups, ~5-10 us each) and a ~100-byte reply: the
+//! target is over 20,000 requests/s on keep-alive connections on one of the
+//! two cores, and the worker hand-off, not JSON, is the bound. A client
+//! opening a connection per call (`bitcoin-cli`) adds a TCP handshake on
+//! loopback, ~20-30 us.
+//!
+//! REST block JSON (`/rest/block/<hash>.json`) is `getblock` at verbosity
+//! 3: for mainnet block 413,567 (1 MB), 8.6 MB of JSON in 4.9 ms
+//! (`benches/block_json.rs`), about 1.8 GB/s of JSON per worker, or ~200
+//! such blocks/s before the block and undo reads (~1 ms each from the page
+//! cache); loopback takes ~5 GB/s, so with two cores the writer and the
+//! reads, not the socket, are the bound: ~300 blocks/s, ~2.5 GB/s of JSON.
+//! Core's cost for the same JSON on this machine kind is 49-64 ms per block
+//! (`BlockToJsonVerbosity3`, `../shared/anchors.md`), 16-20 blocks/s per
+//! thread (~140-175 MB/s of JSON), a tenth of Ibex's writer alone.
+//!
+//! Measured (2-core VM, client on the same machine, keep-alive, against
+//! the in-memory test backend, and Core v31.99's `bitcoind -rest` on the
+//! same chain in the same minutes): `getblockcount` 12,500-22,700
+//! requests/s with one client and ~28,000 with two (Core: 6,300 and
+//! 23,400); REST block JSON for the chain's largest block (54 KB, 430 KB of
+//! JSON) 1,320 requests/s, 570 MB/s (Core: 181 requests/s, 78 MB/s, 7.3x
+//! slower); `notxdetails` 4,800 requests/s (Core: 38, every small reply of
+//! its REST stalling ~26 ms). The backend's block and undo reads, here
+//! from memory, are what a node adds.
+//!
+//! # Memory
+//! A request body is at most 32 MiB (Core's `MAX_SIZE`), and bodies held
+//! at once at most 128 MiB (`http::BODY_KIB_IN_FLIGHT_MAX`); a parsed
+//! JSON-RPC request is a few times its text. Each worker holds one reply; a reply
+//! is bounded by its method (a 4 MB block at verbosity 3 is ~40 MB of JSON)
+//! and a batch's reply by `jsonrpc::REPLY_BYTES_MAX`. Connections are
+//! bounded by [`ServerConfig::connections_max`], each reading through a
+//! buffer of at most 64 KiB.
+
+pub mod auth;
+pub mod config;
+mod http;
+mod jsonrpc;
+mod rest;
+mod rest_utxos;
+mod work_queue;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+
+use crate::backend::NodeBackend;
+use crate::methods::MethodContext;
+use auth::{AuthError, Authenticator, CookieFile};
+use config::{ServerConfig, REQUEST_HEADER_BYTES_MAX};
+use http::Shared;
+use work_queue::WorkQueue;
+
+/// How long [`RpcServer::shutdown`] waits for open requests to finish
+/// before closing their connections anyway.
+const SHUTDOWN_REQUESTS_WAIT_SECONDS: u64 = 30;
+/// A connection's read buffer at most (headers are at most 8 KiB; bodies
+/// stream through it).
+const CONNECTION_BUFFER_BYTES_MAX: usize = 64 * 1024;
+/// Pause after a failed `accept` (out of file descriptors) before trying
+/// again.
+const ACCEPT_RETRY_MS: u64 = 100;
+
+/// An address that could not be bound.
+#[derive(Debug)]
+pub struct BindFailure {
+    /// The address.
+    pub address: SocketAddr,
+    /// Why.
+    pub error: std::io::Error,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Authentication could not be set up (bad `-rpcauth`, cookie file).
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// No address could be bound.
+    #[error("unable to bind any endpoint for the RPC server ({} tried)", failures.len())]
+    NoEndpoint {
+        /// Each address and why it failed.
+        failures: Vec<BindFailure>,
+    },
+    /// A thread or the runtime could not be started.
+    #[error("could not start the RPC server's threads")]
+    Threads(#[source] std::io::Error),
+}
+
+/// A running server. Stops on [`RpcServer::shutdown`] or when dropped.
+pub struct RpcServer {
+    local_addresses: Vec<SocketAddr>,
+    bind_failures: Vec<BindFailure>,
+    shared: Arc<Shared>,
+    stop: Option<watch::Sender<bool>>,
+    http_thread: Option<JoinHandle<()>>,
+    cookie: Option<CookieFile>,
+}
+
+impl std::fmt::Debug for RpcServer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("RpcServer")
+            .field("local_addresses", &self.local_addresses)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RpcServer {
+    /// Sets up authentication (writing the cookie), binds every address it
+    /// can (failing only when none binds, as Core), starts the workers and
+    /// the HTTP thread. The server starts in warmup: calls get -28 until
+    /// [`RpcServer::finish_warmup`].
+    pub fn start(
+        config: ServerConfig,
+        backend: Arc<dyn NodeBackend>,
+    ) -> Result<RpcServer, ServerError> {
+        let (authenticator, cookie) = Authenticator::new(&config)?;
+        let remove_cookie =
+            |cookie: &Option<CookieFile>| cookie.iter().for_each(CookieFile::remove);
+        let mut listeners = Vec::new();
+        let mut bind_failures = Vec::new();
+        for address in &config.bind_addresses {
+            let bound = std::net::TcpListener::bind(address).and_then(|listener| {
+                listener.set_nonblocking(true)?;
+                Ok(listener)
+            });
+            match bound {
+                Ok(listener) => listeners.push(listener),
+                Err(error) => bind_failures.push(BindFailure { address: *address, error }),
+            }
+        }
+        if listeners.is_empty() {
+            remove_cookie(&cookie);
+            return Err(ServerError::NoEndpoint { failures: bind_failures });
+        }
+        let local_addresses =
+            listeners.iter().filter_map(|listener| listener.local_addr().ok()).collect();
+        let started = Self::start_threads(config, backend, authenticator, listeners);
+        let (shared, stop, http_thread) = match started {
+            Ok(started) => started,
+            Err(error) => {
+                remove_cookie(&cookie);
+                return Err(ServerError::Threads(error));
+            }
+        };
+        Ok(RpcServer {
+            local_addresses,
+            bind_failures,
+            shared,
+            stop: Some(stop),
+            http_thread: Some(http_thread),
+            cookie,
+        })
+    }
+
+    fn start_threads(
+        config: ServerConfig,
+        backend: Arc<dyn NodeBackend>,
+        authenticator: Authenticator,
+        listeners: Vec<std::net::TcpListener>,
+    ) -> std::io::Result<(Arc<Shared>, watch::Sender<bool>, JoinHandle<()>)> {
+        let queue = WorkQueue::start(config.threads, config.work_queue_depth)?;
+        let context = Arc::new(MethodContext::new(backend, config.network, config.started_at));
+        let body_budget = Arc::new(Semaphore::new(http::BODY_KIB_IN_FLIGHT_MAX as usize));
+        let shared = Arc::new(Shared { body_budget, context, authenticator, queue, config });
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (stop, stopped) = watch::channel(false);
+        let for_thread = shared.clone();
+        let http_thread = std::thread::Builder::new()
+            .name("ibex-rpc-http".to_owned())
+            .spawn(move || runtime.block_on(run(for_thread, listeners, stopped)))?;
+        Ok((shared, stop, http_thread))
+    }
+
+    /// The addresses listened on (with the ports chosen for port 0).
+    pub fn local_addresses(&self) -> &[SocketAddr] {
+        &self.local_addresses
+    }
+
+    /// The addresses that could not be bound (Core logs and carries on).
+    pub fn bind_failures(&self) -> &[BindFailure] {
+        &self.bind_failures
+    }
+
+    /// The status -28 errors carry while warming up (Core's
+    /// `SetRPCWarmupStatus`: "Loading block index…", "Verifying blocks…").
+    pub fn set_warmup_status(&self, status: &str) {
+        self.shared.context.set_warmup_status(status);
+    }
+
+    /// Ends warmup: calls run from now on.
+    pub fn finish_warmup(&self) {
+        self.shared.context.finish_warmup();
+    }
+
+    /// Stops: waits end, no new connections, open requests finish (up to
+    /// 30 s), queued jobs run, the workers are
+    /// joined and the cookie file is deleted.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.shared.context.stopping.store(true, Ordering::Release);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(thread) = self.http_thread.take() {
+            let _ = thread.join();
+        }
+        self.shared.queue.stop();
+        if let Some(cookie) = self.cookie.take() {
+            cookie.remove();
+        }
+    }
+}
+
+impl Drop for RpcServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// The HTTP thread: accepts on every listener, serves each connection as a
+/// task, and on stop closes idle connections and waits for busy ones.
+async fn run(
+    shared: Arc<Shared>,
+    listeners: Vec<std::net::TcpListener>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let graceful = GracefulShutdown::new();
+    let permits = Arc::new(Semaphore::new(shared.config.connections_max.max(1)));
+    let (accepted_sender, mut accepted) = mpsc::channel(1);
+    let mut accept_tasks = Vec::new();
+    for listener in listeners {
+        if let Ok(listener) = TcpListener::from_std(listener) {
+            accept_tasks.push(tokio::spawn(accept(
+                listener,
+                permits.clone(),
+                accepted_sender.clone(),
+            )));
+        }
+    }
+    drop(accepted_sender);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(shared.config.server_timeout)
+        .max_header_size(REQUEST_HEADER_BYTES_MAX)
+        .max_buf_size(CONNECTION_BUFFER_BYTES_MAX)
+        .keep_alive(true);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            next = accepted.recv() => {
+                let Some((stream, peer, permit)) = next else { break };
+                let for_connection = shared.clone();
+                let service = service_fn(move |request| http::serve(for_connection.clone(), peer, request));
+                let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+                tokio::spawn(async move {
+                    // A client that breaks its connection is no server error.
+                    let _ = connection.await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    for task in accept_tasks {
+        task.abort();
+    }
+    let wait = Duration::from_secs(SHUTDOWN_REQUESTS_WAIT_SECONDS);
+    let _ = tokio::time::timeout(wait, graceful.shutdown()).await;
+}
+
+/// Accepts connections while a connection permit is free.
+async fn accept(
+    listener: TcpListener,
+    permits: Arc<Semaphore>,
+    accepted: mpsc::Sender<(TcpStream, SocketAddr, OwnedSemaphorePermit)>,
+) {
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else { return };
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                // As Core sets on its listening sockets: replies go out at once.
+                let _ = stream.set_nodelay(true);
+                if accepted.send((stream, peer, permit)).await.is_err() {
+                    return;
+                }
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(ACCEPT_RETRY_MS)).await,
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! An in-memory `NodeBackend` over the shared regtest chain Core made
+//! (`../shared/chains/core-wallet-mix`): index entries, stored blocks,
+//! undo data and coins computed from the block file as `chain.rs` does.
+//! Knobs for the server tests: the visible tip can be lowered and raised
+//! (for the `waitfor*` methods), a gate can hold every call that reads the
+//! tip (for the work queue), and networking can be off.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ibex_primitives::{BlockHash, ChainWork, OutPoint};
+use ibex_rpc::backend::{
+    BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, LocalAddress,
+    NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerInfo, PeerRelay,
+    SpentOutput, StoredBlock, TipRef, UnspentOutput, UploadTarget,
+};
+use ibex_rpc::{BackendError, NodeBackend};
+
+use super::chain::{block_file_image, Chain};
+
+/// The de-obfuscated block file, read once per test binary.
+pub fn shared_image() -> &'static [u8] {
+    static IMAGE: OnceLock<Vec<u8>> = OnceLock::new();
+    IMAGE.get_or_init(block_file_image)
+}
+
+/// The chain, loaded once per test binary.
+pub fn shared_chain() -> &'static Chain<'static> {
+    static CHAIN: OnceLock<Chain<'static>> = OnceLock::new();
+    CHAIN.get_or_init(|| Chain::load(shared_image()))
+}
+
+/// Chain work and median time past of every block of the file, computed
+/// once in height order (a parent before its children).
+fn block_metrics() -> &'static HashMap<BlockHash, (ChainWork, i64)> {
+    static METRICS: OnceLock<HashMap<BlockHash, (ChainWork, i64)>> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        let chain = shared_chain();
+        let mut hashes: Vec<&BlockHash> = chain.hashes().collect();
+        hashes.sort_by_key(|hash| chain.height(hash));
+        let mut metrics: HashMap<BlockHash, (ChainWork, i64)> = HashMap::new();
+        for hash in hashes {
+            let proof = ChainWork::from_bits(chain.block(hash).header().bits.into());
+            let parent_work =
+                chain.parent(hash).map_or(ChainWork::ZERO, |parent| metrics[&parent].0);
+            metrics.insert(*hash, (parent_work.wrapping_add(proof), chain.median_time_past(hash)));
+        }
+        metrics
+    })
+}
+
+#[derive(Default)]
+struct Gate {
+    closed: bool,
+    entered: usize,
+}
+
+/// The backend.
+pub struct ChainBackend {
+    chain: &'static Chain<'static>,
+    visible_height: Mutex<u32>,
+    tip_changed: Condvar,
+    gate: Mutex<Gate>,
+    gate_changed: Condvar,
+    shutdown_requested: AtomicBool,
+    networking: bool,
+}
+
+impl ChainBackend {
+    /// The whole chain visible, networking on.
+    pub fn new() -> ChainBackend {
+        let chain = shared_chain();
+        ChainBackend {
+            chain,
+            visible_height: Mutex::new(chain.active().len() as u32 - 1),
+            tip_changed: Condvar::new(),
+            gate: Mutex::new(Gate::default()),
+            gate_changed: Condvar::new(),
+            shutdown_requested: AtomicBool::new(false),
+            networking: true,
+        }
+    }
+
+    /// As [`ChainBackend::new`], networking off.
+    pub fn without_networking() -> ChainBackend {
+        ChainBackend { networking: false, ..ChainBackend::new() }
+    }
+
+    /// The chain underneath.
+    pub fn chain(&self) -> &'static Chain<'static> {
+        self.chain
+    }
+
+    /// Moves the tip to `height` of the active chain and wakes waiters.
+    pub fn set_tip_height(&self, height: u32) {
+        *self.visible_height.lock().unwrap() = height;
+        self.tip_changed.notify_all();
+    }
+
+    /// Holds every call that reads the tip until [`ChainBackend::open_gate`].
+    pub fn close_gate(&self) {
+        self.gate.lock().unwrap().closed = true;
+    }
+
+    /// Lets held calls go.
+    pub fn open_gate(&self) {
+        self.gate.lock().unwrap().closed = false;
+        self.gate_changed.notify_all();
+    }
+
+    /// Waits until `count` calls have reached the gate.
+    pub fn wait_entered(&self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut gate = self.gate.lock().unwrap();
+        while gate.entered < count {
+            assert!(Instant::now() < deadline, "calls did not reach the gate");
+            gate = self.gate_changed.wait_timeout(gate, Duration::from_millis(50)).unwrap().0;
+        }
+    }
+
+    /// Whether `stop` asked for a shutdown.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown_requested.load(Ordering::SeqCst)
+    }
+
+    fn pass_gate(&self) {
+        let mut gate = self.gate.lock().unwrap();
+        gate.entered += 1;
+        self.gate_changed.notify_all();
+        while gate.closed {
+            gate = self.gate_changed.wait(gate).unwrap();
+        }
+    }
+
+    fn visible(&self) -> u32 {
+        *self.visible_height.lock().unwrap()
+    }
+
+    fn tip_at(&self, height: u32) -> TipRef {
+        TipRef { hash: self.chain.active()[height as usize], height }
+    }
+
+    fn entry(&self, hash: &BlockHash) -> Option<BlockEntry> {
+        let chain = self.chain;
+        let height = chain.height(hash)?;
+        let tip_height = self.visible();
+        let in_active_chain = chain.is_active(hash) && height <= tip_height;
+        let next_block_hash = if in_active_chain && height < tip_height {
+            chain.active().get(height as usize + 1).copied()
+        } else {
+            None
+        };
+        let block = chain.block(hash);
+        Some(BlockEntry {
+            hash: *hash,
+            header: *block.header(),
+            height,
+            chain_work: block_metrics()[hash].0,
+            median_time_past: block_metrics()[hash].1,
+            transaction_count: block.transaction_count() as u64,
+            data: BlockData::Stored { have_undo: chain.is_active(hash) && height > 0 },
+            in_active_chain,
+            next_block_hash,
+            tip_height,
+        })
+    }
+
+    fn require_networking(&self) -> Result<(), BackendError> {
+        if self.networking {
+            Ok(())
+        } else {
+            Err(BackendError::P2pDisabled)
+        }
+    }
+}
+
+impl NodeBackend for ChainBackend {
+    fn tip(&self) -> Result<TipRef, BackendError> {
+        self.pass_gate();
+        Ok(self.tip_at(self.visible()))
+    }
+
+    fn block_hash_at(&self, height: u32) -> Result<Option<BlockHash>, BackendError> {
+        Ok((height <= self.visible()).then(|| self.chain.active()[height as usize]))
+    }
+
+    fn block_entry(&self, hash: &BlockHash) -> Result<Option<BlockEntry>, BackendError> {
+        Ok(self.entry(hash))
+    }
+
+    fn block(
+        &self,
+        hash: &BlockHash,
+        include_spent_coins: bool,
+    ) -> Result<Option<StoredBlock>, BackendError> {
+        let Some(entry) = self.entry(hash) else { return Ok(None) };
+        let has_undo = matches!(entry.data, BlockData::Stored { have_undo: true });
+        let spent_coins = (include_spent_coins && has_undo).then(|| {
+            self.chain
+                .spent_coins(hash)
+                .iter()
+                .map(|coin| SpentOutput {
+                    value_satoshis: coin.value_satoshis,
+                    script_pubkey: coin.script_pubkey.to_vec(),
+                    height: coin.height,
+                    is_coinbase: coin.is_coinbase,
+                })
+                .collect()
+        });
+        let bytes = self.chain.block(hash).bytes().to_vec();
+        Ok(Some(StoredBlock { entry, bytes, spent_coins }))
+    }
+
+    fn blockchain_info(&self) -> Result<BlockchainInfo, BackendError> {
+        let tip = self.tip_at(self.visible());
+        Ok(BlockchainInfo {
+            tip: self.entry(&tip.hash).ok_or(BackendError::NoTip)?,
+            best_header_height: Some(self.chain.active().len() as u32 - 1),
+            verification_progress: 1.0,
+            initial_block_download: false,
+            size_on_disk_bytes: shared_image().len() as u64,
+            prune: None,
+            signet_challenge: None,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn chain_tips(&self) -> Result<Vec<ChainTip>, BackendError> {
+        let chain = self.chain;
+        let parents: std::collections::HashSet<BlockHash> =
+            chain.hashes().filter_map(|hash| chain.parent(hash)).collect();
+        let tip = self.tip_at(self.visible());
+        let mut tips: Vec<ChainTip> = chain
+            .hashes()
+            .filter(|hash| !parents.contains(*hash) || **hash == tip.hash)
+            .map(|hash| {
+                let height = chain.height(hash).unwrap();
+                let fork_height = chain
+                    .ancestry(hash)
+                    .iter()
+                    .find(|ancestor| chain.is_active(ancestor))
+                    .and_then(|fork| chain.height(fork))
+                    .unwrap_or(0);
+                let status = if *hash == tip.hash {
+                    ChainTipStatus::Active
+                } else {
+                    ChainTipStatus::ValidFork
+                };
+                ChainTip { height, hash: *hash, branch_length: height - fork_height, status }
+            })
+            .collect();
+        tips.sort_by(|a, b| b.height.cmp(&a.height).then(a.hash.cmp(&b.hash)));
+        Ok(tips)
+    }
+
+    fn coins(
+        &self,
+        outpoints: &[OutPoint],
+        _include_mempool: bool,
+    ) -> Result<CoinsAnswer, BackendError> {
+        let coins = outpoints
+            .iter()
+            .map(|outpoint| {
+                self.chain.unspent(outpoint).map(|coin| UnspentOutput {
+                    value_satoshis: coin.value_satoshis,
+                    script_pubkey: coin.script_pubkey,
+                    height: Some(coin.height),
+                    is_coinbase: coin.is_coinbase,
+                })
+            })
+            .collect();
+        Ok(CoinsAnswer { tip: self.tip_at(self.visible()), coins })
+    }
+
+    fn wait_for_tip_change(
+        &self,
+        known_tip: &BlockHash,
+        timeout: Duration,
+    ) -> Result<TipRef, BackendError> {
+        let deadline = Instant::now() + timeout;
+        let mut height = self.visible_height.lock().unwrap();
+        loop {
+            let tip = self.tip_at(*height);
+            let left = deadline.saturating_duration_since(Instant::now());
+            if tip.hash != *known_tip || left.is_zero() {
+                return Ok(tip);
+            }
+            height = self.tip_changed.wait_timeout(height, left).unwrap().0;
+        }
+    }
+
+    fn network_info(&self) -> Result<NetworkInfo, BackendError> {
+        self.require_networking()?;
+        let network = |name: &str, reachable| NetworkReachability {
+            name: name.to_owned(),
+            reachable,
+            proxy: String::new(),
+            proxy_randomize_credentials: false,
+        };
+        Ok(NetworkInfo {
+            version: 100,
+            subversion: "/Ibex:0.1.0/".to_owned(),
+            protocol_version: 70016,
+            connections: Some(NetworkConnections {
+                local_services: (1 << 0) | (1 << 3) | (1 << 10) | (1 << 11),
+                network_active: true,
+                connections_in: 0,
+                connections_out: 1,
+            }),
+            relay: Some(PeerRelay { local_relay: false, time_offset_seconds: 0 }),
+            networks: ["ipv4", "ipv6", "onion", "i2p", "cjdns"]
+                .iter()
+                .enumerate()
+                .map(|(index, name)| network(name, index < 2))
+                .collect(),
+            relay_fees: None,
+            local_addresses: vec![LocalAddress {
+                address: "10.0.0.1".to_owned(),
+                port: 18444,
+                score: 1,
+            }],
+            warnings: Vec::new(),
+        })
+    }
+
+    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+        self.require_networking()?;
+        Ok(vec![PeerInfo {
+            id: 0,
+            address: "127.0.0.1:18444".to_owned(),
+            address_bind: Some("127.0.0.1:50000".to_owned()),
+            address_local: None,
+            network: "not_publicly_routable".to_owned(),
+            mapped_as: None,
+            services: (1 << 0) | (1 << 3),
+            relay_transactions: false,
+            last_send_seconds: 1_795_321_300,
+            last_receive_seconds: 1_795_321_301,
+            last_transaction_seconds: 0,
+            last_block_seconds: 1_795_321_236,
+            bytes_sent: 1_000,
+            bytes_received: 9_000_000,
+            connected_seconds: 1_795_321_000,
+            time_offset_seconds: 0,
+            ping_seconds: Some(0.000_25),
+            min_ping_seconds: Some(0.000_125),
+            ping_wait_seconds: None,
+            version: 70016,
+            subversion: "/Satoshi:30.0.0/".to_owned(),
+            inbound: false,
+            bip152_high_bandwidth_to: false,
+            bip152_high_bandwidth_from: false,
+            starting_height: 1190,
+            presynced_headers: -1,
+            synced_headers: 1190,
+            synced_blocks: 1190,
+            blocks_in_flight: vec![],
+            address_relay_enabled: false,
+            addresses_processed: 0,
+            addresses_rate_limited: 0,
+            permissions: vec![],
+            min_fee_filter_satoshis_per_kvb: 1_000,
+            bytes_sent_per_message: vec![("getheaders".to_owned(), 1_000)],
+            bytes_received_per_message: vec![("block".to_owned(), 9_000_000)],
+            connection_type: "outbound-full-relay".to_owned(),
+            transport_protocol_type: "v2".to_owned(),
+            session_id: "ab".repeat(32),
+        }])
+    }
+
+    fn net_totals(&self) -> Result<NetTotals, BackendError> {
+        self.require_networking()?;
+        Ok(NetTotals {
+            total_bytes_received: 9_000_000,
+            total_bytes_sent: 1_000,
+            upload_target: UploadTarget {
+                timeframe_seconds: 86_400,
+                target_bytes: 0,
+                target_reached: false,
+                serve_historical_blocks: true,
+                bytes_left_in_cycle: 0,
+                time_left_in_cycle_seconds: 0,
+            },
+        })
+    }
+
+    fn connection_count(&self) -> Result<usize, BackendError> {
+        self.require_networking()?;
+        Ok(1)
+    }
+
+    fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Ordering::SeqCst);
+    }
+}
