@@ -15,6 +15,7 @@ pub mod node_observer;
 pub mod numeric_options;
 pub mod progress;
 pub mod reindex_marker;
+pub mod rpc_backend;
 pub mod settings;
 pub mod signals;
 pub mod txoutsetinfo;
