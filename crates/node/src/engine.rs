@@ -1,7 +1,9 @@
 //! The node's work between startup and shutdown: prepare the directories
 //! for `-reindex`/`-reindex-chainstate`, open the chainstate, import block
 //! files (its own on a reindex, then every `-loadblock`), connect the best
-//! chain, flush, and report.
+//! chain, then, when the P2P options keep the node up
+//! ([`crate::network_options::NetworkOptions::stays_up`]), sync from and
+//! serve peers until a signal or `-stopatheight`; flush, and report.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -11,14 +13,15 @@ use std::time::{Duration, Instant};
 
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::{
-    import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions, DatabaseKind,
-    FlushMode, FlushReason, ImportSource, PERIODIC_FLUSH_INTERVAL,
+    engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
+    DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd, PERIODIC_FLUSH_INTERVAL,
 };
 
 use crate::config::NodeOptions;
 use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
+use crate::p2p_node::{P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
 
@@ -39,6 +42,9 @@ pub enum EngineError {
         /// The error opening it.
         source: ChainstateError,
     },
+    /// The P2P side could not start.
+    #[error(transparent)]
+    Network(P2pError),
     /// A directory could not be wiped for a reindex.
     #[error("cannot remove {path}: {source}")]
     Wipe {
@@ -191,12 +197,20 @@ pub fn run_engine(
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);
     log_loaded(&chainstate, logger);
     let reindexing = reindex_state == ReindexState::Importing;
-    let interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
+    let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
+    // What was imported is flushed even when the P2P side fails (a port
+    // in use, say).
+    let network_end = if !import_interrupted && options.network_options.stays_up {
+        run_network(&mut chainstate, options, logger, shutdown)
+    } else {
+        Ok(import_interrupted)
+    };
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
-    if reindexing && !interrupted {
+    if reindexing && !import_interrupted {
         marker(ReindexState::None)?;
     }
+    let interrupted = network_end?;
     progress.finish();
     Ok(RunSummary {
         statistics: chainstate.statistics(),
@@ -204,6 +218,54 @@ pub fn run_engine(
         elapsed: started.elapsed(),
         interrupted,
     })
+}
+
+/// How long the engine's service waits for a command before it answers
+/// reads: the latency of every read of an idle engine. With it, a synced
+/// 1,500-block regtest node serves another at ~770 blocks/s (at 20 ms:
+/// ~180); idle, the node then takes ~2 % of a core (measured with
+/// /proc/<pid>/stat over 5 s).
+const SERVICE_IDLE_POLL: Duration = Duration::from_millis(1);
+
+/// How long the P2P side gets to stop while the engine answers its reads.
+const NETWORK_STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// Syncs from and serves peers (the P2P side on its threads, the engine's
+/// service on this one) until a signal or `-stopatheight` (or the P2P
+/// side ends on its own). True when a signal or `-stopatheight` ended it.
+fn run_network(
+    chainstate: &mut Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+    shutdown: &AtomicBool,
+) -> Result<bool, EngineError> {
+    let (commands, notices, mut service) = engine_service();
+    // An idle engine answers reads (serving peers' `getheaders` and
+    // `getdata`) when its wait for a command times out: at the default
+    // 20 ms, a peer downloading from us would get ~50 answers a second.
+    service.idle_poll = SERVICE_IDLE_POLL;
+    let start = P2pStart {
+        options: &options.network_options,
+        params: &options.params,
+        dbcache_bytes: options.dbcache_mebibytes.saturating_mul(1 << 20),
+        reader: chainstate.reader(),
+        commands,
+        notices,
+        logger: logger.clone(),
+    };
+    let network = P2pNode::start(start).map_err(EngineError::Network)?;
+    // The service settles what is pending (and reaches the fixed point
+    // unless interrupted) before it returns.
+    let end = chainstate.run_service(&service, shutdown);
+    network.request_stop();
+    // The sync thread may be waiting for a read: keep answering until it
+    // has ended (each step of it is bounded by its reads' timeouts).
+    let stop_started = Instant::now();
+    while !network.sync_finished() && stop_started.elapsed() < NETWORK_STOP_WAIT {
+        chainstate.wait_and_serve_reads(SERVICE_IDLE_POLL)?;
+    }
+    network.stop();
+    Ok(end? != ServiceEnd::Stopped)
 }
 
 fn log_loaded(chainstate: &Chainstate, logger: &Logger) {

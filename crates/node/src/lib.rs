@@ -13,6 +13,8 @@ pub mod logging;
 pub mod network_options;
 pub mod node_observer;
 pub mod numeric_options;
+pub mod p2p_node;
+pub mod plot;
 pub mod progress;
 pub mod reindex_marker;
 pub mod rpc_backend;

@@ -10,6 +10,10 @@
 //!   REST only with `-rest`.
 //! - Ports default per chain: P2P from the chain's parameters, RPC from
 //!   [`Network::default_rpc_port`].
+//! - `ibexd` stays up after its import and syncs over P2P only when
+//!   [`NetworkOptions::stays_up`]: there is someone to connect to
+//!   (`-connect`/`-addnode` addresses) or `-listen` was given true. Without
+//!   either it imports, flushes and exits, as it always has.
 
 use ibex_primitives::{Network, Params};
 
@@ -54,6 +58,11 @@ pub struct NetworkOptions {
     /// `-blocksonly` (Ibex relays no transactions either way; it also
     /// announces `relay=false`).
     pub blocks_only: bool,
+    /// Whether `ibexd` stays up after its import to sync and serve over
+    /// P2P: there are `-connect` or `-addnode` addresses, or `-listen` was
+    /// given true explicitly (the default `-listen` alone does not keep it
+    /// up, so a plain import still exits when done).
+    pub stays_up: bool,
 }
 
 /// The RPC server's options.
@@ -148,10 +157,14 @@ pub(crate) fn network_options(
     {
         return Err(ConfigError::InvalidValue { name: "onlynet", value: unknown.clone() });
     }
+    let connect: Vec<String> = connect.into_iter().filter(|address| address != "0").collect();
+    let add_nodes = texts(source, "addnode");
+    let listen_given_true = source.option("listen").is_some_and(|value| value.to_bool());
+    let stays_up = !connect.is_empty() || !add_nodes.is_empty() || listen_given_true;
     Ok(NetworkOptions {
-        connect: connect.into_iter().filter(|address| address != "0").collect(),
+        connect,
         outbound_disabled,
-        add_nodes: texts(source, "addnode"),
+        add_nodes,
         seed_nodes: texts(source, "seednode"),
         listen: boolean(source, "listen", !connect_given),
         bind: texts(source, "bind"),
@@ -161,6 +174,7 @@ pub(crate) fn network_options(
         dns_seed: boolean(source, "dnsseed", !connect_given),
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
+        stays_up,
     })
 }
 
@@ -254,6 +268,18 @@ mod tests {
         assert!(negated.outbound_disabled);
         let listening = Given::default().with("connect", "0").with("listen", "1");
         assert!(network_options(&listening, &params).unwrap().listen);
+    }
+
+    #[test]
+    fn stays_up_only_with_peers_or_an_explicit_listen() {
+        let params = Params::regtest();
+        let stays_up = |given: Given| network_options(&given, &params).unwrap().stays_up;
+        assert!(!stays_up(Given::default()));
+        assert!(!stays_up(Given::default().with("connect", "0")));
+        assert!(!stays_up(Given::default().with("listen", "0")));
+        assert!(stays_up(Given::default().with("connect", "127.0.0.1:1")));
+        assert!(stays_up(Given::default().with("addnode", "127.0.0.1:1")));
+        assert!(stays_up(Given::default().with("listen", "1")));
     }
 
     #[test]

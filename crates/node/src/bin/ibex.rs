@@ -8,7 +8,7 @@ use std::process::ExitCode;
 #[command(
     name = "ibex",
     version,
-    about = "Ibex tools: inspect blocks, generate chains, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads."
+    about = "Ibex tools: inspect blocks, generate chains, plot IBD logs, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -27,6 +27,8 @@ enum Command {
     },
     /// Generate a valid, realistic regtest chain as Core block files.
     Gen(ibex_generator::cli::GenArguments),
+    /// Plot IBD progress from Bitcoin Core's or Ibex's debug.log files (SVG and CSV).
+    Plot(ibex_node::plot::command::PlotArguments),
 }
 
 fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
@@ -56,6 +58,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Block { file, hex } => run_block(file, *hex),
         Command::Gen(arguments) => ibex_generator::cli::run(arguments),
+        Command::Plot(arguments) => {
+            ibex_node::plot::command::run(arguments).map_err(|error| error.to_string())
+        }
     };
     print_result(result)
 }

@@ -1,0 +1,403 @@
+//! The engine as the sync state machines read it, through a
+//! [`ChainReader`]: the block index for headers sync ([`ReaderIndex`]), the
+//! best header chain above the tip for the block download
+//! ([`BestChainWindow`]), and the reads that answer peers (`getheaders`,
+//! `getdata`), each one query run on the engine's thread.
+
+use std::time::Duration;
+
+use ibex_chainstate::{BlockStatus, ChainReader, Chainstate, EntryId};
+use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
+use ibex_p2p::sync::headers::anti_dos_work_threshold;
+use ibex_p2p::sync::IndexedHeader;
+use ibex_p2p::sync::{headers_to_serve, locator_entries, ChainView, HeaderChain, HeaderIndex};
+use ibex_p2p::LocatorRequest;
+use ibex_primitives::{BlockHash, ChainWork, Header};
+
+/// How long a read may wait for the engine (a long flush at worst).
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Blocks one `getdata` is answered with; the rest of a longer request
+/// gets `notfound` (our own download asks for 16 at a time).
+pub const SERVED_BLOCKS_PER_REQUEST_MAX: usize = 128;
+/// A tip older than this (in seconds) means initial block download
+/// (Core's `DEFAULT_MAX_TIP_AGE`).
+const MAX_TIP_AGE_SECONDS: i64 = 24 * 60 * 60;
+
+fn indexed_header(chainstate: &Chainstate, id: EntryId) -> IndexedHeader {
+    let index = chainstate.index();
+    let entry = index.entry(id);
+    IndexedHeader {
+        hash: entry.hash,
+        previous_block_hash: entry.header.previous_block_hash,
+        height: entry.height,
+        chain_work: entry.chain_work,
+        bits: entry.header.bits,
+        time: entry.header.time,
+        median_time_past: index.median_time_past(id),
+    }
+}
+
+/// The active chain of a chainstate, read on the engine's thread.
+struct ActiveView<'a>(&'a Chainstate);
+
+impl ChainView for ActiveView<'_> {
+    fn tip_height(&self) -> Option<u32> {
+        self.0.chain().height()
+    }
+
+    fn hash_at(&self, height: u32) -> Option<BlockHash> {
+        self.0.chain().at(height).map(|id| self.0.index().entry(id).hash)
+    }
+
+    fn height_of(&self, hash: &BlockHash) -> Option<u32> {
+        let id = self.0.index().get(hash)?;
+        let height = self.0.index().entry(id).height;
+        self.0.chain().contains(id, height).then_some(height)
+    }
+
+    fn descends_from_tip(&self, hash: &BlockHash) -> bool {
+        let (Some(tip), Some(id)) = (self.0.chain().tip(), self.0.index().get(hash)) else {
+            return false;
+        };
+        self.0.index().is_ancestor(tip, id)
+    }
+}
+
+/// The best header's entry (the tip's, or genesis', before any header).
+fn best_header_id(chainstate: &Chainstate) -> Option<EntryId> {
+    chainstate
+        .best_header()
+        .and_then(|hash| chainstate.index().get(&hash))
+        .or_else(|| chainstate.chain().tip())
+}
+
+/// The headers sync's view of the engine's index: each call one query.
+/// A query that fails (the engine stopped or is busy) reads as "unknown".
+#[derive(Debug, Clone)]
+pub struct ReaderIndex {
+    reader: ChainReader,
+    /// Answer when the engine cannot: genesis, at height 0.
+    genesis: IndexedHeader,
+}
+
+impl ReaderIndex {
+    /// A view over `reader`; `genesis` stands in when the engine is gone.
+    pub fn new(reader: ChainReader, genesis: IndexedHeader) -> ReaderIndex {
+        ReaderIndex { reader, genesis }
+    }
+
+    fn query<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
+    ) -> Option<R> {
+        self.reader.query(read, QUERY_TIMEOUT).ok()
+    }
+}
+
+impl HeaderIndex for ReaderIndex {
+    fn lookup(&self, hash: &BlockHash) -> Option<IndexedHeader> {
+        let hash = *hash;
+        self.query(move |chainstate| {
+            let id = chainstate.index().get(&hash)?;
+            let failed = chainstate.index().entry(id).status.is_failed();
+            (!failed).then(|| indexed_header(chainstate, id))
+        })
+        .flatten()
+    }
+
+    fn is_ancestor_of_best_header_or_tip(&self, hash: &BlockHash) -> bool {
+        let hash = *hash;
+        self.query(move |chainstate| {
+            let index = chainstate.index();
+            let Some(id) = index.get(&hash) else { return false };
+            let on_best =
+                best_header_id(chainstate).is_some_and(|best| index.is_ancestor(id, best));
+            let on_tip = chainstate.chain().contains(id, index.entry(id).height);
+            on_best || on_tip
+        })
+        .unwrap_or(false)
+    }
+
+    fn best_header(&self) -> IndexedHeader {
+        self.query(|chainstate| best_header_id(chainstate).map(|id| indexed_header(chainstate, id)))
+            .flatten()
+            .unwrap_or_else(|| self.genesis.clone())
+    }
+
+    fn locator(&self, hash: &BlockHash) -> Vec<BlockHash> {
+        let hash = *hash;
+        self.query(move |chainstate| {
+            let index = chainstate.index();
+            let Some(id) = index.get(&hash) else { return Vec::new() };
+            let view = AncestorView { chainstate, id, height: index.entry(id).height };
+            locator_entries(&view, view.height)
+        })
+        .unwrap_or_default()
+    }
+
+    fn anti_dos_work_threshold(&self) -> ChainWork {
+        self.query(|chainstate| {
+            let minimum = chainstate.params().minimum_chain_work;
+            match chainstate.chain().tip() {
+                Some(tip) => {
+                    let entry = chainstate.index().entry(tip);
+                    anti_dos_work_threshold(entry.chain_work, entry.header.bits, minimum)
+                }
+                None => minimum,
+            }
+        })
+        .unwrap_or(ChainWork::ZERO)
+    }
+
+    fn minimum_chain_work(&self) -> ChainWork {
+        self.query(|chainstate| chainstate.params().minimum_chain_work).unwrap_or(ChainWork::ZERO)
+    }
+
+    fn is_initial_block_download(&self) -> bool {
+        let now = unix_seconds();
+        self.query(move |chainstate| in_initial_block_download(chainstate, now)).unwrap_or(true)
+    }
+}
+
+/// Core's `IsInitialBlockDownload` (without its latch): no tip, a tip
+/// below the minimum chain work, or a tip older than a day.
+fn in_initial_block_download(chainstate: &Chainstate, now_unix_seconds: i64) -> bool {
+    let Some(tip) = chainstate.chain().tip() else { return true };
+    let entry = chainstate.index().entry(tip);
+    entry.chain_work < chainstate.params().minimum_chain_work
+        || i64::from(entry.header.time) < now_unix_seconds - MAX_TIP_AGE_SECONDS
+}
+
+/// Core's `Synchronizing blockheaders, height: N (~P%)` line for the
+/// indexed header `hash`, logged while in initial block download: the
+/// share of the chain its height is, estimating the blocks after it from
+/// its age. `None` out of initial block download or for an unknown hash.
+pub fn headers_progress_line(reader: &ChainReader, hash: BlockHash) -> Option<String> {
+    let now = unix_seconds();
+    let read = move |chainstate: &Chainstate| {
+        if !in_initial_block_download(chainstate, now) {
+            return None;
+        }
+        let entry = chainstate.index().entry(chainstate.index().get(&hash)?);
+        let spacing = chainstate.params().pow_target_spacing_seconds.max(1);
+        let blocks_left = ((now - i64::from(entry.header.time)) / spacing).max(0);
+        let height = i64::from(entry.height);
+        let total = (height + blocks_left).max(1) as f64;
+        let progress = 100.0 * height as f64 / total;
+        Some(format!("Synchronizing blockheaders, height: {height} (~{progress:.2}%)"))
+    };
+    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+}
+
+/// What announces a new tip to peers that asked for `headers` (BIP130):
+/// the headers of the active chain above `from_height` up to the tip, at
+/// most `count_max`; `None` in initial block download (Core announces
+/// nothing then) or when there are more than `count_max` (Core sends an
+/// `inv` of the tip instead: the caller does).
+pub fn announcement_headers(
+    reader: &ChainReader,
+    from_height: u32,
+    count_max: usize,
+) -> Option<Vec<Header>> {
+    let now = unix_seconds();
+    let read = move |chainstate: &Chainstate| {
+        if in_initial_block_download(chainstate, now) {
+            return None;
+        }
+        let tip_height = chainstate.chain().height()?;
+        let first = from_height.saturating_add(1);
+        let count = usize::try_from(tip_height.checked_sub(first)? + 1).ok()?;
+        if count > count_max {
+            return Some(Vec::new());
+        }
+        let index = chainstate.index();
+        let headers = (first..=tip_height)
+            .filter_map(|height| chainstate.chain().at(height))
+            .map(|id| index.entry(id).header)
+            .collect();
+        Some(headers)
+    };
+    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+}
+
+/// The chain of ancestors of one index entry, for its locator.
+struct AncestorView<'a> {
+    chainstate: &'a Chainstate,
+    id: EntryId,
+    height: u32,
+}
+
+impl ChainView for AncestorView<'_> {
+    fn tip_height(&self) -> Option<u32> {
+        Some(self.height)
+    }
+
+    fn hash_at(&self, height: u32) -> Option<BlockHash> {
+        let index = self.chainstate.index();
+        index.ancestor(self.id, height).map(|id| index.entry(id).hash)
+    }
+
+    fn height_of(&self, _hash: &BlockHash) -> Option<u32> {
+        None
+    }
+}
+
+/// The wall clock in Unix seconds.
+pub fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// The best header chain's blocks above the engine's tip, as far as the
+/// download window reaches: what the block download scheduler reads.
+#[derive(Debug, Clone, Default)]
+pub struct BestChainWindow {
+    /// The best header's height.
+    best_height: u32,
+    /// The height of `blocks[0]`.
+    first_height: u32,
+    /// Hash and whether the engine holds its data, by height.
+    blocks: Vec<(BlockHash, bool)>,
+}
+
+impl BestChainWindow {
+    /// Reads the window above `tip_height` (one query); `None` when the
+    /// engine does not answer.
+    pub fn read(reader: &ChainReader, tip_height: u32) -> Option<BestChainWindow> {
+        let read = move |chainstate: &Chainstate| {
+            let index = chainstate.index();
+            let best = best_header_id(chainstate)?;
+            let best_height = index.entry(best).height;
+            let first_height = tip_height.saturating_add(1);
+            let last_height =
+                best_height.min(tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS));
+            let mut blocks = Vec::new();
+            let mut walk = index.ancestor(best, last_height);
+            while let Some(id) = walk {
+                let entry = index.entry(id);
+                if entry.height < first_height {
+                    break;
+                }
+                blocks.push((entry.hash, entry.status.has(BlockStatus::HAVE_DATA)));
+                walk = entry.parent;
+            }
+            blocks.reverse();
+            Some(BestChainWindow { best_height, first_height, blocks })
+        };
+        reader.query(read, QUERY_TIMEOUT).ok().flatten()
+    }
+}
+
+impl HeaderChain for BestChainWindow {
+    fn best_height(&self) -> u32 {
+        self.best_height
+    }
+
+    fn hash_at(&self, height: u32) -> Option<BlockHash> {
+        let offset = height.checked_sub(self.first_height)?;
+        self.blocks.get(usize::try_from(offset).ok()?).map(|(hash, _)| *hash)
+    }
+
+    fn have_block_data(&self, height: u32, hash: &BlockHash) -> bool {
+        let Some(offset) = height.checked_sub(self.first_height) else { return true };
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        self.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
+    }
+}
+
+/// Where `peer_best`'s chain meets our best header chain (the height the
+/// block download may fetch from that peer up to); `None` when unknown.
+pub fn common_height_with_best(reader: &ChainReader, peer_best: BlockHash) -> Option<u32> {
+    let read = move |chainstate: &Chainstate| {
+        let index = chainstate.index();
+        let peer = index.get(&peer_best)?;
+        let best = best_header_id(chainstate)?;
+        let mut height = index.entry(peer).height.min(index.entry(best).height);
+        // Bounded by the height: one step down per block of a fork.
+        loop {
+            let ours = index.ancestor(best, height)?;
+            if index.ancestor(peer, height) == Some(ours) {
+                return Some(height);
+            }
+            height = height.checked_sub(1)?;
+        }
+    };
+    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+}
+
+/// The headers answering `request` from our active chain (Core's
+/// `GETHEADERS` handler); `None`: send nothing.
+pub fn headers_for(reader: &ChainReader, request: LocatorRequest) -> Option<Vec<Header>> {
+    let read = move |chainstate: &Chainstate| {
+        let view = ActiveView(chainstate);
+        let range = headers_to_serve(&view, &request)?;
+        let index = chainstate.index();
+        let headers = range
+            .filter_map(|height| chainstate.chain().at(height))
+            .map(|id| index.entry(id).header)
+            .collect();
+        Some(headers)
+    };
+    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+}
+
+/// The stored blocks `hashes` (serialised) as far as the engine has them
+/// valid; `None` for each it does not.
+pub fn blocks_for(reader: &ChainReader, hashes: Vec<BlockHash>) -> Vec<Option<Vec<u8>>> {
+    let count = hashes.len();
+    let read = move |chainstate: &Chainstate| {
+        hashes
+            .iter()
+            .map(|hash| {
+                let id = chainstate.index().get(hash)?;
+                let status = chainstate.index().entry(id).status;
+                if !status.has(BlockStatus::HAVE_DATA) || status.is_failed() {
+                    return None;
+                }
+                chainstate.read_block(id).ok().map(|block| block.bytes().to_vec())
+            })
+            .collect()
+    };
+    reader.query(read, QUERY_TIMEOUT).unwrap_or_else(|_| vec![None; count])
+}
+
+/// The header the headers sync starts from when the engine cannot answer.
+pub fn genesis_header(params: &ibex_primitives::Params) -> IndexedHeader {
+    IndexedHeader {
+        hash: params.genesis_hash,
+        previous_block_hash: BlockHash::ZERO,
+        height: 0,
+        chain_work: ChainWork::ZERO,
+        bits: 0,
+        time: 0,
+        median_time_past: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(byte: u8) -> BlockHash {
+        BlockHash([byte; 32])
+    }
+
+    #[test]
+    fn the_window_answers_only_above_the_tip_and_knows_stored_blocks() {
+        let window = BestChainWindow {
+            best_height: 12,
+            first_height: 10,
+            blocks: vec![(hash(10), true), (hash(11), false), (hash(12), false)],
+        };
+        assert_eq!(window.best_height(), 12);
+        assert_eq!(window.hash_at(9), None);
+        assert_eq!(window.hash_at(10), Some(hash(10)));
+        assert_eq!(window.hash_at(12), Some(hash(12)));
+        assert_eq!(window.hash_at(13), None);
+        assert!(window.have_block_data(10, &hash(10)));
+        assert!(!window.have_block_data(11, &hash(11)));
+        assert!(!window.have_block_data(10, &hash(11)), "another block at that height");
+        assert!(window.have_block_data(9, &hash(9)), "at or below the tip: connected");
+    }
+}

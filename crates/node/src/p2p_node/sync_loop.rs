@@ -1,0 +1,536 @@
+//! The sync loop: one thread between the networking layer and the engine.
+//! It takes network events, feeds the headers sync and block download
+//! state machines, carries out their actions (messages to peers, offers
+//! to the engine through [`EngineLink`]), answers peers' requests from our
+//! chain, and handles the engine's notices.
+//!
+//! It runs on its own thread, not on the tokio runtime: reads of the
+//! engine ([`ibex_chainstate::ChainReader::query`]) wait for the engine's
+//! thread, and blocks are parsed here, so the reactor never blocks.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ibex_chainstate::{
+    AcceptOutcome, BlockSource, ChainReader, EngineCommand, EngineNotice, PreparedBlock,
+};
+use ibex_p2p::messages::headers::LOCATOR_VERSION;
+use ibex_p2p::net::{DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle};
+use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
+use ibex_p2p::sync::HeaderIndex;
+use ibex_p2p::sync::{Action, BlockDownload, HeadersSync, Misbehavior, PeerId};
+use ibex_p2p::{Inventory, InventoryType, LocatorRequest, NetworkMessage};
+use ibex_primitives::{BlockBuffers, BlockHash, Hash256, Params};
+
+use super::engine_link::EngineLink;
+use super::engine_view::{
+    announcement_headers, common_height_with_best, headers_progress_line, unix_seconds,
+    BestChainWindow, ReaderIndex,
+};
+use super::serve::{serve_data, serve_headers};
+use crate::logging::Logger;
+
+/// How often time passes for the state machines and the tip is read.
+const TICK: Duration = Duration::from_millis(100);
+/// The longest wait for a network event before the loop looks at the
+/// engine again.
+const EVENT_WAIT: Duration = Duration::from_millis(10);
+/// How long headers offered to the engine may take to be indexed before
+/// the next `headers` message is processed anyway.
+const HEADERS_OFFER_WAIT: Duration = Duration::from_secs(60);
+/// Blocks kept while their parent is not indexed yet (out of order
+/// arrivals): the download window.
+const PARKED_BLOCKS_MAX: usize = 1024;
+/// Block requests from one peer waiting for room in its send queue.
+const SERVE_BACKLOG_BLOCKS_MAX: usize = 1024;
+
+/// Headers a new tip is announced with at most; more are announced with
+/// an `inv` of the tip (Core's `MAX_BLOCKS_TO_ANNOUNCE`).
+const ANNOUNCED_HEADERS_MAX: usize = 8;
+/// The window is read again once the tip moved this far past where it
+/// was read (a quarter window): requests never wait for the next tick.
+const WINDOW_REREAD_BLOCKS: u32 = BLOCK_DOWNLOAD_WINDOW_BLOCKS / 4;
+/// The least time between two `getheaders` a peer's `inv`s prompt.
+const INV_GETHEADERS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What the loop keeps per connected peer.
+#[derive(Debug, Default)]
+struct PeerState {
+    /// Block requests not served yet (its send queue was full).
+    serve_backlog: VecDeque<Inventory>,
+    /// It sent `sendheaders` (BIP130): new tips go to it as `headers`.
+    wants_headers: bool,
+    /// When an `inv` from it last made us send `getheaders`.
+    inv_getheaders_at: Option<Instant>,
+    /// It connected to us (ours are all manual: `-connect`, `-addnode`).
+    inbound: bool,
+}
+
+/// The loop's state (see the module docs).
+pub struct SyncLoop {
+    pub(super) network: NetworkHandle,
+    pub(super) events: NetworkEvents,
+    pub(super) runtime: tokio::runtime::Handle,
+    pub(super) reader: ChainReader,
+    pub(super) index: ReaderIndex,
+    pub(super) engine: EngineLink,
+    pub(super) headers_sync: HeadersSync,
+    pub(super) download: BlockDownload,
+    pub(super) params: Params,
+    pub(super) logger: Logger,
+    pub(super) stop: Arc<AtomicBool>,
+    window: BestChainWindow,
+    /// The tip height and best header the window was read at.
+    window_tip: u32,
+    window_best: Option<(BlockHash, u32)>,
+    /// The tip moved since the window was read.
+    window_stale: bool,
+    /// Something changed that may let the scheduler request blocks.
+    download_due: bool,
+    /// The settled tip last seen.
+    tip: Option<(BlockHash, u32)>,
+    /// The height up to which new tips were announced.
+    announced_height: u32,
+    peers: BTreeMap<PeerId, PeerState>,
+    parked: HashMap<BlockHash, Vec<(PeerId, Box<PreparedBlock>)>>,
+    parked_count: usize,
+    /// The last header of each offer not answered yet, in order.
+    header_offers_pending: VecDeque<BlockHash>,
+    seen_sequence: u64,
+    peer_heights_stale: bool,
+}
+
+impl SyncLoop {
+    /// A loop over these parts; nothing runs until [`SyncLoop::run`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        network: NetworkHandle,
+        events: NetworkEvents,
+        runtime: tokio::runtime::Handle,
+        reader: ChainReader,
+        index: ReaderIndex,
+        engine: EngineLink,
+        headers_sync: HeadersSync,
+        download: BlockDownload,
+        params: Params,
+        logger: Logger,
+        stop: Arc<AtomicBool>,
+    ) -> SyncLoop {
+        let tip_height = download.tip_height();
+        SyncLoop {
+            network,
+            events,
+            runtime,
+            reader,
+            index,
+            engine,
+            headers_sync,
+            download,
+            params,
+            logger,
+            stop,
+            window_tip: tip_height,
+            announced_height: tip_height,
+            window: BestChainWindow::default(),
+            window_best: None,
+            window_stale: true,
+            download_due: false,
+            tip: None,
+            peers: BTreeMap::new(),
+            parked: HashMap::new(),
+            parked_count: 0,
+            header_offers_pending: VecDeque::new(),
+            seen_sequence: 0,
+            peer_heights_stale: false,
+        }
+    }
+
+    /// Runs until `stop` is raised, the engine stops or the network does.
+    pub fn run(mut self) {
+        let mut last_tick = Instant::now();
+        while !self.stop.load(Ordering::Relaxed) && !self.engine.engine_gone() {
+            self.engine.flush();
+            while let Some(notice) = self.engine.next_notice(Duration::ZERO) {
+                self.on_notice(notice);
+            }
+            if self.engine.has_room() {
+                match self.next_event() {
+                    Ok(Some(event)) => self.on_event(event),
+                    Ok(None) => {}
+                    Err(NetworkClosed) => break,
+                }
+            } else {
+                // Back-pressure: peers wait while the engine catches up.
+                if let Some(notice) = self.engine.next_notice(EVENT_WAIT) {
+                    self.on_notice(notice);
+                }
+            }
+            self.serve_backlogs();
+            self.follow_tip();
+            self.poll_download_if_due();
+            if last_tick.elapsed() >= TICK {
+                last_tick = Instant::now();
+                self.tick();
+            }
+        }
+        self.network.shutdown();
+    }
+
+    fn next_event(&mut self) -> Result<Option<NetworkEvent>, NetworkClosed> {
+        let events = &mut self.events;
+        let received =
+            self.runtime.block_on(async { tokio::time::timeout(EVENT_WAIT, events.recv()).await });
+        match received {
+            Ok(Some(event)) => Ok(Some(event)),
+            Ok(None) => Err(NetworkClosed),
+            Err(_elapsed) => Ok(None),
+        }
+    }
+
+    fn on_event(&mut self, event: NetworkEvent) {
+        match event {
+            NetworkEvent::PeerConnected { id, inbound, .. } => {
+                self.logger.log(&event.to_string());
+                self.peer_connected(id, inbound);
+            }
+            NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
+            NetworkEvent::PeerDisconnected { id, .. } => {
+                self.logger.log(&event.to_string());
+                self.headers_sync.peer_disconnected(id);
+                self.download.remove_peer(id);
+                self.peers.remove(&id);
+            }
+            NetworkEvent::ConnectionClosed { .. } => self.logger.log(&event.to_string()),
+            _ => {}
+        }
+    }
+
+    fn peer_connected(&mut self, peer: PeerId, inbound: bool) {
+        let tracked =
+            self.headers_sync.peer_connected(peer).is_ok() && self.download.add_peer(peer).is_ok();
+        if !tracked {
+            self.headers_sync.peer_disconnected(peer);
+            self.download.remove_peer(peer);
+            let _ = self.network.disconnect(peer, NetReason::Manual);
+            return;
+        }
+        self.peers.insert(peer, PeerState { inbound, ..PeerState::default() });
+        let _ = self.network.send(peer, NetworkMessage::SendHeaders);
+        let actions = self.headers_sync.poll(Instant::now(), unix_seconds(), &self.index);
+        self.carry_out(actions);
+    }
+
+    fn on_message(&mut self, peer: PeerId, message: NetworkMessage) {
+        match message {
+            NetworkMessage::Headers(headers) => {
+                // The previous offers must be indexed before these are
+                // checked against the index.
+                self.settle_header_offers();
+                let actions = self.headers_sync.on_headers(
+                    peer,
+                    headers,
+                    Instant::now(),
+                    unix_seconds(),
+                    &self.index,
+                );
+                self.carry_out(actions);
+                self.peer_heights_stale = true;
+            }
+            NetworkMessage::Block(bytes) => {
+                let actions = self.download.on_block(peer, bytes, Instant::now());
+                self.carry_out(actions);
+                self.download_due = true;
+            }
+            NetworkMessage::GetHeaders(request) => {
+                serve_headers(&self.network, &self.reader, peer, request)
+            }
+            NetworkMessage::GetData(inventory) => self.queue_serving(peer, inventory),
+            NetworkMessage::SendHeaders => {
+                if let Some(state) = self.peers.get_mut(&peer) {
+                    state.wants_headers = true;
+                }
+            }
+            NetworkMessage::Inventory(inventory) => self.on_inventory(peer, &inventory),
+            _ => {}
+        }
+    }
+
+    /// A block announced by `inv` that we do not know: ask for the headers
+    /// up to it (Core's `INV` handler), at most once a second per peer.
+    fn on_inventory(&mut self, peer: PeerId, inventory: &[Inventory]) {
+        let Some(last_block) =
+            inventory.iter().rev().find(|entry| entry.inventory_type.is_block_request())
+        else {
+            return;
+        };
+        let now = Instant::now();
+        let Some(state) = self.peers.get_mut(&peer) else { return };
+        let recent = state
+            .inv_getheaders_at
+            .is_some_and(|at| now.saturating_duration_since(at) < INV_GETHEADERS_INTERVAL);
+        if recent || self.index.lookup(&BlockHash(last_block.hash.0)).is_some() {
+            return;
+        }
+        state.inv_getheaders_at = Some(now);
+        let best = self.index.best_header();
+        let request = LocatorRequest {
+            locator_version: LOCATOR_VERSION,
+            locator_hashes: self.index.locator(&best.hash),
+            stop_hash: BlockHash::ZERO,
+        };
+        let _ = self.network.send(peer, NetworkMessage::GetHeaders(request));
+    }
+
+    fn queue_serving(&mut self, peer: PeerId, inventory: Vec<Inventory>) {
+        let Some(state) = self.peers.get_mut(&peer) else { return };
+        if !state.serve_backlog.is_empty() {
+            let room = SERVE_BACKLOG_BLOCKS_MAX.saturating_sub(state.serve_backlog.len());
+            state.serve_backlog.extend(inventory.into_iter().take(room));
+            return;
+        }
+        let left = serve_data(&self.network, &self.reader, peer, inventory);
+        state.serve_backlog.extend(left.into_iter().take(SERVE_BACKLOG_BLOCKS_MAX));
+    }
+
+    /// Retries block requests that waited for room in a send queue.
+    fn serve_backlogs(&mut self) {
+        for (peer, state) in self.peers.iter_mut() {
+            if state.serve_backlog.is_empty() {
+                continue;
+            }
+            let waiting: Vec<Inventory> = state.serve_backlog.drain(..).collect();
+            let left = serve_data(&self.network, &self.reader, *peer, waiting);
+            state.serve_backlog.extend(left);
+        }
+    }
+
+    /// Carries out the state machines' actions, in order.
+    fn carry_out(&mut self, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Send { peer, message } => {
+                    // A peer that left or cannot take more is dropped by
+                    // the networking layer; the state machines time out.
+                    let _ = self.network.send(peer, message);
+                }
+                Action::Disconnect { peer, reason } => {
+                    self.logger
+                        .log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
+                    let _ = self.network.disconnect(peer, NetReason::Sync(reason));
+                }
+                Action::Misbehaving { peer, reason } => self.misbehaving(peer, reason, None),
+                Action::OfferHeaders { peer, headers } => {
+                    if let Some(last) = headers.last() {
+                        self.header_offers_pending.push_back(last.block_hash());
+                    }
+                    let source = BlockSource::Peer(peer.0);
+                    self.engine.push(EngineCommand::OfferHeaders { headers, source });
+                }
+                Action::OfferBlock { peer, hash, bytes } => self.offer_block(peer, hash, bytes),
+            }
+        }
+    }
+
+    fn misbehaving(&mut self, peer: PeerId, reason: Misbehavior, detail: Option<String>) {
+        let detail = detail.map(|text| format!(": {text}")).unwrap_or_default();
+        self.logger.log(&format!("Misbehaving: {peer} ({}){detail}", reason.core_message()));
+        // Core's `MaybeDiscourageAndDisconnect` spares manual connections
+        // (every outbound connection here is one: -connect, -addnode).
+        if self.peers.get(&peer).is_some_and(|state| !state.inbound) {
+            self.logger.log(&format!("Warning: not punishing manually connected {peer}!"));
+            return;
+        }
+        let _ = self.network.disconnect(peer, NetReason::Misbehaving(reason));
+    }
+
+    /// Parses a block once (here, off the reactor) and offers it.
+    fn offer_block(&mut self, peer: PeerId, hash: BlockHash, bytes: Vec<u8>) {
+        let mut buffers = BlockBuffers::default();
+        match PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) {
+            Ok(block) => {
+                let source = BlockSource::Peer(peer.0);
+                self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
+            }
+            Err(_undecodable) => {
+                // Core cannot deserialise it either and drops the peer.
+                let actions = self.download.on_block_mutated(peer, hash, Instant::now());
+                self.carry_out(actions);
+            }
+        }
+    }
+
+    /// Waits until every headers offer sent is indexed (their notices).
+    fn settle_header_offers(&mut self) {
+        let deadline = Instant::now() + HEADERS_OFFER_WAIT;
+        while !self.header_offers_pending.is_empty()
+            && !self.engine.engine_gone()
+            && !self.stop.load(Ordering::Relaxed)
+            && Instant::now() < deadline
+        {
+            self.engine.flush();
+            if let Some(notice) = self.engine.next_notice(EVENT_WAIT) {
+                self.on_notice(notice);
+            }
+        }
+    }
+
+    fn on_notice(&mut self, notice: EngineNotice) {
+        match notice {
+            EngineNotice::HeadersOffered { added, .. } => {
+                let last = self.header_offers_pending.pop_front();
+                if let Some(last) = last.filter(|_| added > 0) {
+                    if let Some(line) = headers_progress_line(&self.reader, last) {
+                        self.logger.log(&line);
+                    }
+                }
+            }
+            EngineNotice::BlockOffered { source, hash, outcome } => {
+                self.on_block_outcome(source, hash, outcome)
+            }
+        }
+    }
+
+    fn on_block_outcome(&mut self, source: BlockSource, hash: BlockHash, outcome: AcceptOutcome) {
+        let peer = match source {
+            BlockSource::Peer(id) => Some(PeerId(id)),
+            _ => None,
+        };
+        match outcome {
+            AcceptOutcome::Accepted(_) | AcceptOutcome::AlreadyKnown(_) => {
+                self.reoffer_children(hash)
+            }
+            AcceptOutcome::UnknownParent(block) => {
+                let Some(peer) = peer else { return };
+                if self.parked_count < PARKED_BLOCKS_MAX {
+                    let parent = block.header().previous_block_hash;
+                    self.parked.entry(parent).or_default().push((peer, block));
+                    self.parked_count += 1;
+                }
+            }
+            AcceptOutcome::Invalid(rejection) => {
+                let Some(peer) = peer else { return };
+                let detail = format!("invalid block {hash}: {}", rejection.reject_reason());
+                self.misbehaving(peer, Misbehavior::InvalidHeader { hash }, Some(detail));
+            }
+        }
+    }
+
+    fn reoffer_children(&mut self, parent: BlockHash) {
+        let Some(children) = self.parked.remove(&parent) else { return };
+        self.parked_count = self.parked_count.saturating_sub(children.len());
+        for (peer, block) in children {
+            let source = BlockSource::Peer(peer.0);
+            self.engine.push(EngineCommand::OfferBlock { block, source });
+        }
+    }
+
+    /// Follows the engine's snapshot (each turn of the loop: a lock read).
+    /// The scheduler learns of tip moves at once; the window is read again
+    /// (a query) when the best header changed or the tip left the part of
+    /// the window read last, and otherwise at the next tick.
+    fn follow_tip(&mut self) {
+        let snapshot = self.reader.snapshot();
+        if snapshot.sequence == self.seen_sequence {
+            return;
+        }
+        self.seen_sequence = snapshot.sequence;
+        self.tip = snapshot.tip.as_ref().map(|tip| (tip.hash, tip.height));
+        let tip_height = self.tip.map_or(0, |(_, height)| height);
+        let old_height = self.download.tip_height();
+        if tip_height != old_height {
+            self.download.on_tip_moved(tip_height, tip_height.saturating_sub(old_height));
+            self.network.set_best_height(i32::try_from(tip_height).unwrap_or(i32::MAX));
+            self.download_due = true;
+        }
+        let best_changed = snapshot.best_header != self.window_best;
+        let tip_left_window = tip_height < self.window_tip
+            || tip_height >= self.window_tip.saturating_add(WINDOW_REREAD_BLOCKS);
+        if best_changed || tip_left_window {
+            self.read_window(tip_height, snapshot.best_header);
+            self.peer_heights_stale |= best_changed;
+        } else {
+            self.window_stale = true;
+        }
+    }
+
+    fn read_window(&mut self, tip_height: u32, best: Option<(BlockHash, u32)>) {
+        self.window = BestChainWindow::read(&self.reader, tip_height).unwrap_or_default();
+        self.window_tip = tip_height;
+        self.window_best = best;
+        self.window_stale = false;
+        self.download_due = true;
+    }
+
+    /// Asks for blocks when something changed that may free a request.
+    fn poll_download_if_due(&mut self) {
+        if std::mem::take(&mut self.download_due) {
+            let actions = self.download.poll(Instant::now(), &self.window);
+            self.carry_out(actions);
+        }
+    }
+
+    /// Time passed: the window read again if the tip moved, peers' heights
+    /// refreshed, new tips announced, the state machines polled.
+    fn tick(&mut self) {
+        if self.window_stale {
+            self.read_window(self.download.tip_height(), self.window_best);
+        }
+        if self.peer_heights_stale {
+            self.peer_heights_stale = false;
+            self.refresh_peer_heights();
+        }
+        if let Some((hash, height)) = self.tip {
+            if height > self.announced_height {
+                self.announce_tip(hash, self.announced_height);
+            }
+            self.announced_height = height;
+        }
+        let now = Instant::now();
+        let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
+        self.carry_out(actions);
+        let actions = self.download.poll(now, &self.window);
+        self.carry_out(actions);
+    }
+
+    /// Tells peers of a new tip (Core's block announcements, BIP130):
+    /// `headers` to those that asked for them when few blocks are new, an
+    /// `inv` of the tip otherwise. Nothing in initial block download.
+    fn announce_tip(&mut self, tip: BlockHash, old_height: u32) {
+        let Some(headers) = announcement_headers(&self.reader, old_height, ANNOUNCED_HEADERS_MAX)
+        else {
+            return;
+        };
+        let inventory = Inventory { inventory_type: InventoryType::BLOCK, hash: Hash256(tip.0) };
+        for (peer, state) in &self.peers {
+            let message = if state.wants_headers && !headers.is_empty() {
+                NetworkMessage::Headers(headers.clone())
+            } else {
+                NetworkMessage::Inventory(vec![inventory])
+            };
+            let _ = self.network.send(*peer, message);
+        }
+    }
+
+    /// Where each peer's best known header meets our best header chain.
+    fn refresh_peer_heights(&mut self) {
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        for peer in peers {
+            let height = self
+                .headers_sync
+                .best_known_block(peer)
+                .and_then(|best| common_height_with_best(&self.reader, best));
+            self.download.set_peer_best_height(peer, height);
+        }
+    }
+}
+
+/// The networking layer shut down.
+struct NetworkClosed;
+
+impl std::fmt::Debug for SyncLoop {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("SyncLoop").field("peers", &self.peers.len()).finish_non_exhaustive()
+    }
+}

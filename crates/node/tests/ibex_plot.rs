@@ -1,0 +1,144 @@
+//! `ibex plot` on small generated logs, run as a process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A timestamp `seconds` after 2026-11-24T00:00:00Z (under an hour).
+fn timestamp(seconds: u32, micros: Option<u32>) -> String {
+    let clock = format!("2026-11-24T00:{:02}:{:02}", seconds / 60, seconds % 60);
+    match micros {
+        Some(micros) => format!("{clock}.{micros:06}Z"),
+        None => format!("{clock}Z"),
+    }
+}
+
+fn tip(time: &str, height: u32) -> String {
+    format!(
+        "{time} UpdateTip: new best={:064x} height={height} version=0x20000000 log2_work=1.000000 tx={} date='2026-11-22T03:12:14Z' progress=1.000000 cache={:.1}MiB({height}txo)\n",
+        height,
+        2 * height + 1,
+        f64::from(height) / 10.0
+    )
+}
+
+/// Core's format: a tip every 2 s, a coins flush at height 50.
+fn core_log() -> String {
+    let mut log = format!("{} Bitcoin Core version v30.0.0 (release build)\n", timestamp(0, None));
+    for height in 0..=100 {
+        log.push_str(&tip(&timestamp(2 * height, None), height));
+        if height == 50 {
+            let time = timestamp(2 * height + 1, None);
+            writeln!(log, "{time} [bench] FlushStateToDisk: write coins cache to disk (50 coins, 9kB) completed (1.20ms)").unwrap();
+        }
+    }
+    log
+}
+
+/// Ibex's format with microseconds: a tip every second, half as long.
+fn ibex_log() -> String {
+    let mut log = format!("{} Ibex version 0.1.0\n", timestamp(0, Some(0)));
+    for height in 0..=100 {
+        log.push_str(&tip(&timestamp(height, Some(0)), height));
+    }
+    writeln!(log, "{} FlushStateToDisk (shutdown): 100 coins written, 0 erased, 1 batches, 0.01 MiB, 101 block index records, 2 ms (validation waited 0 ms)", timestamp(100, Some(250_000))).unwrap();
+    log
+}
+
+fn ibex_plot(arguments: &[&str], directory: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ibex"))
+        .current_dir(directory)
+        .arg("plot")
+        .args(arguments)
+        .output()
+        .unwrap()
+}
+
+fn expected_csv_line(name: &str, seconds_per_block: u32) -> String {
+    let pairs: Vec<String> =
+        (0..=100).map(|height| format!("{}:{height}", seconds_per_block * height)).collect();
+    format!("{name},{}", pairs.join(","))
+}
+
+#[test]
+fn plots_two_runs_against_a_baseline() {
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(directory.path().join("core.log"), core_log()).unwrap();
+    std::fs::create_dir(directory.path().join("ibex-run")).unwrap();
+    std::fs::write(directory.path().join("ibex-run/debug.log"), ibex_log()).unwrap();
+    let output = ibex_plot(
+        &["core.log", "ibex-run/debug.log", "--baseline", "core", "--out", "charts/ibd"],
+        directory.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stdout.contains("core: height 100 in 0.056 h (200 s), 101 tips, 1 flushes"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ibex-run: height 100 in 0.028 h (100 s), 101 tips, 1 flushes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("   50 %  height        50"), "{stdout}");
+    assert!(stdout.contains("speed-up over core at height 100: 2.000x"), "{stdout}");
+
+    let charts = directory.path().join("charts");
+    let csv = std::fs::read_to_string(charts.join("ibd.csv")).unwrap();
+    let expected =
+        format!("{}\n{}\n", expected_csv_line("core", 2), expected_csv_line("ibex-run", 1));
+    assert_eq!(csv, expected);
+    for chart in ["ibd-sync-time.svg", "ibd-speedup.svg", "ibd-rates.svg"] {
+        let svg = std::fs::read_to_string(charts.join(chart)).unwrap();
+        assert!(svg.starts_with("<svg"), "{chart}");
+        assert!(svg.contains("ibex-run"), "{chart} has no legend for ibex-run");
+    }
+    let sync = std::fs::read_to_string(charts.join("ibd-sync-time.svg")).unwrap();
+    assert!(sync.contains("core (0.06 h)"), "the legend gives the final time");
+}
+
+#[test]
+fn takes_the_second_run_from_a_height_with_names() {
+    let directory = tempfile::tempdir().unwrap();
+    let mut log = core_log();
+    writeln!(log, "{} Shutdown: done", timestamp(300, None)).unwrap();
+    log.push_str("2026-11-24T00:10:00Z \u{ff} a line of bytes that are not UTF-8 follows\n");
+    let mut bytes = log.into_bytes();
+    bytes.extend_from_slice(b"2026-11-24T00:10:00Z bad \xff\xfe bytes\n");
+    for height in 0..=20 {
+        bytes.extend_from_slice(tip(&timestamp(600 + 3 * height, None), height).as_bytes());
+    }
+    std::fs::write(directory.path().join("two-runs.log"), bytes).unwrap();
+    let output = ibex_plot(
+        &["restart=two-runs.log", "--after-shutdown", "--from-height", "10", "--out", "p"],
+        directory.path(),
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("restart: height 20 in 0.008 h (30 s), 11 tips, 0 flushes, 0 repeated tips (reorgs), 1 lines skipped"), "{stdout}");
+    let csv = std::fs::read_to_string(directory.path().join("p.csv")).unwrap();
+    let pairs: Vec<String> =
+        (10..=20).map(|height| format!("{}:{height}", 3 * (height - 10))).collect();
+    assert_eq!(csv, format!("restart,{}\n", pairs.join(",")));
+    assert!(directory.path().join("p-sync-time.svg").exists());
+    assert!(directory.path().join("p-rates.svg").exists());
+    assert!(!directory.path().join("p-speedup.svg").exists(), "no baseline, no speed-up chart");
+}
+
+#[test]
+fn refuses_an_unknown_baseline_and_a_log_without_tips() {
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(directory.path().join("core.log"), core_log()).unwrap();
+    std::fs::write(directory.path().join("empty.log"), "2026-11-24T00:00:00Z nothing\n").unwrap();
+    let output = ibex_plot(&["core.log", "--baseline", "bitcoind"], directory.path());
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("baseline bitcoind is not one of the runs"), "{stderr}");
+    let output = ibex_plot(&["core.log", "empty.log"], directory.path());
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("empty.log: no UpdateTip lines"));
+    let output = ibex_plot(&["missing.log"], directory.path());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing.log: cannot read"));
+    assert!(!directory.path().join("ibex-plot.csv").exists(), "nothing written on errors");
+}
