@@ -24,6 +24,7 @@ use crate::node_observer::NodeObserver;
 use crate::p2p_node::{P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
+use crate::rpc_start::{start_rpc_server, RpcStartError};
 
 /// Why the engine stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,9 @@ pub enum EngineError {
     /// The P2P side could not start.
     #[error(transparent)]
     Network(P2pError),
+    /// The RPC server could not start.
+    #[error(transparent)]
+    Rpc(RpcStartError),
     /// A directory could not be wiped for a reindex.
     #[error("cannot remove {path}: {source}")]
     Wipe {
@@ -167,7 +171,7 @@ fn progress_display(options: &NodeOptions) -> Progress {
 pub fn run_engine(
     options: &NodeOptions,
     logger: &Logger,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> Result<RunSummary, EngineError> {
     remove_leftovers(options)?;
     let blocks = &options.blocks_directory;
@@ -237,7 +241,7 @@ fn run_network(
     chainstate: &mut Chainstate,
     options: &NodeOptions,
     logger: &Logger,
-    shutdown: &AtomicBool,
+    shutdown: &Arc<AtomicBool>,
 ) -> Result<bool, EngineError> {
     let (commands, notices, mut service) = engine_service();
     // An idle engine answers reads (serving peers' `getheaders` and
@@ -254,6 +258,13 @@ fn run_network(
         logger: logger.clone(),
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
+    let rpc_server = start_rpc_server(options, chainstate.reader(), shutdown.clone())
+        .map_err(EngineError::Rpc)?;
+    if let Some(server) = &rpc_server {
+        for address in server.local_addresses() {
+            logger.log(&format!("Binding RPC on address {address}"));
+        }
+    }
     // The service settles what is pending (and reaches the fixed point
     // unless interrupted) before it returns.
     let end = chainstate.run_service(&service, shutdown);
@@ -265,6 +276,9 @@ fn run_network(
         chainstate.wait_and_serve_reads(SERVICE_IDLE_POLL)?;
     }
     network.stop();
+    if let Some(server) = rpc_server {
+        server.shutdown();
+    }
     Ok(end? != ServiceEnd::Stopped)
 }
 

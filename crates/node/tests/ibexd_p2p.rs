@@ -76,7 +76,10 @@ fn sync_over_loopback(
     let port = free_port();
     let serving = datadir_with_blocks(&root.path().join("a"), &chain);
     let port_option = format!("-port={port}");
-    let mut a_options = vec!["-reindex", "-listen=1", "-bind=127.0.0.1", port_option.as_str()];
+    // No RPC server: tests run side by side, and each would take the
+    // default RPC port.
+    let mut a_options =
+        vec!["-reindex", "-listen=1", "-bind=127.0.0.1", port_option.as_str(), "-server=0"];
     a_options.extend_from_slice(a_extra);
     let mut node_a =
         common::quiet_ibexd(&serving, &common::REGTEST_QUIET, &a_options).spawn().unwrap();
@@ -87,7 +90,7 @@ fn sync_over_loopback(
     std::fs::create_dir_all(&syncing).unwrap();
     let connect = format!("-connect=127.0.0.1:{port}");
     let stop = format!("-stopatheight={blocks}");
-    let mut b_options = vec![connect.as_str(), "-listen=0", stop.as_str()];
+    let mut b_options = vec![connect.as_str(), "-listen=0", stop.as_str(), "-server=0"];
     b_options.extend_from_slice(b_extra);
     if let Some(height) = b_interrupted_at {
         let mut node_b =
