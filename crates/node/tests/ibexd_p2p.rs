@@ -7,50 +7,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{datadir_with_blocks, debug_log, debug_log_path, generate_chain, utxo_hash};
-
-/// Longest wait for a node to get where a test needs it.
-const WAIT: Duration = Duration::from_secs(120);
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-fn log_or_empty(datadir: &Path) -> String {
-    std::fs::read_to_string(debug_log_path(datadir)).unwrap_or_default()
-}
-
-/// Waits until `datadir`'s log contains `text`, or fails with the log.
-fn wait_for_log(datadir: &Path, text: &str, child: &mut Child) {
-    let started = Instant::now();
-    while !log_or_empty(datadir).contains(text) {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("ibexd exited ({status:?}) before '{text}':\n{}", log_or_empty(datadir));
-        }
-        assert!(started.elapsed() < WAIT, "no '{text}' in\n{}", log_or_empty(datadir));
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Waits for `child` to exit, killing it (and failing) after [`WAIT`].
-fn wait_exit(child: &mut Child, datadir: &Path) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if started.elapsed() > WAIT {
-            child.kill().unwrap();
-            panic!("ibexd did not exit; its log:\n{}", log_or_empty(datadir));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use common::{
+    datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, utxo_hash, wait_exit,
+    wait_for_log,
+};
 
 fn terminate(child: &Child) {
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();

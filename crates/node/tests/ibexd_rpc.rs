@@ -11,45 +11,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Child;
-use std::time::{Duration, Instant};
 
-use common::{datadir_with_blocks, debug_log, debug_log_path, generate_chain};
+use common::{datadir_with_blocks, debug_log, free_port, generate_chain, wait_exit, wait_for_log};
 
-const WAIT: Duration = Duration::from_secs(120);
 const BLOCKS: u32 = 150;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn log_or_empty(datadir: &Path) -> String {
-    std::fs::read_to_string(debug_log_path(datadir)).unwrap_or_default()
-}
-
-fn wait_for_log(datadir: &Path, text: &str, child: &mut Child) {
-    let started = Instant::now();
-    while !log_or_empty(datadir).contains(text) {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("ibexd exited ({status:?}) before '{text}':\n{}", log_or_empty(datadir));
-        }
-        assert!(started.elapsed() < WAIT, "no '{text}' in\n{}", log_or_empty(datadir));
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if started.elapsed() > WAIT {
-            child.kill().unwrap();
-            panic!("ibexd did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn base64(text: &str) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -121,7 +86,7 @@ fn ibexd_answers_rpc_with_a_password_and_stops_on_request() {
     assert!(!datadir.join("regtest/.cookie").exists());
     let stop = post(port, "alice:secret", r#"{"method":"stop","id":4}"#);
     assert!(stop.contains("stopping"), "{stop}");
-    let status = wait_exit(&mut child);
+    let status = wait_exit(&mut child, &datadir);
     assert!(status.success(), "{status:?}");
     let log = debug_log(&datadir);
     assert!(log.contains("Flushing chainstate to disk") && log.contains("Shutdown: done"), "{log}");
@@ -154,6 +119,6 @@ fn ibexd_writes_a_cookie_that_authenticates_and_removes_it_at_exit() {
         .status()
         .unwrap();
     assert!(status.success());
-    assert!(wait_exit(&mut child).success());
+    assert!(wait_exit(&mut child, &datadir).success());
     assert!(!cookie_path.exists(), "the cookie outlived the node");
 }

@@ -2,10 +2,11 @@
 //! as commands, `ibex txoutsetinfo` and `ibex gen` runs, block files copied
 //! into a regtest data directory, the regtest log and `../shared` paths.
 //! Each test file includes this module with `mod common;` and uses a part.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The options most node runs start with: regtest, nothing on the console.
 pub const REGTEST_QUIET: [&str; 2] = ["-regtest", "-printtoconsole=0"];
@@ -126,4 +127,46 @@ pub fn debug_log_path(datadir: &Path) -> PathBuf {
 /// The regtest log of `datadir`, which must exist.
 pub fn debug_log(datadir: &Path) -> String {
     std::fs::read_to_string(debug_log_path(datadir)).unwrap()
+}
+
+/// Longest wait for a long-running node to get where a test needs it.
+pub const NODE_WAIT: Duration = Duration::from_secs(120);
+
+/// A TCP port free on loopback a moment ago.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The regtest log of `datadir`, or nothing if it does not exist yet.
+pub fn log_or_empty(datadir: &Path) -> String {
+    std::fs::read_to_string(debug_log_path(datadir)).unwrap_or_default()
+}
+
+/// Waits until `datadir`'s log contains `text`, or fails with the log.
+pub fn wait_for_log(datadir: &Path, text: &str, child: &mut Child) {
+    let started = Instant::now();
+    while !log_or_empty(datadir).contains(text) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("ibexd exited ({status:?}) before '{text}':\n{}", log_or_empty(datadir));
+        }
+        assert!(started.elapsed() < NODE_WAIT, "no '{text}' in\n{}", log_or_empty(datadir));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits for `child` to exit, killing it (and failing with `datadir`'s
+/// log) after [`NODE_WAIT`].
+pub fn wait_exit(child: &mut Child, datadir: &Path) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > NODE_WAIT {
+            child.kill().unwrap();
+            panic!("ibexd did not exit; its log:\n{}", log_or_empty(datadir));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
