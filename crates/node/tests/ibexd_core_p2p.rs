@@ -10,7 +10,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
@@ -44,15 +44,15 @@ fn core_expectations() -> (String, u64, String) {
     )
 }
 
-fn bitcoind(binaries: &Path, datadir: &Path, options: &[String]) -> Child {
-    Command::new(binaries.join("bitcoind"))
-        .args(["-regtest", "-printtoconsole=0", "-dnsseed=0", "-fixedseeds=0"])
-        .arg(format!("-datadir={}", datadir.display()))
-        .args(options)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn bitcoind(binaries: &Path, datadir: &Path, options: &[String]) -> common::NodeProcess {
+    common::spawn_node(
+        Command::new(binaries.join("bitcoind"))
+            .args(["-regtest", "-printtoconsole=0", "-dnsseed=0", "-fixedseeds=0"])
+            .arg(format!("-datadir={}", datadir.display()))
+            .args(options)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
 }
 
 fn cli(binaries: &Path, datadir: &Path, rpc_port: u16, arguments: &[&str]) -> Output {
@@ -64,14 +64,14 @@ fn cli(binaries: &Path, datadir: &Path, rpc_port: u16, arguments: &[&str]) -> Ou
         .unwrap()
 }
 
-fn stop_bitcoind(binaries: &Path, datadir: &Path, rpc_port: u16, mut child: Child) {
+fn stop_bitcoind(binaries: &Path, datadir: &Path, rpc_port: u16, mut child: common::NodeProcess) {
     let _ = cli(binaries, datadir, rpc_port, &["stop"]);
     assert!(wait_exit(&mut child, datadir).success());
 }
 
 /// `bitcoind` serving the shared chain on a free port: the port, its RPC
 /// port and the process, once it has reindexed to the tip.
-fn serving_bitcoind(binaries: &Path, datadir: &Path, v2: bool) -> (u16, u16, Child) {
+fn serving_bitcoind(binaries: &Path, datadir: &Path, v2: bool) -> (u16, u16, common::NodeProcess) {
     let blocks = copy_core_blocks(datadir);
     for entry in std::fs::read_dir(&blocks).unwrap().flatten() {
         // Copies of the read-only shared files are read-only; bitcoind
@@ -108,7 +108,8 @@ fn ibexd_syncs_from_bitcoind(binaries: &Path, root: &Path, v2: bool) -> PathBuf 
         format!("-stopatheight={height}"),
     ];
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    let mut node = common::quiet_ibexd(&ibex, &common::REGTEST_QUIET, &options).spawn().unwrap();
+    let mut node =
+        common::spawn_node(&mut common::quiet_ibexd(&ibex, &common::REGTEST_QUIET, &options));
     assert!(wait_exit(&mut node, &ibex).success(), "{}", log_or_empty(&ibex));
     let log = debug_log(&ibex);
     assert!(log.contains(&format!("UpdateTip: new best={tip} height={height} ")), "{log}");
@@ -142,7 +143,8 @@ fn ibexd_syncs_from_bitcoind_over_v2_and_bitcoind_does_its_ibd_from_ibexd() {
         "-server=0".to_owned(),
     ];
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    let mut serving = common::quiet_ibexd(&ibex, &common::REGTEST_QUIET, &options).spawn().unwrap();
+    let mut serving =
+        common::spawn_node(&mut common::quiet_ibexd(&ibex, &common::REGTEST_QUIET, &options));
     wait_for_log(&ibex, "Bound to 127.0.0.1", &mut serving);
     let core = root.path().join("core-from-ibex");
     std::fs::create_dir_all(&core).unwrap();

@@ -45,7 +45,7 @@ fn sync_over_loopback(
         vec!["-reindex", "-listen=1", "-bind=127.0.0.1", port_option.as_str(), "-server=0"];
     a_options.extend_from_slice(a_extra);
     let mut node_a =
-        common::quiet_ibexd(&serving, &common::REGTEST_QUIET, &a_options).spawn().unwrap();
+        common::spawn_node(&mut common::quiet_ibexd(&serving, &common::REGTEST_QUIET, &a_options));
     wait_for_log(&serving, "Chain activation:", &mut node_a);
     wait_for_log(&serving, "Bound to 127.0.0.1", &mut node_a);
 
@@ -56,8 +56,11 @@ fn sync_over_loopback(
     let mut b_options = vec![connect.as_str(), "-listen=0", stop.as_str(), "-server=0"];
     b_options.extend_from_slice(b_extra);
     if let Some(height) = b_interrupted_at {
-        let mut node_b =
-            common::quiet_ibexd(&syncing, &common::REGTEST_QUIET, &b_options).spawn().unwrap();
+        let mut node_b = common::spawn_node(&mut common::quiet_ibexd(
+            &syncing,
+            &common::REGTEST_QUIET,
+            &b_options,
+        ));
         wait_for_log(&syncing, &format!(" height={height} "), &mut node_b);
         terminate(&node_b);
         let status = wait_exit(&mut node_b, &syncing);
@@ -69,7 +72,7 @@ fn sync_over_loopback(
     }
     let started = Instant::now();
     let mut node_b =
-        common::quiet_ibexd(&syncing, &common::REGTEST_QUIET, &b_options).spawn().unwrap();
+        common::spawn_node(&mut common::quiet_ibexd(&syncing, &common::REGTEST_QUIET, &b_options));
     let status = wait_exit(&mut node_b, &syncing);
     let synced_in = started.elapsed();
     assert!(status.success(), "B: {status:?}\n{}", log_or_empty(&syncing));

@@ -10,7 +10,6 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Child;
 
 use common::{datadir_with_blocks, debug_log, free_port, generate_chain, wait_exit, wait_for_log};
 
@@ -50,7 +49,7 @@ fn post(port: u16, credentials: &str, body: &str) -> String {
 
 /// A node that imported a generated chain and stays up with its RPC server
 /// on a free port; the datadir, the port and the process.
-fn serving_node(root: &Path, extra: &[&str]) -> (std::path::PathBuf, u16, Child) {
+fn serving_node(root: &Path, extra: &[&str]) -> (std::path::PathBuf, u16, common::NodeProcess) {
     let chain = root.join("chain");
     generate_chain(&chain, "tiny", &BLOCKS.to_string(), "15", &[]);
     let datadir = datadir_with_blocks(&root.join("node"), &chain);
@@ -62,7 +61,7 @@ fn serving_node(root: &Path, extra: &[&str]) -> (std::path::PathBuf, u16, Child)
         vec!["-reindex", "-listen=1", "-bind=127.0.0.1", p2p_option.as_str(), rpc_option.as_str()];
     options.extend_from_slice(extra);
     let mut child =
-        common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options).spawn().unwrap();
+        common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
     wait_for_log(&datadir, "Binding RPC on address", &mut child);
     (datadir, rpc_port, child)
 }

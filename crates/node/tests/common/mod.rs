@@ -170,3 +170,36 @@ pub fn wait_exit(child: &mut Child, datadir: &Path) -> std::process::ExitStatus 
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A node process that is killed when dropped, so that a failing test
+/// leaves no node running behind it (a clean stop waits for its exit first,
+/// and then the kill does nothing).
+pub struct NodeProcess(pub Child);
+
+impl std::ops::Deref for NodeProcess {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for NodeProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Starts `command` as a [`NodeProcess`].
+pub fn spawn_node(command: &mut Command) -> NodeProcess {
+    NodeProcess(command.spawn().unwrap())
+}
