@@ -120,6 +120,18 @@ fn queries_during_an_import_with_reorganisations_see_one_settled_state() {
         let id = chainstate.chain().at(height as u32).unwrap();
         assert_eq!(*hash, chainstate.index().entry(id).hash, "height {height}");
     }
+    // Raw block bytes read off the engine's thread: the tip's are its
+    // stored bytes; asked for another hash at that position, an error.
+    let tip_id = chainstate.chain().tip().unwrap();
+    let position = chainstate.index().entry(tip_id).block_position.unwrap();
+    let bytes = reader.read_stored_block(position, &tip_hash).unwrap();
+    assert_eq!(bytes, chainstate.read_block(tip_id).unwrap().bytes());
+    let genesis = hashes[0];
+    assert!(matches!(
+        reader.read_stored_block(position, &genesis),
+        Err(ibex_chainstate::ChainstateError::WrongBlockInFile { expected, found })
+            if expected == genesis && found == tip_hash
+    ));
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub struct ChainBackend {
     params: Params,
     blocks_directory: std::path::PathBuf,
     shutdown: Arc<AtomicBool>,
+    /// Core's `IsInitialBlockDownload` latch: once false, it stays false.
+    initial_download_left: AtomicBool,
 }
 
 impl ChainBackend {
@@ -48,7 +50,13 @@ impl ChainBackend {
         blocks_directory: std::path::PathBuf,
         shutdown: Arc<AtomicBool>,
     ) -> ChainBackend {
-        ChainBackend { reader, params, blocks_directory, shutdown }
+        ChainBackend {
+            reader,
+            params,
+            blocks_directory,
+            shutdown,
+            initial_download_left: AtomicBool::new(false),
+        }
     }
 
     fn query<R: Send + 'static>(
@@ -87,21 +95,20 @@ fn entry_of(chainstate: &Chainstate, id: EntryId) -> BlockEntry {
     }
 }
 
-/// The block `hash` with its bytes and, when asked and stored, the coins
-/// it spent in input order.
-fn stored_block(
+/// The block `hash`'s entry, where it is stored and, when asked and
+/// stored, the coins it spent in input order (read on the engine's thread;
+/// the block's bytes are read by the caller, off that thread).
+fn located_block(
     chainstate: &Chainstate,
     hash: &BlockHash,
     include_spent_coins: bool,
-) -> Result<Option<StoredBlock>, BackendError> {
+) -> Result<Option<LocatedBlock>, BackendError> {
     let Some(id) = chainstate.index().get(hash) else { return Ok(None) };
     let entry = entry_of(chainstate, id);
-    if entry.data == BlockData::NotDownloaded {
-        return Err(BackendError::BlockDataUnavailable { block_hash: *hash, pruned: false });
-    }
-    let storage =
-        |error: ibex_chainstate::ChainstateError| BackendError::Storage { source: Box::new(error) };
-    let block = chainstate.read_block(id).map_err(storage)?;
+    let position = match (entry.data, chainstate.index().entry(id).block_position) {
+        (BlockData::Stored { .. }, Some(position)) => position,
+        _ => return Err(BackendError::BlockDataUnavailable { block_hash: *hash, pruned: false }),
+    };
     let spent_coins = match entry.data {
         BlockData::Stored { have_undo: true } if include_spent_coins => {
             let undo = chainstate.read_undo(id).map_err(storage)?;
@@ -119,7 +126,18 @@ fn stored_block(
         }
         _ => None,
     };
-    Ok(Some(StoredBlock { entry, bytes: block.bytes().to_vec(), spent_coins }))
+    Ok(Some(LocatedBlock { entry, position, spent_coins }))
+}
+
+/// A block's description and where its bytes are.
+struct LocatedBlock {
+    entry: BlockEntry,
+    position: ibex_blockstore::BlockPosition,
+    spent_coins: Option<Vec<SpentOutput>>,
+}
+
+fn storage(error: ibex_chainstate::ChainstateError) -> BackendError {
+    BackendError::Storage { source: Box::new(error) }
 }
 
 fn tip_status(status: &str) -> ChainTipStatus {
@@ -177,7 +195,11 @@ impl NodeBackend for ChainBackend {
         include_spent_coins: bool,
     ) -> Result<Option<StoredBlock>, BackendError> {
         let hash = *hash;
-        self.query(move |chainstate| stored_block(chainstate, &hash, include_spent_coins))?
+        let located =
+            self.query(move |chainstate| located_block(chainstate, &hash, include_spent_coins))??;
+        let Some(LocatedBlock { entry, position, spent_coins }) = located else { return Ok(None) };
+        let bytes = self.reader.read_stored_block(position, &hash).map_err(storage)?;
+        Ok(Some(StoredBlock { entry, bytes, spent_coins }))
     }
 
     fn active_chain_entries(
@@ -227,9 +249,13 @@ impl NodeBackend for ChainBackend {
             now,
             &ChainTransactionData::for_network(params.network),
         );
-        // Core's IsInitialBlockDownload, once it has latched false it stays.
-        let initial_block_download = tip.chain_work < params.minimum_chain_work
-            || i64::from(tip.header.time) < now - MAX_TIP_AGE_SECONDS;
+        // Core's IsInitialBlockDownload: once it has been false, it stays.
+        let initial_block_download = !self.initial_download_left.load(Ordering::Relaxed)
+            && (tip.chain_work < params.minimum_chain_work
+                || i64::from(tip.header.time) < now - MAX_TIP_AGE_SECONDS);
+        if !initial_block_download {
+            self.initial_download_left.store(true, Ordering::Relaxed);
+        }
         Ok(BlockchainInfo {
             tip,
             best_header_height,
@@ -267,9 +293,7 @@ impl NodeBackend for ChainBackend {
             let (hash, height) = chainstate.tip().ok_or(BackendError::NoTip)?;
             let mut coins = Vec::with_capacity(outpoints.len());
             for outpoint in &outpoints {
-                let coin = chainstate
-                    .coin(outpoint)
-                    .map_err(|error| BackendError::Storage { source: Box::new(error) })?;
+                let coin = chainstate.coin(outpoint).map_err(storage)?;
                 coins.push(coin.map(|coin| UnspentOutput {
                     value_satoshis: coin.amount().to_sat(),
                     script_pubkey: coin.script_pubkey().to_vec(),
@@ -295,7 +319,9 @@ impl NodeBackend for ChainBackend {
             if self.shutdown.load(Ordering::Relaxed) {
                 return Err(BackendError::Stopped);
             }
-            std::thread::sleep(TIP_POLL_INTERVAL.min(deadline - Instant::now()));
+            std::thread::sleep(
+                TIP_POLL_INTERVAL.min(deadline.saturating_duration_since(Instant::now())),
+            );
         }
     }
 

@@ -27,6 +27,7 @@ impl Chainstate {
         let magic = options.params.message_start;
         let (persistence, index) = Persistence::open(&options.blocks_directory, magic)?;
         let selection = ChainSelection::from_index(&index);
+        let persistence_files = persistence.block_files();
         let database_options = DatabaseOptions {
             flush_batch_bytes_max: flush_batch_bytes_for(
                 options.flush_batch_bytes_max,
@@ -50,7 +51,7 @@ impl Chainstate {
             persistence,
             observer,
             statistics: ChainStatistics::default(),
-            reads: super::reader::ReadService::new(),
+            reads: super::reader::ReadService::new(persistence_files),
         };
         chainstate.recover()?;
         chainstate.publish(chainstate.chain.tip());

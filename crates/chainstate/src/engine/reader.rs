@@ -31,9 +31,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use ibex_primitives::BlockHash;
+use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
 
 use super::Chainstate;
+use crate::block_read_ahead::BlockFiles;
+use crate::error::ChainstateError;
 use crate::index::EntryId;
 
 /// Queries that may wait for the engine's thread at once.
@@ -101,6 +103,7 @@ struct Published {
 pub struct ChainReader {
     published: Arc<RwLock<Published>>,
     queries: SyncSender<Query>,
+    files: Arc<BlockFiles>,
 }
 
 impl std::fmt::Debug for ChainReader {
@@ -134,6 +137,32 @@ impl ChainReader {
         (published.snapshot.clone(), hashes)
     }
 
+    /// The serialised block `hash` stored at `position` (a position read
+    /// from its index entry with [`Self::query`]), read on the calling
+    /// thread: serving a block to a peer or an RPC client neither parses it
+    /// nor holds up the engine. The bytes must hold that block (its header
+    /// hashes to `hash`), else [`ChainstateError::WrongBlockInFile`].
+    pub fn read_stored_block(
+        &self,
+        position: ibex_blockstore::BlockPosition,
+        hash: &BlockHash,
+    ) -> Result<Vec<u8>, ChainstateError> {
+        let files = &self.files;
+        let bytes = ibex_blockstore::read_block(
+            &files.directory,
+            position,
+            files.magic,
+            &files.obfuscation,
+        )?;
+        let found = bytes
+            .first_chunk::<HEADER_BYTES>()
+            .map_or(BlockHash::ZERO, |header| Header::decode(header).block_hash());
+        if found != *hash {
+            return Err(ChainstateError::WrongBlockInFile { expected: *hash, found });
+        }
+        Ok(bytes)
+    }
+
     /// Runs `read` on the engine's thread against a settled state and
     /// returns its result, waiting at most `timeout`.
     pub fn query<R: Send + 'static>(
@@ -163,6 +192,7 @@ impl ChainReader {
 /// The engine's side: publishes snapshots and answers queries.
 pub(crate) struct ReadService {
     published: Arc<RwLock<Published>>,
+    files: Arc<BlockFiles>,
     queries: Receiver<Query>,
     /// Kept to hand out readers.
     sender: SyncSender<Query>,
@@ -171,14 +201,19 @@ pub(crate) struct ReadService {
 
 impl ReadService {
     /// A service with nothing published yet.
-    pub(crate) fn new() -> ReadService {
+    pub(crate) fn new(files: BlockFiles) -> ReadService {
         let (sender, queries) = sync_channel(READ_QUERIES_WAITING_MAX);
-        ReadService { published: Arc::default(), queries, sender, sequence: 0 }
+        let files = Arc::new(files);
+        ReadService { published: Arc::default(), files, queries, sender, sequence: 0 }
     }
 
     /// A reader handle.
     pub(crate) fn reader(&self) -> ChainReader {
-        ChainReader { published: self.published.clone(), queries: self.sender.clone() }
+        ChainReader {
+            published: self.published.clone(),
+            queries: self.sender.clone(),
+            files: self.files.clone(),
+        }
     }
 
     /// The next waiting query, if any.

@@ -343,23 +343,31 @@ pub fn headers_for(reader: &ChainReader, request: LocatorRequest) -> Option<Vec<
 }
 
 /// The stored blocks `hashes` (serialised) as far as the engine has them
-/// valid; `None` for each it does not.
+/// valid; `None` for each it does not. The engine only looks up where they
+/// are; the bytes are read here, unparsed, off the engine's thread.
 pub fn blocks_for(reader: &ChainReader, hashes: Vec<BlockHash>) -> Vec<Option<Vec<u8>>> {
     let count = hashes.len();
-    let read = move |chainstate: &Chainstate| {
+    let locate = move |chainstate: &Chainstate| {
         hashes
             .iter()
             .map(|hash| {
                 let id = chainstate.index().get(hash)?;
-                let status = chainstate.index().entry(id).status;
-                if !status.has(BlockStatus::HAVE_DATA) || status.is_failed() {
+                let entry = chainstate.index().entry(id);
+                if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
                     return None;
                 }
-                chainstate.read_block(id).ok().map(|block| block.bytes().to_vec())
+                entry.block_position.map(|position| (position, *hash))
             })
-            .collect()
+            .collect::<Vec<_>>()
     };
-    reader.query(read, QUERY_TIMEOUT).unwrap_or_else(|_| vec![None; count])
+    let Ok(locations) = reader.query(locate, QUERY_TIMEOUT) else { return vec![None; count] };
+    locations
+        .into_iter()
+        .map(|location| {
+            let (position, hash) = location?;
+            reader.read_stored_block(position, &hash).ok()
+        })
+        .collect()
 }
 
 /// The header the headers sync starts from when the engine cannot answer.
