@@ -174,6 +174,19 @@ pub fn summary_line(summary: &RunSummary) -> String {
         statistics.longest_flush_ms,
         statistics.longest_flush_stall_ms,
         statistics.shutdown_flush_ms,
+    ) + &engine_wait_text(statistics)
+}
+
+/// How long the engine's service waited for blocks and how often pending
+/// blocks were settled before their turn (empty when it did not run: an
+/// import from files).
+fn engine_wait_text(statistics: &ibex_chainstate::ChainStatistics) -> String {
+    if statistics.command_wait_ms == 0 && statistics.reads_settled == 0 {
+        return String::new();
+    }
+    format!(
+        "; engine waited {} ms for blocks, settled early for {} reads and {} pauses",
+        statistics.command_wait_ms, statistics.reads_settled, statistics.pauses_settled,
     )
 }
 

@@ -141,6 +141,15 @@ pub struct ChainStatistics {
     pub longest_flush_stall_ms: u64,
     /// The last shutdown flush, start to synced, in milliseconds.
     pub shutdown_flush_ms: u64,
+    /// Times a reader's query settled pending blocks before their turn (a
+    /// pipeline bubble each; [`ChainReader::query_unsettled`] makes none).
+    pub reads_settled: u64,
+    /// Times the engine service settled pending blocks because no command
+    /// came for [`EngineService::pause_before_settle`].
+    pub pauses_settled: u64,
+    /// Milliseconds the engine service waited for commands (the engine
+    /// starved: nothing to connect).
+    pub command_wait_ms: u64,
 }
 
 impl Chainstate {

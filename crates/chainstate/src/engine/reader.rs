@@ -89,7 +89,14 @@ pub enum ReadError {
 }
 
 /// A closure to run on the engine's thread.
-type Query = Box<dyn FnOnce(&Chainstate) + Send>;
+type QueryFunction = Box<dyn FnOnce(&Chainstate) + Send>;
+
+/// A query waiting for the engine's thread.
+pub(crate) struct Query {
+    /// Whether pending blocks are settled before it runs.
+    settled: bool,
+    run: QueryFunction,
+}
 
 /// The snapshot and the active chain's hashes, published together.
 #[derive(Debug, Default)]
@@ -170,11 +177,35 @@ impl ChainReader {
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
         timeout: Duration,
     ) -> Result<R, ReadError> {
+        self.send_query(true, read, timeout)
+    }
+
+    /// Runs `read` on the engine's thread at its next pause between blocks
+    /// *without* settling the pending script verdicts first, so it makes
+    /// no pipeline bubble. For reads of the block index and the header
+    /// chains (what a download scheduler or a headers sync needs): the
+    /// active chain and the coins it sees may include blocks whose scripts
+    /// are still being checked, which a failed verdict would roll back.
+    pub fn query_unsettled<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
+        timeout: Duration,
+    ) -> Result<R, ReadError> {
+        self.send_query(false, read, timeout)
+    }
+
+    fn send_query<R: Send + 'static>(
+        &self,
+        settled: bool,
+        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
+        timeout: Duration,
+    ) -> Result<R, ReadError> {
         let (answer_sender, answer) = sync_channel(1);
-        let query: Query = Box::new(move |chainstate| {
+        let run: QueryFunction = Box::new(move |chainstate| {
             // The asker may have given up: nothing to do then.
             let _ = answer_sender.send(read(chainstate));
         });
+        let query = Query { settled, run };
         match self.queries.try_send(query) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => return Err(ReadError::Busy),
@@ -293,15 +324,34 @@ impl Chainstate {
     /// they see one settled state). False when settling found a pending
     /// block invalid (the chain changed: the caller picks its target again).
     pub fn serve_reads(&mut self) -> Result<bool, crate::ChainstateError> {
-        let Some(first) = self.reads.next_query() else { return Ok(true) };
-        let settled = self.settle_pending()?;
-        first(self);
+        let mut unchanged = true;
+        let mut settled = false;
         // Bounded: the channel holds at most READ_QUERIES_WAITING_MAX.
-        for _ in 1..READ_QUERIES_WAITING_MAX {
+        for _ in 0..READ_QUERIES_WAITING_MAX {
             let Some(query) = self.reads.next_query() else { break };
-            query(self);
+            unchanged &= self.run_query(query, &mut settled)?;
         }
-        Ok(settled)
+        Ok(unchanged)
+    }
+
+    /// Runs `query`, settling the pending blocks first if it asks for a
+    /// settled state and they were not settled yet (`settled`). False when
+    /// settling found a failed block.
+    fn run_query(
+        &mut self,
+        query: Query,
+        settled: &mut bool,
+    ) -> Result<bool, crate::ChainstateError> {
+        let mut unchanged = true;
+        if query.settled && !*settled {
+            if !self.scripts.is_empty() {
+                self.statistics.reads_settled += 1;
+            }
+            unchanged = self.settle_pending()?;
+            *settled = true;
+        }
+        (query.run)(self);
+        Ok(unchanged)
     }
 
     /// Waits up to `timeout` for queries and answers them (an idle engine:
@@ -311,9 +361,61 @@ impl Chainstate {
         timeout: Duration,
     ) -> Result<bool, crate::ChainstateError> {
         let Some(first) = self.reads.wait_query(timeout) else { return Ok(false) };
-        self.settle_pending()?;
-        first(self);
+        let mut settled = false;
+        self.run_query(first, &mut settled)?;
         self.serve_reads()?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use crate::test_chain::{accept, chain_and_chainstate};
+
+    /// Serves reads until `asker` has its answer.
+    fn answer<R>(chainstate: &mut super::Chainstate, asker: std::thread::JoinHandle<R>) -> R {
+        while !asker.is_finished() {
+            chainstate.serve_reads().unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        asker.join().unwrap()
+    }
+
+    #[test]
+    fn unsettled_queries_leave_pending_blocks_pending_and_settled_ones_settle_them() {
+        let root = tempfile::tempdir().unwrap();
+        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
+        for bytes in &blocks {
+            accept(&mut chainstate, bytes);
+            chainstate.advance_best_chain().unwrap();
+        }
+        let pending = chainstate.scripts.len();
+        assert!(pending > 0, "the chain left no block pending");
+        let top = u32::try_from(blocks.len() - 1).unwrap();
+
+        let reader = chainstate.reader();
+        let asker = std::thread::spawn(move || {
+            reader
+                .query_unsettled(|chainstate| chainstate.chain().height(), Duration::from_secs(10))
+        });
+        // The unsettled read sees the chain with its pending blocks.
+        assert_eq!(answer(&mut chainstate, asker).unwrap(), Some(top));
+        assert_eq!(chainstate.scripts.len(), pending);
+        assert_eq!(chainstate.statistics().reads_settled, 0);
+        // The published (settled) tip is below the pending blocks.
+        let settled_height = chainstate.reader().snapshot().tip.as_ref().map(|tip| tip.height);
+        assert!(settled_height.is_none_or(|height| height < top));
+
+        let reader = chainstate.reader();
+        let asker = std::thread::spawn(move || {
+            reader.query(|chainstate| chainstate.scripts.len(), Duration::from_secs(10))
+        });
+        assert_eq!(answer(&mut chainstate, asker).unwrap(), 0, "a settled read saw pending blocks");
+        assert_eq!(chainstate.statistics().reads_settled, 1);
+        assert_eq!(chainstate.reader().snapshot().tip.as_ref().map(|tip| tip.height), Some(top));
     }
 }

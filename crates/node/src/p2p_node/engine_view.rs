@@ -3,6 +3,13 @@
 //! best header chain above the tip for the block download
 //! ([`BestChainWindow`]), and the reads that answer peers (`getheaders`,
 //! `getdata`), each one query run on the engine's thread.
+//!
+//! The sync's own reads (index lookups, locators, the window, where a
+//! peer's chain meets ours) are unsettled queries
+//! ([`ChainReader::query_unsettled`]): they read the block index and the
+//! header chains, which no pending script verdict changes, and make no
+//! pipeline bubble. What answers peers and announces tips reads a settled
+//! state: nothing is served that a failed verdict could take back.
 
 use std::time::Duration;
 
@@ -90,7 +97,7 @@ impl ReaderIndex {
         &self,
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
     ) -> Option<R> {
-        self.reader.query(read, QUERY_TIMEOUT).ok()
+        self.reader.query_unsettled(read, QUERY_TIMEOUT).ok()
     }
 }
 
@@ -168,6 +175,13 @@ fn in_initial_block_download(chainstate: &Chainstate, now_unix_seconds: i64) -> 
         || i64::from(entry.header.time) < now_unix_seconds - MAX_TIP_AGE_SECONDS
 }
 
+/// Whether the settled tip `tip` is too old for anything to be announced
+/// (initial block download by its age alone): decided from a snapshot, so
+/// an IBD makes no settled query per tip move.
+pub fn tip_is_stale(tip: &ibex_chainstate::TipSummary, now_unix_seconds: i64) -> bool {
+    i64::from(tip.time) < now_unix_seconds - MAX_TIP_AGE_SECONDS
+}
+
 /// Core's `Synchronizing blockheaders, height: N (~P%)` line for the
 /// indexed header `hash`, logged while in initial block download: the
 /// share of the chain its height is, estimating the blocks after it from
@@ -186,7 +200,7 @@ pub fn headers_progress_line(reader: &ChainReader, hash: BlockHash) -> Option<St
         let progress = 100.0 * height as f64 / total;
         Some(format!("Synchronizing blockheaders, height: {height} (~{progress:.2}%)"))
     };
-    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+    reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
 }
 
 /// What announces a new tip to peers that asked for `headers` (BIP130):
@@ -285,7 +299,7 @@ impl BestChainWindow {
             blocks.reverse();
             Some(BestChainWindow { best_height, first_height, blocks })
         };
-        reader.query(read, QUERY_TIMEOUT).ok().flatten()
+        reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
     }
 }
 
@@ -323,7 +337,7 @@ pub fn common_height_with_best(reader: &ChainReader, peer_best: BlockHash) -> Op
             height = height.checked_sub(1)?;
         }
     };
-    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+    reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
 }
 
 /// The headers answering `request` from our active chain (Core's

@@ -26,8 +26,8 @@ use ibex_primitives::{BlockBuffers, BlockHash, Hash256, Params};
 
 use super::engine_link::EngineLink;
 use super::engine_view::{
-    announcement_headers, common_height_with_best, headers_progress_line, unix_seconds,
-    BestChainWindow, ReaderIndex,
+    announcement_headers, common_height_with_best, headers_progress_line, tip_is_stale,
+    unix_seconds, BestChainWindow, ReaderIndex,
 };
 use super::serve::{serve_data, serve_headers};
 use crate::logging::Logger;
@@ -498,6 +498,10 @@ impl SyncLoop {
     /// `headers` to those that asked for them when few blocks are new, an
     /// `inv` of the tip otherwise. Nothing in initial block download.
     fn announce_tip(&mut self, tip: BlockHash, old_height: u32) {
+        let snapshot = self.reader.snapshot();
+        if snapshot.tip.as_ref().is_none_or(|tip| tip_is_stale(tip, unix_seconds())) {
+            return;
+        }
         let Some(headers) = announcement_headers(&self.reader, old_height, ANNOUNCED_HEADERS_MAX)
         else {
             return;
