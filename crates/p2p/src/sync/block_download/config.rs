@@ -32,11 +32,11 @@ const _: () = assert!(BLOCK_BYTES_MAX <= crate::MESSAGE_PAYLOAD_BYTES_MAX as u64
 const _: () =
     assert!(BLOCK_STALLING_TIMEOUT_DEFAULT.as_secs() < BLOCK_STALLING_TIMEOUT_MAX.as_secs());
 
-/// Smallest byte bound [`download_bytes_for_dbcache`] suggests: 16 blocks
-/// of the largest size, one peer's worth.
-pub const DOWNLOAD_BYTES_FLOOR: u64 = 64 << 20;
+/// Smallest byte bound [`download_bytes_for_dbcache`] suggests: 8 blocks
+/// of the largest size.
+pub const DOWNLOAD_BYTES_FLOOR: u64 = 32 << 20;
 /// Largest byte bound [`download_bytes_for_dbcache`] suggests.
-pub const DOWNLOAD_BYTES_CEILING: u64 = 1 << 30;
+pub const DOWNLOAD_BYTES_CEILING: u64 = 512 << 20;
 
 /// The scheduler's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,15 +84,19 @@ impl DownloadConfig {
     }
 }
 
-/// The byte bound the node derives from `-dbcache` (in bytes): a quarter of
-/// the cache, at least [`DOWNLOAD_BYTES_FLOOR`] (64 MiB) and at most
-/// [`DOWNLOAD_BYTES_CEILING`] (1 GiB). At the default `-dbcache=450` that is
-/// 112 MiB: 28 blocks reserved at 4 MB each, or about 75 of today's 1.5 MB
-/// blocks once received. The quarter keeps the download buffer inside the
-/// memory budget's 256 MiB margin up to `-dbcache=1024`; the floor keeps
-/// one peer's 16 blocks in flight on a tiny cache.
+/// The byte bound the node derives from `-dbcache` (in bytes): an eighth
+/// of the cache, at least [`DOWNLOAD_BYTES_FLOOR`] (32 MiB) and at most
+/// [`DOWNLOAD_BYTES_CEILING`] (512 MiB). At the default `-dbcache=450` that
+/// is 56 MiB: 14 blocks reserved at 4 MB each, or about 37 of today's
+/// 1.5 MB blocks once received, a queue of several seconds of validation
+/// for the engine. The memory budget is `-dbcache` + 256 MiB for the whole
+/// process, and a reindex already takes ~170 MiB of that margin (the
+/// database's write buffers, read-ahead, the script pipeline): at a
+/// quarter of the cache (112 MiB) an IBD over P2P peaked 46 MiB over the
+/// budget at `-dbcache=450` (752 MiB, docs/benchmarks.md). The floor keeps
+/// 8 blocks in flight on a tiny cache.
 pub fn download_bytes_for_dbcache(dbcache_bytes: u64) -> u64 {
-    (dbcache_bytes / 4).clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
+    (dbcache_bytes / 8).clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
 }
 
 #[cfg(test)]
@@ -100,10 +104,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn byte_bound_is_a_quarter_of_the_cache_within_its_limits() {
-        assert_eq!(download_bytes_for_dbcache(450 << 20), (450 << 20) / 4);
+    fn byte_bound_is_an_eighth_of_the_cache_within_its_limits() {
+        assert_eq!(download_bytes_for_dbcache(450 << 20), (450 << 20) / 8);
         assert_eq!(download_bytes_for_dbcache(16 << 20), DOWNLOAD_BYTES_FLOOR);
         assert_eq!(download_bytes_for_dbcache(16 << 30), DOWNLOAD_BYTES_CEILING);
-        assert!(DOWNLOAD_BYTES_FLOOR >= BLOCKS_IN_FLIGHT_PER_PEER_MAX as u64 * BLOCK_BYTES_MAX);
+        assert!(DOWNLOAD_BYTES_FLOOR >= BLOCKS_IN_FLIGHT_PER_PEER_MAX as u64 / 2 * BLOCK_BYTES_MAX);
     }
 }

@@ -38,8 +38,8 @@
 //!
 //! # Napkin math
 //! - In flight: 16 per peer, so 128 blocks with 8 peers; at 4 MB reserved
-//!   each that is 512 MB, so on mainnet's full blocks the byte bound (112 MiB
-//!   at `-dbcache=450`) binds first: 28 blocks reserved.
+//!   each that is 512 MB, so on mainnet's full blocks the byte bound (56 MiB
+//!   at `-dbcache=450`) binds first: 14 blocks reserved.
 //! - Throughput: a peer with 16 blocks in flight delivers at most 16 blocks
 //!   per round trip plus transfer time. On loopback (~50 us round trip,
 //!   ~5 GB/s) the round trip is nothing: 16 blocks of 1.5 MB take ~5 ms to
