@@ -205,7 +205,7 @@ pub fn run_engine(
     // What was imported is flushed even when the P2P side fails (a port
     // in use, say).
     let network_end = if !import_interrupted && options.network_options.stays_up {
-        run_network(&mut chainstate, options, logger, shutdown)
+        run_network(&mut chainstate, options, logger, &progress, shutdown)
     } else {
         Ok(import_interrupted)
     };
@@ -241,6 +241,7 @@ fn run_network(
     chainstate: &mut Chainstate,
     options: &NodeOptions,
     logger: &Logger,
+    progress: &Progress,
     shutdown: &Arc<AtomicBool>,
 ) -> Result<bool, EngineError> {
     let (commands, notices, mut service) = engine_service();
@@ -256,6 +257,7 @@ fn run_network(
         commands,
         notices,
         logger: logger.clone(),
+        gauges: progress.network_gauges(),
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let rpc_server = start_rpc_server(options, chainstate.reader(), shutdown.clone())

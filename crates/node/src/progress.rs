@@ -1,7 +1,8 @@
 //! A sync progress display on standard error: an `indicatif` bar when
 //! stderr is a terminal (height of target, blocks/s, transactions/s, cache
-//! fill, ETA), otherwise one plain line at most every
-//! [`PLAIN_INTERVAL_MS_DEFAULT`] milliseconds.
+//! fill, ETA; in a sync from peers also the best header's height, the
+//! peers and the download rate, from [`NetworkGauges`]), otherwise one
+//! plain line at most every [`PLAIN_INTERVAL_MS_DEFAULT`] milliseconds.
 //!
 //! [`Progress::update`] is called once per connected block (up to ~10,000
 //! times a second on early mainnet blocks), so it costs two relaxed atomic
@@ -9,8 +10,8 @@
 //! every [`BAR_INTERVAL_MS`] for the bar) takes a mutex nobody else holds.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -32,6 +33,40 @@ struct Sample {
     elapsed_ms: u64,
     height: u32,
     chain_transactions: u64,
+    bytes_received: u64,
+}
+
+/// What the P2P side shows on the display: written by the sync loop (a
+/// few relaxed stores a tick), read at each redraw.
+#[derive(Debug, Default)]
+pub struct NetworkGauges {
+    attached: AtomicBool,
+    header_height: AtomicU32,
+    peers: AtomicU32,
+    bytes_received: AtomicU64,
+}
+
+impl NetworkGauges {
+    /// The P2P side's figures now: the best header's height, connected
+    /// peers and bytes received since the start.
+    pub fn set(&self, header_height: u32, peers: usize, bytes_received: u64) {
+        self.header_height.store(header_height, Ordering::Relaxed);
+        self.peers.store(u32::try_from(peers).unwrap_or(u32::MAX), Ordering::Relaxed);
+        self.bytes_received.store(bytes_received, Ordering::Relaxed);
+        self.attached.store(true, Ordering::Relaxed);
+    }
+
+    /// The figures, once the P2P side has set them.
+    fn read(&self) -> Option<(u32, u32, u64)> {
+        if !self.attached.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some((
+            self.header_height.load(Ordering::Relaxed),
+            self.peers.load(Ordering::Relaxed),
+            self.bytes_received.load(Ordering::Relaxed),
+        ))
+    }
 }
 
 /// The display. Share it by reference (`&Progress` is `Sync`).
@@ -42,6 +77,7 @@ pub struct Progress {
     interval_ms: u64,
     next_draw_ms: AtomicU64,
     previous: Mutex<Option<Sample>>,
+    network: Arc<NetworkGauges>,
 }
 
 impl std::fmt::Debug for Progress {
@@ -95,7 +131,13 @@ impl Progress {
             interval_ms,
             next_draw_ms: AtomicU64::new(0),
             previous: Mutex::new(None),
+            network: Arc::default(),
         }
+    }
+
+    /// The gauges the P2P side writes to.
+    pub fn network_gauges(&self) -> Arc<NetworkGauges> {
+        self.network.clone()
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -125,10 +167,17 @@ impl Progress {
         if claimed.is_err() {
             return;
         }
-        let sample = Sample { elapsed_ms, height, chain_transactions };
+        let network = self.network.read();
+        let bytes_received = network.map_or(0, |(_, _, bytes)| bytes);
+        let sample = Sample { elapsed_ms, height, chain_transactions, bytes_received };
         let message = self.message(sample, cache_bytes, cache_bytes_max);
         match &self.output {
             Output::Bar(bar) => {
+                if let Some((header_height, _, _)) =
+                    network.filter(|_| self.target_height.is_none())
+                {
+                    bar.set_length(u64::from(header_height.max(height)));
+                }
                 bar.set_position(u64::from(height));
                 bar.set_message(message);
             }
@@ -142,15 +191,16 @@ impl Progress {
     /// The rates since the previous redraw and the cache fill.
     fn message(&self, sample: Sample, cache_bytes: u64, cache_bytes_max: u64) -> String {
         let mut previous = self.previous.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (blocks_per_second, transactions_per_second) = match *previous {
+        let (blocks_per_second, transactions_per_second, bytes_per_second) = match *previous {
             Some(before) if sample.elapsed_ms > before.elapsed_ms => {
                 let seconds = (sample.elapsed_ms - before.elapsed_ms) as f64 / 1000.0;
                 let blocks = f64::from(sample.height.saturating_sub(before.height));
                 let transactions =
                     sample.chain_transactions.saturating_sub(before.chain_transactions) as f64;
-                (blocks / seconds, transactions / seconds)
+                let bytes = sample.bytes_received.saturating_sub(before.bytes_received) as f64;
+                (blocks / seconds, transactions / seconds, bytes / seconds)
             }
-            _ => (0.0, 0.0),
+            _ => (0.0, 0.0, 0.0),
         };
         *previous = Some(sample);
         let cache_percent = if cache_bytes_max == 0 {
@@ -158,10 +208,17 @@ impl Progress {
         } else {
             cache_bytes as f64 * 100.0 / cache_bytes_max as f64
         };
-        format!(
+        let mut message = format!(
             "{blocks_per_second:.0} blk/s {transactions_per_second:.0} tx/s cache {:.1}MiB ({cache_percent:.0}%)",
             cache_bytes as f64 / 1_048_576.0
-        )
+        );
+        if let Some((header_height, peers, _)) = self.network.read() {
+            message.push_str(&format!(
+                " headers {header_height} peers {peers} down {:.1}MiB/s",
+                bytes_per_second / 1_048_576.0
+            ));
+        }
+        message
     }
 
     fn plain_line(&self, height: u32, message: &str) -> String {
@@ -233,8 +290,10 @@ mod tests {
     fn rates_between_redraws() {
         let output = Shared::default();
         let progress = Progress::plain(None, 0, Box::new(output.clone()));
-        let first = Sample { elapsed_ms: 1_000, height: 10, chain_transactions: 100 };
-        let second = Sample { elapsed_ms: 3_000, height: 30, chain_transactions: 1_100 };
+        let first =
+            Sample { elapsed_ms: 1_000, height: 10, chain_transactions: 100, bytes_received: 0 };
+        let second =
+            Sample { elapsed_ms: 3_000, height: 30, chain_transactions: 1_100, bytes_received: 0 };
         progress.message(first, 0, 0);
         let message = progress.message(second, 512 * 1024, 1_048_576);
         assert_eq!(message, "10 blk/s 500 tx/s cache 0.5MiB (50%)");
@@ -256,5 +315,34 @@ mod tests {
         assert_eq!(bar.position(), 5);
         progress.finish();
         assert!(bar.is_finished());
+    }
+
+    #[test]
+    fn a_sync_from_peers_shows_headers_peers_and_download_rate() {
+        let progress = Progress::plain(None, 0, Box::new(Shared::default()));
+        let gauges = progress.network_gauges();
+        let first =
+            Sample { elapsed_ms: 1_000, height: 10, chain_transactions: 100, bytes_received: 0 };
+        // Before the P2P side reports, nothing network is shown.
+        assert!(!progress.message(first, 0, 0).contains("headers"));
+        gauges.set(4_420, 3, 6 << 20);
+        let second = Sample {
+            elapsed_ms: 3_000,
+            height: 30,
+            chain_transactions: 1_100,
+            bytes_received: 6 << 20,
+        };
+        let message = progress.message(second, 0, 0);
+        assert!(message.ends_with(" headers 4420 peers 3 down 3.0MiB/s"), "{message}");
+    }
+
+    #[test]
+    fn the_bar_reaches_to_the_best_header_in_a_sync_from_peers() {
+        let progress = Progress::bar(None);
+        progress.network_gauges().set(900, 1, 0);
+        progress.update(100, 100, 0, 0);
+        let Output::Bar(bar) = &progress.output else { panic!("not a bar") };
+        assert_eq!(bar.length(), Some(900));
+        assert_eq!(bar.position(), 100);
     }
 }

@@ -41,6 +41,7 @@ use ibex_primitives::Params;
 
 use crate::logging::Logger;
 use crate::network_options::NetworkOptions;
+use crate::progress::NetworkGauges;
 
 use engine_link::EngineLink;
 use engine_view::{genesis_header, ReaderIndex};
@@ -83,6 +84,8 @@ pub struct P2pStart<'a> {
     pub notices: Receiver<EngineNotice>,
     /// The node's log.
     pub logger: Logger,
+    /// Where the progress display reads the sync's figures.
+    pub gauges: Arc<NetworkGauges>,
 }
 
 /// The running P2P side; [`P2pNode::stop`] ends it.
@@ -96,7 +99,8 @@ pub struct P2pNode {
 impl P2pNode {
     /// Starts the networking layer and the sync thread.
     pub fn start(start: P2pStart<'_>) -> Result<P2pNode, P2pError> {
-        let P2pStart { options, params, dbcache_bytes, reader, commands, notices, logger } = start;
+        let P2pStart { options, params, dbcache_bytes, reader, commands, notices, logger, gauges } =
+            start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
         let network_config = config::network_config(options, params, start_height)?;
@@ -113,7 +117,7 @@ impl P2pNode {
         }
         let download_config =
             DownloadConfig::new(params, download_bytes_for_dbcache(dbcache_bytes));
-        let sync = SyncLoop::new(
+        let mut sync = SyncLoop::new(
             network,
             events,
             runtime.handle().clone(),
@@ -126,6 +130,7 @@ impl P2pNode {
             logger,
             Arc::new(AtomicBool::new(false)),
         );
+        sync.gauges = Some(gauges);
         let stop = sync.stop.clone();
         let sync_thread = std::thread::Builder::new()
             .name("ibex-p2p-sync".to_owned())

@@ -31,6 +31,7 @@ use super::engine_view::{
 };
 use super::serve::{serve_data, serve_headers};
 use crate::logging::Logger;
+use crate::progress::NetworkGauges;
 
 /// How often time passes for the state machines and the tip is read.
 const TICK: Duration = Duration::from_millis(100);
@@ -100,6 +101,8 @@ pub struct SyncLoop {
     header_offers_pending: VecDeque<BlockHash>,
     seen_sequence: u64,
     peer_heights_stale: bool,
+    /// Where the progress display reads the sync's figures.
+    pub(super) gauges: Option<Arc<NetworkGauges>>,
 }
 
 impl SyncLoop {
@@ -144,6 +147,7 @@ impl SyncLoop {
             header_offers_pending: VecDeque::new(),
             seen_sequence: 0,
             peer_heights_stale: false,
+            gauges: None,
         }
     }
 
@@ -474,6 +478,7 @@ impl SyncLoop {
     /// Time passed: the window read again if the tip moved, peers' heights
     /// refreshed, new tips announced, the state machines polled.
     fn tick(&mut self) {
+        self.update_gauges();
         if self.window_stale {
             self.read_window(self.download.tip_height(), self.window_best);
         }
@@ -492,6 +497,14 @@ impl SyncLoop {
         self.carry_out(actions);
         let actions = self.download.poll(now, &self.window);
         self.carry_out(actions);
+    }
+
+    /// The best header's height, the peers and the bytes received, for the
+    /// progress display.
+    fn update_gauges(&self) {
+        let Some(gauges) = &self.gauges else { return };
+        let header_height = self.window_best.map_or(0, |(_, height)| height);
+        gauges.set(header_height, self.peers.len(), self.network.totals().bytes_received);
     }
 
     /// Tells peers of a new tip (Core's block announcements, BIP130):
