@@ -97,6 +97,10 @@ struct Simulation {
     all_bytes: HashMap<BlockHash, Vec<u8>>,
     peers: BTreeMap<PeerId, SimulatedPeer>,
     engine_tip: u32,
+    /// Where the best chain forks below the engine's tip, while the tip
+    /// stays on its old branch (it has less work until the blocks above
+    /// the fork are in).
+    engine_fork: Option<u32>,
     engine_have: HashMap<BlockHash, usize>,
     connect_per_tick: u32,
     offered: HashMap<BlockHash, u32>,
@@ -119,6 +123,7 @@ impl Simulation {
             blocks,
             peers: BTreeMap::new(),
             engine_tip: 0,
+            engine_fork: None,
             engine_have: HashMap::new(),
             connect_per_tick,
             offered: HashMap::new(),
@@ -195,7 +200,21 @@ impl Simulation {
     }
 
     /// Connects blocks in chain order, as many as the engine's pace allows.
+    /// A tip on another branch moves to the best chain once its blocks from
+    /// the fork to one past the tip's height are in (more work).
     fn connect(&mut self) {
+        if let Some(fork) = self.engine_fork {
+            let heavier = (fork + 1..=self.engine_tip + 1).all(|height| {
+                let hash = self.blocks.chain.hash_at(height).unwrap();
+                self.engine_have.contains_key(&hash)
+            });
+            if !heavier {
+                return;
+            }
+            self.engine_fork = None;
+            self.engine_tip += 1;
+            self.download.on_tip_moved(self.engine_tip, 1);
+        }
         let mut connected = 0;
         while connected < self.connect_per_tick {
             let Some(next) = self.blocks.chain.hash_at(self.engine_tip + 1) else { break };
@@ -250,7 +269,8 @@ impl Simulation {
     fn step(&mut self, download_bytes_max: u64) {
         self.deliver_due();
         self.connect();
-        let actions = self.download.poll(self.now, &self.blocks.chain);
+        let view = ForkView { chain: &self.blocks.chain, fork: self.engine_fork };
+        let actions = self.download.poll(self.now, &view);
         self.handle(actions);
         self.check_invariants(download_bytes_max);
         self.now += TICK;
@@ -275,6 +295,27 @@ impl Simulation {
 
     fn elapsed(&self) -> Duration {
         self.now - self.start
+    }
+}
+
+/// The best header chain as the engine sees it, with where it forks from
+/// the active chain below the tip.
+struct ForkView<'a> {
+    chain: &'a HashChain,
+    fork: Option<u32>,
+}
+
+impl ibex_p2p::sync::block_download::HeaderChain for ForkView<'_> {
+    fn best_height(&self) -> u32 {
+        self.chain.tip_height().unwrap_or(0)
+    }
+
+    fn hash_at(&self, height: u32) -> Option<BlockHash> {
+        ChainView::hash_at(self.chain, height)
+    }
+
+    fn fork_height(&self) -> Option<u32> {
+        self.fork
     }
 }
 
@@ -408,6 +449,35 @@ fn a_new_best_chain_forking_below_the_tip_moves_the_window() {
         if *at > switched_at {
             assert!(simulation.blocks.chain.height_of(hash).is_some_and(|height| height > 800));
         }
+    }
+    assert_eq!(simulation.download.bytes_held(), 0);
+}
+
+/// The engine's tip stays on its branch until the heavier chain's blocks
+/// from the fork up are in: they must be fetched from the fork, below the
+/// tip (as Core fetches from the last common block).
+#[test]
+fn a_heavier_chain_forking_below_a_tip_that_stays_is_fetched_from_the_fork() {
+    let first = Blocks::new(1_001, 9);
+    let second = first.fork(900, 200, 10);
+    let mut simulation = Simulation::new(first, BYTES_MAX, 64);
+    simulation.add_peer(PeerId(1), 5, Behaviour::Answers);
+    simulation.add_peer(PeerId(2), 11, Behaviour::Answers);
+    simulation.run_until_synced(BYTES_MAX, 100_000);
+    assert_eq!(simulation.engine_tip, 1_000);
+    for (hash, bytes) in &second.bytes {
+        simulation.all_bytes.insert(*hash, bytes.clone());
+    }
+    simulation.blocks = second;
+    simulation.engine_fork = Some(900);
+    for peer in [PeerId(1), PeerId(2)] {
+        simulation.download.set_peer_best_height(peer, Some(1_100));
+    }
+    simulation.run_until_synced(BYTES_MAX, 100_000);
+    assert_eq!(simulation.engine_tip, 1_100);
+    for height in 901..=1_100 {
+        let hash = simulation.blocks.chain.hash_at(height).unwrap();
+        assert_eq!(simulation.offered.get(&hash), Some(&1), "height {height}");
     }
     assert_eq!(simulation.download.bytes_held(), 0);
 }

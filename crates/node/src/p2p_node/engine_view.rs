@@ -271,6 +271,8 @@ pub struct BestChainWindow {
     best_height: u32,
     /// The height of `blocks[0]`.
     first_height: u32,
+    /// Where the best chain leaves the active chain, below the tip.
+    fork_height: Option<u32>,
     /// Hash and whether the engine holds its data, by height.
     blocks: Vec<(BlockHash, bool)>,
 }
@@ -283,7 +285,8 @@ impl BestChainWindow {
             let index = chainstate.index();
             let best = best_header_id(chainstate)?;
             let best_height = index.entry(best).height;
-            let first_height = tip_height.saturating_add(1);
+            let fork_height = fork_below_tip(chainstate, best, tip_height);
+            let first_height = fork_height.unwrap_or(tip_height).saturating_add(1);
             let last_height =
                 best_height.min(tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS));
             let mut blocks = Vec::new();
@@ -297,10 +300,28 @@ impl BestChainWindow {
                 walk = entry.parent;
             }
             blocks.reverse();
-            Some(BestChainWindow { best_height, first_height, blocks })
+            Some(BestChainWindow { best_height, first_height, fork_height, blocks })
         };
         reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
     }
+}
+
+/// The height where the chain of `best` leaves the active chain, when that
+/// is below `tip_height` (the tip is on another branch): one step down per
+/// block of the fork.
+fn fork_below_tip(chainstate: &Chainstate, best: EntryId, tip_height: u32) -> Option<u32> {
+    let index = chainstate.index();
+    let chain = chainstate.chain();
+    let start_height = tip_height.min(index.entry(best).height);
+    let mut walk = index.ancestor(best, start_height);
+    while let Some(id) = walk {
+        let height = index.entry(id).height;
+        if chain.at(height) == Some(id) {
+            return (height < tip_height).then_some(height);
+        }
+        walk = index.entry(id).parent;
+    }
+    None
 }
 
 impl HeaderChain for BestChainWindow {
@@ -317,6 +338,10 @@ impl HeaderChain for BestChainWindow {
         let Some(offset) = height.checked_sub(self.first_height) else { return true };
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         self.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
+    }
+
+    fn fork_height(&self) -> Option<u32> {
+        self.fork_height
     }
 }
 

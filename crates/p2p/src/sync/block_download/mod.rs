@@ -33,8 +33,9 @@
 //! the peer's usable height is given by the caller (the height where its
 //! best header meets our best chain; `None` for a peer with less work than
 //! our tip or the minimum chain work), and the window starts at the
-//! engine's tip (Core's at each peer's last common block, the same during
-//! IBD).
+//! engine's tip, or where the best header chain forks from the active chain
+//! when the tip is on another branch ([`HeaderChain::fork_height`]; Core's
+//! at each peer's last common block, the same during IBD).
 //!
 //! # Napkin math
 //! - In flight: 16 per peer, so 128 blocks with 8 peers; at 4 MB reserved
@@ -86,6 +87,13 @@ pub trait HeaderChain {
     /// connected, or kept after a reorganisation): it is not downloaded.
     fn have_block_data(&self, _height: u32, _hash: &BlockHash) -> bool {
         false
+    }
+    /// Where the best header chain leaves the active chain, when that is
+    /// below the engine's tip (the tip is on another branch: Core's
+    /// `pindexLastCommonBlock`); `None` when the tip is on the best chain.
+    /// Blocks are fetched from just above it.
+    fn fork_height(&self) -> Option<u32> {
+        None
     }
 }
 
@@ -148,6 +156,9 @@ pub struct BlockDownload {
     received: HashMap<BlockHash, Received>,
     reserved_bytes: u64,
     received_bytes: u64,
+    /// The best chain's fork from the active chain, when below the tip (as
+    /// the last poll's chain gave it).
+    fork_height: Option<u32>,
     stalling_timeout: StallingTimeout,
     /// Which peer is offered blocks first in the next poll.
     rotation: usize,
@@ -164,6 +175,7 @@ impl BlockDownload {
             received: HashMap::new(),
             reserved_bytes: 0,
             received_bytes: 0,
+            fork_height: None,
             stalling_timeout: StallingTimeout::default(),
             rotation: 0,
         }
@@ -204,9 +216,10 @@ impl BlockDownload {
     pub fn on_tip_moved(&mut self, tip_height: u32, blocks_connected: u32) {
         self.tip_height = tip_height;
         self.stalling_timeout.on_blocks_connected(blocks_connected);
+        let base_height = self.base_height();
         let mut released = 0;
         self.received.retain(|_, block| {
-            let keep = block.height > tip_height;
+            let keep = block.height > base_height;
             if !keep {
                 released += block.bytes;
             }
@@ -231,7 +244,7 @@ impl BlockDownload {
         }
         let Some(entry) = self.remove_request(&hash, now) else { return Vec::new() };
         let size = bytes.len() as u64;
-        if entry.height > self.tip_height {
+        if entry.height > self.base_height() {
             self.received.insert(hash, Received { height: entry.height, bytes: size });
             self.received_bytes += size;
         }
@@ -254,6 +267,7 @@ impl BlockDownload {
     /// Time passed (call it after every event, and at least every 100 ms):
     /// disconnects stalling and timed-out peers, then requests blocks.
     pub fn poll(&mut self, now: Instant, chain: &impl HeaderChain) -> Vec<Action> {
+        self.fork_height = chain.fork_height();
         self.release_received_off_chain(chain);
         let mut actions = Vec::new();
         self.disconnect_stalling(now, &mut actions);
@@ -265,6 +279,13 @@ impl BlockDownload {
     /// The engine's tip height the scheduler knows.
     pub fn tip_height(&self) -> u32 {
         self.tip_height
+    }
+
+    /// The height blocks are fetched from just above: the tip, or the best
+    /// chain's fork from the active chain when the tip is on another
+    /// branch.
+    pub fn base_height(&self) -> u32 {
+        self.fork_height.map_or(self.tip_height, |fork| fork.min(self.tip_height))
     }
 
     /// Bytes counted against `download_bytes_max`: blocks in flight at the
@@ -322,10 +343,10 @@ impl BlockDownload {
     }
 
     fn release_received_off_chain(&mut self, chain: &impl HeaderChain) {
-        let tip_height = self.tip_height;
+        let base_height = self.base_height();
         let mut released = 0;
         self.received.retain(|hash, block| {
-            let keep = block.height > tip_height && chain.hash_at(block.height) == Some(*hash);
+            let keep = block.height > base_height && chain.hash_at(block.height) == Some(*hash);
             if !keep {
                 released += block.bytes;
             }

@@ -66,7 +66,7 @@ impl BlockDownload {
             taken: Vec::new(),
             first_in_flight_from: None,
         };
-        let mut height = self.tip_height;
+        let mut height = self.base_height();
         while height < scan_end {
             height += 1;
             let Some(hash) = chain.hash_at(height) else { break };
@@ -111,7 +111,7 @@ impl BlockDownload {
                 limit = Limit::Window;
                 break;
             }
-            let next_to_connect = *height == self.tip_height.saturating_add(1);
+            let next_to_connect = *height == self.base_height().saturating_add(1);
             if !self.has_room_for_another_block(picked.len(), next_to_connect) {
                 limit = Limit::Bytes;
                 break;
