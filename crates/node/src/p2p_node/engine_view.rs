@@ -435,8 +435,10 @@ mod tests {
         let window = BestChainWindow {
             best_height: 12,
             first_height: 10,
+            fork_height: Some(9),
             blocks: vec![(hash(10), true), (hash(11), false), (hash(12), false)],
         };
+        assert_eq!(window.fork_height(), Some(9));
         assert_eq!(window.best_height(), 12);
         assert_eq!(window.hash_at(9), None);
         assert_eq!(window.hash_at(10), Some(hash(10)));
