@@ -179,8 +179,8 @@ fn a_heavier_chain_from_a_new_peer_reorganises_a_syncing_node() {
     let branch_hash = branch_line.split("best=").nth(1).unwrap().split(' ').next().unwrap();
     let tip_at_branch_height = log
         .lines()
-        .filter(|line| line.contains("UpdateTip") && line.contains(&branch_tip_line))
-        .last()
+        .rev()
+        .find(|line| line.contains("UpdateTip") && line.contains(&branch_tip_line))
         .unwrap();
     assert!(
         !tip_at_branch_height.contains(branch_hash),
