@@ -39,6 +39,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("maxconnections", "=<n>", "At most this many connections to peers (default: 125)"),
     ("onlynet", "=<net>", "Make outbound connections only through this network: ipv4, ipv6, onion, i2p or cjdns (repeatable)"),
     ("dnsseed", "", "Ask DNS seeds for addresses when few are known (default: 1 unless -connect is given)"),
+    ("fixedseeds", "", "Add the fixed seeds when no other source gave addresses within 60 seconds (the lists are empty for now; default: 1)"),
     ("v2transport", "", "Support BIP324 v2 encrypted transport (default: 1)"),
     ("blocksonly", "", "Relay no transactions (Ibex relays none either way; default: 0)"),
     ("server", "", "Accept JSON-RPC commands (default: 1)"),

@@ -2,7 +2,8 @@
 //! for `-reindex`/`-reindex-chainstate`, open the chainstate, import block
 //! files (its own on a reindex, then every `-loadblock`), connect the best
 //! chain, then, when the P2P options keep the node up
-//! ([`crate::network_options::NetworkOptions::stays_up`]), sync from and
+//! ([`crate::network_options::NetworkOptions::stays_up_knowing`] the
+//! address manager's file), sync from and
 //! serve peers until a signal or `-stopatheight`; flush, and report.
 
 use std::io::IsTerminal;
@@ -21,7 +22,8 @@ use crate::config::NodeOptions;
 use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
-use crate::p2p_node::{P2pError, P2pNode, P2pStart};
+use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
+use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
 use crate::rpc_start::{start_rpc_server, RpcStartError};
@@ -203,11 +205,19 @@ pub fn run_engine(
     let reindexing = reindex_state == ReindexState::Importing;
     let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
-    // in use, say).
-    let network_end = if !import_interrupted && options.network_options.stays_up {
-        run_network(&mut chainstate, options, logger, &progress, shutdown)
-    } else {
-        Ok(import_interrupted)
+    // in use, say). The address manager is read first: addresses known
+    // from an earlier run keep the node up to reach them.
+    let addresses = (!import_interrupted)
+        .then(|| load_addresses(&options.chain_directory, &options.params, &random_seed()));
+    let importing =
+        options.reindex || options.reindex_chainstate || !options.load_blocks.is_empty();
+    let network_end = match addresses {
+        Some(addresses)
+            if options.network_options.stays_up_knowing(addresses.book.len(), importing) =>
+        {
+            run_network(&mut chainstate, options, logger, &progress, shutdown, addresses)
+        }
+        _ => Ok(import_interrupted),
     };
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
@@ -243,6 +253,7 @@ fn run_network(
     logger: &Logger,
     progress: &Progress,
     shutdown: &Arc<AtomicBool>,
+    addresses: LoadedAddresses,
 ) -> Result<bool, EngineError> {
     let (commands, notices, mut service) = engine_service();
     // An idle engine answers reads (serving peers' `getheaders` and
@@ -258,6 +269,7 @@ fn run_network(
         notices,
         logger: logger.clone(),
         gauges: progress.network_gauges(),
+        addresses,
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let rpc_server = start_rpc_server(options, chainstate.reader(), shutdown.clone())

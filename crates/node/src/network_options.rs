@@ -12,9 +12,13 @@
 //!   [`Network::default_rpc_port`].
 //! - `ibexd` stays up after its import and syncs over P2P only when
 //!   [`NetworkOptions::stays_up`]: there is someone to connect to
-//!   (`-connect`/`-addnode` addresses) or `-listen` was given true. Without
-//!   either it imports, flushes and exits, as it always has.
+//!   (`-connect`/`-addnode`/`-seednode` addresses, or, without `-connect`,
+//!   DNS seeds for the chain with `-dnsseed=1` given, or addresses in the
+//!   address manager: [`NetworkOptions::stays_up_knowing`]), or `-listen`
+//!   was given true. Otherwise (a first run with no peer known, say) it
+//!   imports, flushes and exits, as it always has.
 
+use ibex_p2p::net::discovery::seeds::dns_seeds;
 use ibex_primitives::{Network, Params};
 
 use crate::config_error::ConfigError;
@@ -53,16 +57,38 @@ pub struct NetworkOptions {
     pub only_networks: Vec<String>,
     /// `-dnsseed` (default: on unless `-connect` is given).
     pub dns_seed: bool,
+    /// `-fixedseeds` (default on).
+    pub fixed_seeds: bool,
     /// `-v2transport` (default on, as Core since v28).
     pub v2_transport: bool,
     /// `-blocksonly` (Ibex relays no transactions either way; it also
     /// announces `relay=false`).
     pub blocks_only: bool,
     /// Whether `ibexd` stays up after its import to sync and serve over
-    /// P2P: there are `-connect` or `-addnode` addresses, or `-listen` was
-    /// given true explicitly (the default `-listen` alone does not keep it
-    /// up, so a plain import still exits when done).
+    /// P2P: there are `-connect`, `-addnode` or `-seednode` addresses, DNS
+    /// seeds to ask (`-dnsseed=1` given, on a chain that has them), or
+    /// `-listen` was given true explicitly (the defaults alone do not keep
+    /// it up, so a plain import still exits when done). See also
+    /// [`NetworkOptions::stays_up_knowing`].
     pub stays_up: bool,
+}
+
+impl NetworkOptions {
+    /// Whether outbound connections are chosen from the address manager:
+    /// neither `-connect=ADDR` nor `-connect=0` given (Core's
+    /// `m_use_addrman_outgoing`).
+    pub fn automatic_outbound(&self) -> bool {
+        self.connect.is_empty() && !self.outbound_disabled
+    }
+
+    /// [`NetworkOptions::stays_up`], or, with automatic outbound
+    /// connections, addresses known to the address manager (a node that
+    /// synced from peers before finds them again), unless the run is an
+    /// import (`-reindex`, `-reindex-chainstate`, `-loadblock`: `importing`),
+    /// which still ends when done.
+    pub fn stays_up_knowing(&self, known_addresses: usize, importing: bool) -> bool {
+        self.stays_up || (self.automatic_outbound() && known_addresses > 0 && !importing)
+    }
 }
 
 /// The RPC server's options.
@@ -160,18 +186,29 @@ pub(crate) fn network_options(
     let connect: Vec<String> = connect.into_iter().filter(|address| address != "0").collect();
     let add_nodes = texts(source, "addnode");
     let listen_given_true = source.option("listen").is_some_and(|value| value.to_bool());
-    let stays_up = !connect.is_empty() || !add_nodes.is_empty() || listen_given_true;
+    let seed_nodes = texts(source, "seednode");
+    let dns_seed = boolean(source, "dnsseed", !connect_given);
+    // Asking the DNS seeds keeps the node up only when asked for
+    // explicitly, as `-listen=1` does: a plain `ibexd` still imports and
+    // exits (the project's rule), even on a chain with DNS seeds.
+    let dns_seed_given_true = source.option("dnsseed").is_some_and(|value| value.to_bool());
+    let automatic = !connect_given;
+    let finds_peers = automatic
+        && (!seed_nodes.is_empty()
+            || (dns_seed_given_true && !dns_seeds(params.network).is_empty()));
+    let stays_up = !connect.is_empty() || !add_nodes.is_empty() || listen_given_true || finds_peers;
     Ok(NetworkOptions {
         connect,
         outbound_disabled,
         add_nodes,
-        seed_nodes: texts(source, "seednode"),
+        seed_nodes,
         listen: boolean(source, "listen", !connect_given),
         bind: texts(source, "bind"),
         port: port(source, "port", params.default_port)?,
         max_connections: count(source, "maxconnections", MAX_CONNECTIONS_DEFAULT, 0),
         only_networks: only_networks.iter().map(|name| name.to_lowercase()).collect(),
-        dns_seed: boolean(source, "dnsseed", !connect_given),
+        dns_seed,
+        fixed_seeds: boolean(source, "fixedseeds", true),
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
         stays_up,
@@ -279,7 +316,22 @@ mod tests {
         assert!(!stays_up(Given::default().with("listen", "0")));
         assert!(stays_up(Given::default().with("connect", "127.0.0.1:1")));
         assert!(stays_up(Given::default().with("addnode", "127.0.0.1:1")));
+        assert!(stays_up(Given::default().with("seednode", "127.0.0.1:1")));
+        assert!(!stays_up(Given::default().with("seednode", "127.0.0.1:1").with("connect", "0")));
         assert!(stays_up(Given::default().with("listen", "1")));
+        // Regtest has no DNS seeds; mainnet has, but asks them to stay up
+        // only when -dnsseed=1 is given (a plain run imports and exits).
+        assert!(!stays_up(Given::default().with("dnsseed", "1")));
+        let main = Params::main();
+        assert!(!network_options(&Given::default(), &main).unwrap().stays_up);
+        let seeds = Given::default().with("dnsseed", "1");
+        assert!(network_options(&seeds, &main).unwrap().stays_up);
+        // Known addresses keep it up, unless -connect decides the peers.
+        let plain = network_options(&Given::default(), &params).unwrap();
+        assert!(plain.automatic_outbound() && plain.stays_up_knowing(1, false));
+        assert!(!plain.stays_up_knowing(0, false) && !plain.stays_up_knowing(1, true));
+        let none = network_options(&Given::default().with("connect", "0"), &params).unwrap();
+        assert!(!none.automatic_outbound() && !none.stays_up_knowing(5, false));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`addrman`] | the address manager: peer addresses in Core's new and tried tables, bucketed by source group, persisted in a checksummed file ([`addrman::AddressBook`]) |
 //! | [`framing`] | the 24-byte header, [`encode_frame`], the checks Core makes and what it does when they fail ([`FrameError::disconnects`]) |
 //! | [`decoder`] | [`FrameDecoder`]: frames from a byte stream fed in pieces, with bounded memory |
 //! | [`command`] | [`Command`], the 12-byte NUL-padded command, and the known commands |
@@ -52,6 +53,7 @@
 //! checksums. Decoding the other messages copies fixed-size fields and is
 //! bounded by their sizes above.
 
+pub mod addrman;
 pub mod command;
 pub mod decoder;
 pub mod framing;

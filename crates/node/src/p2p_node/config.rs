@@ -1,17 +1,53 @@
 //! The networking layer's configuration from the node's P2P options:
 //! `-connect`/`-addnode` addresses resolved to socket addresses, the
-//! listening address from `-listen`, `-bind` and `-port`, `-v2transport`
-//! and `-maxconnections`.
+//! listening address from `-listen`, `-bind` and `-port`, `-v2transport`,
+//! `-maxconnections` (Core's split: 8 full-relay, 2 block-relay-only and
+//! a feeler slot outbound, the rest inbound), and without `-connect` the
+//! discovery: `-dnsseed`, `-fixedseeds`, `-seednode`, `-onlynet`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 
-use ibex_p2p::net::config::{NetworkConfig, INBOUND_CONNECTIONS_MAX};
+use ibex_p2p::addrman::{AddressBook, AddressNetwork, NetworkSet};
+use ibex_p2p::net::config::{AddressSettings, NetworkConfig, INBOUND_CONNECTIONS_MAX};
+use ibex_p2p::net::discovery::{
+    DiscoveryConfig, BLOCK_RELAY_SLOTS_DEFAULT, FULL_RELAY_SLOTS_DEFAULT,
+};
 use ibex_primitives::Params;
 
 use crate::network_options::NetworkOptions;
 
-/// Core's outbound slots, left out of `-maxconnections` for inbound peers.
-const OUTBOUND_SLOTS: usize = 8 + 2 + 1;
+/// Core's feeler slot (`m_max_feeler`), taken from `-maxconnections` too.
+const FEELER_SLOTS: usize = 1;
+
+/// Core's split of `-maxconnections` (`CConnman::Init`): full-relay slots
+/// first, block-relay-only from what is left, a feeler, inbound the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSlots {
+    /// Outbound full-relay connections (8 at most).
+    pub full_relay: usize,
+    /// Outbound block-relay-only connections (2 at most).
+    pub block_relay: usize,
+    /// Whether a feeler fits.
+    pub feeler: bool,
+    /// Inbound connections.
+    pub inbound: usize,
+}
+
+impl ConnectionSlots {
+    /// The split of `max_connections`.
+    pub fn for_max_connections(max_connections: usize) -> ConnectionSlots {
+        let full_relay = FULL_RELAY_SLOTS_DEFAULT.min(max_connections);
+        let block_relay = BLOCK_RELAY_SLOTS_DEFAULT.min(max_connections - full_relay);
+        let automatic = full_relay + block_relay + FEELER_SLOTS;
+        ConnectionSlots {
+            full_relay,
+            block_relay,
+            feeler: max_connections >= automatic,
+            inbound: max_connections.saturating_sub(automatic),
+        }
+    }
+}
 
 /// An address option that names no usable address.
 #[derive(Debug, thiserror::Error)]
@@ -69,10 +105,70 @@ pub fn network_config(
     config.v2_transport = options.v2_transport;
     // Core's inbound share: -maxconnections less 8 full-relay, 2
     // block-relay-only and 1 feeler outbound slots.
-    config.inbound_connections_max =
-        options.max_connections.saturating_sub(OUTBOUND_SLOTS).clamp(1, INBOUND_CONNECTIONS_MAX);
+    let slots = ConnectionSlots::for_max_connections(options.max_connections);
+    config.inbound_connections_max = slots.inbound.min(INBOUND_CONNECTIONS_MAX);
     config.start_height = start_height;
     Ok(config)
+}
+
+/// `-onlynet`'s networks (all without it), and those of them Ibex dials.
+pub fn only_networks(options: &NetworkOptions) -> (NetworkSet, NetworkSet) {
+    let named: Vec<AddressNetwork> =
+        options.only_networks.iter().filter_map(|name| AddressNetwork::from_name(name)).collect();
+    let stored = if named.is_empty() { NetworkSet::ALL } else { NetworkSet::of(&named) };
+    (stored, stored.intersection(NetworkSet::DIALABLE))
+}
+
+/// The log lines about `-onlynet` networks Ibex keeps addresses of but
+/// cannot connect over yet (no Tor, I2P or CJDNS support).
+pub fn only_network_warnings(options: &NetworkOptions) -> Vec<String> {
+    let (stored, dialed) = only_networks(options);
+    if options.only_networks.is_empty() {
+        return Vec::new();
+    }
+    let mut lines: Vec<String> = stored
+        .networks()
+        .filter(|network| !network.is_dialable())
+        .map(|network| {
+            let name = network.name();
+            format!("-onlynet={name}: Ibex cannot connect over {name} yet; its addresses are kept but not dialed")
+        })
+        .collect();
+    if dialed.is_empty() {
+        lines.push("Warning: no network in -onlynet can be dialed; no automatic outbound connections will be made".to_owned());
+    }
+    lines
+}
+
+/// The address manager's part of the configuration: the book, the networks
+/// stored, and (without `-connect`) the discovery, with `addresses` known
+/// from `-addnode` kept out of the automatic choice.
+pub fn address_settings(
+    options: &NetworkOptions,
+    params: &Params,
+    book: Arc<AddressBook>,
+    manual_addresses: Vec<SocketAddr>,
+) -> AddressSettings {
+    let (stored_networks, dialed_networks) = only_networks(options);
+    let discovery = options.automatic_outbound().then(|| {
+        let slots = ConnectionSlots::for_max_connections(options.max_connections);
+        let mut discovery = DiscoveryConfig::new(params.network, params.default_port);
+        discovery.full_relay_slots = slots.full_relay;
+        discovery.block_relay_slots = slots.block_relay;
+        discovery.feelers = slots.feeler;
+        discovery.dialed_networks = dialed_networks;
+        // Core turns the DNS seeds off when IPv4 and IPv6 are both off.
+        if !options.dns_seed || dialed_networks.is_empty() {
+            discovery.dns_seeds = None;
+        }
+        if !options.fixed_seeds {
+            discovery.fixed_seeds = None;
+        }
+        discovery.seed_nodes = options.seed_nodes.clone();
+        discovery.manual_addresses = manual_addresses;
+        discovery
+    });
+    AddressSettings { book, stored_networks, discovery }
 }
 
 #[cfg(test)]
@@ -80,6 +176,64 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn max_connections_split_as_core() {
+        let default = ConnectionSlots::for_max_connections(125);
+        assert_eq!(
+            default,
+            ConnectionSlots { full_relay: 8, block_relay: 2, feeler: true, inbound: 114 }
+        );
+        let small = ConnectionSlots::for_max_connections(9);
+        assert_eq!(
+            small,
+            ConnectionSlots { full_relay: 8, block_relay: 1, feeler: false, inbound: 0 }
+        );
+        let none = ConnectionSlots::for_max_connections(0);
+        assert_eq!(
+            none,
+            ConnectionSlots { full_relay: 0, block_relay: 0, feeler: false, inbound: 0 }
+        );
+    }
+
+    #[test]
+    fn onlynet_keeps_other_networks_and_dials_ip_only() {
+        let mut options = NetworkOptions {
+            connect: Vec::new(),
+            outbound_disabled: false,
+            add_nodes: Vec::new(),
+            seed_nodes: Vec::new(),
+            listen: false,
+            bind: Vec::new(),
+            port: 18444,
+            max_connections: 125,
+            only_networks: Vec::new(),
+            dns_seed: true,
+            fixed_seeds: true,
+            v2_transport: true,
+            blocks_only: false,
+            stays_up: false,
+        };
+        let (stored, dialed) = only_networks(&options);
+        assert_eq!((stored, dialed), (NetworkSet::ALL, NetworkSet::DIALABLE));
+        assert!(only_network_warnings(&options).is_empty());
+        options.only_networks = vec!["onion".to_owned(), "ipv6".to_owned()];
+        let (stored, dialed) = only_networks(&options);
+        assert!(stored.contains(AddressNetwork::Onion) && !stored.contains(AddressNetwork::Ipv4));
+        assert_eq!(dialed, NetworkSet::of(&[AddressNetwork::Ipv6]));
+        let warnings = only_network_warnings(&options);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("-onlynet=onion: Ibex cannot connect over onion yet"));
+        options.only_networks = vec!["i2p".to_owned()];
+        assert_eq!(only_network_warnings(&options).len(), 2);
+        let book = Arc::new(AddressBook::new(ibex_p2p::addrman::AddressManager::new(
+            ibex_p2p::addrman::AddressPolicy::default(),
+            &[0; 32],
+        )));
+        let settings = address_settings(&options, &Params::regtest(), book, Vec::new());
+        let discovery = settings.discovery.unwrap();
+        assert!(discovery.dialed_networks.is_empty() && discovery.dns_seeds.is_none());
+    }
 
     #[test]
     fn addresses_take_the_default_port_when_they_name_none() {

@@ -7,7 +7,8 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`config`] | the networking layer's configuration from `-connect`, `-listen`, `-bind`, `-port`, `-v2transport` |
+//! | [`config`] | the networking layer's configuration from `-connect`, `-listen`, `-bind`, `-port`, `-v2transport`, `-maxconnections`, and the discovery's from `-dnsseed`, `-fixedseeds`, `-seednode`, `-onlynet` |
+//! | [`address_store`] | the address manager's file (`ibex_peers.dat`): loaded at start, written every 15 minutes and at shutdown |
 //! | [`sync_loop`] | events in, state machines driven, actions carried out |
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
@@ -21,6 +22,7 @@
 //! `getheaders`, `getdata` and tip change) each wait at most one idle poll
 //! of the engine (20 ms) or one block's connect.
 
+pub mod address_store;
 pub mod config;
 pub mod engine_link;
 pub mod engine_view;
@@ -34,6 +36,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ibex_chainstate::{ChainReader, EngineCommand, EngineNotice};
+use ibex_p2p::addrman::AddressBook;
+use ibex_p2p::net::LogSink;
 use ibex_p2p::sync::block_download::download_bytes_for_dbcache;
 use ibex_p2p::sync::HeadersSyncParams;
 use ibex_p2p::sync::{BlockDownload, DownloadConfig, HeadersSync};
@@ -43,6 +47,7 @@ use crate::logging::Logger;
 use crate::network_options::NetworkOptions;
 use crate::progress::NetworkGauges;
 
+use address_store::{spawn_periodic_writes, write_addresses, LoadedAddresses};
 use engine_link::EngineLink;
 use engine_view::{genesis_header, ReaderIndex};
 use sync_loop::SyncLoop;
@@ -86,6 +91,8 @@ pub struct P2pStart<'a> {
     pub logger: Logger,
     /// Where the progress display reads the sync's figures.
     pub gauges: Arc<NetworkGauges>,
+    /// The address manager, loaded from its file.
+    pub addresses: LoadedAddresses,
 }
 
 /// The running P2P side; [`P2pNode::stop`] ends it.
@@ -94,16 +101,37 @@ pub struct P2pNode {
     runtime: tokio::runtime::Runtime,
     stop: Arc<AtomicBool>,
     sync_thread: Option<JoinHandle<()>>,
+    /// The address manager and its file, written once more at the end.
+    addresses: (Arc<AddressBook>, std::path::PathBuf),
+    params: Params,
+    logger: Logger,
 }
 
 impl P2pNode {
     /// Starts the networking layer and the sync thread.
     pub fn start(start: P2pStart<'_>) -> Result<P2pNode, P2pError> {
-        let P2pStart { options, params, dbcache_bytes, reader, commands, notices, logger, gauges } =
-            start;
+        let P2pStart {
+            options,
+            params,
+            dbcache_bytes,
+            reader,
+            commands,
+            notices,
+            logger,
+            gauges,
+            addresses,
+        } = start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
-        let network_config = config::network_config(options, params, start_height)?;
+        let mut network_config = config::network_config(options, params, start_height)?;
+        for line in addresses.lines.iter().chain(&config::only_network_warnings(options)) {
+            logger.log(line);
+        }
+        let manual = network_config.connect.clone();
+        network_config.addresses =
+            Some(config::address_settings(options, params, Arc::clone(&addresses.book), manual));
+        let sink = logger.clone();
+        network_config.log = LogSink::new(move |line| sink.log(line));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(NETWORK_WORKER_THREADS)
             .thread_name("ibex-net")
@@ -115,6 +143,13 @@ impl P2pNode {
         if let Some(address) = network.listen_address().or(listen) {
             logger.log(&format!("Bound to {address}"));
         }
+        spawn_periodic_writes(
+            runtime.handle(),
+            Arc::clone(&addresses.book),
+            addresses.path.clone(),
+            params.clone(),
+            logger.clone(),
+        );
         let download_config =
             DownloadConfig::new(params, download_bytes_for_dbcache(dbcache_bytes));
         let mut sync = SyncLoop::new(
@@ -127,7 +162,7 @@ impl P2pNode {
             HeadersSync::new(params, HeadersSyncParams::for_network(params.network), seed()),
             BlockDownload::new(download_config, tip_height),
             params.clone(),
-            logger,
+            logger.clone(),
             Arc::new(AtomicBool::new(false)),
         );
         sync.gauges = Some(gauges);
@@ -136,7 +171,14 @@ impl P2pNode {
             .name("ibex-p2p-sync".to_owned())
             .spawn(move || sync.run())
             .map_err(P2pError::Threads)?;
-        Ok(P2pNode { runtime, stop, sync_thread: Some(sync_thread) })
+        Ok(P2pNode {
+            runtime,
+            stop,
+            sync_thread: Some(sync_thread),
+            addresses: (addresses.book, addresses.path),
+            params: params.clone(),
+            logger,
+        })
     }
 
     /// Asks the sync thread to stop; it ends after its current step (whose
@@ -150,7 +192,8 @@ impl P2pNode {
         self.sync_thread.as_ref().is_none_or(|thread| thread.is_finished())
     }
 
-    /// Stops the sync thread, closes every connection and ends the runtime.
+    /// Stops the sync thread, closes every connection, ends the runtime
+    /// and writes the address manager's file.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.sync_thread.take() {
@@ -158,7 +201,15 @@ impl P2pNode {
             let _ = thread.join();
         }
         self.runtime.shutdown_timeout(RUNTIME_SHUTDOWN_TIMEOUT);
+        let (book, path) = &self.addresses;
+        write_addresses(book, path, &self.params, &self.logger);
     }
+}
+
+/// 32 random bytes for the address manager's key: the operating
+/// system's, or (if that fails) [`seed`]'s.
+pub fn random_seed() -> [u8; 32] {
+    ibex_p2p::addrman::random::os_random_bytes().unwrap_or_else(|_| seed())
 }
 
 /// 32 bytes to salt the headers presync's commitments: the process's

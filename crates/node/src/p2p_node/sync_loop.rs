@@ -17,7 +17,9 @@ use ibex_chainstate::{
     AcceptOutcome, BlockSource, ChainReader, EngineCommand, EngineNotice, PreparedBlock,
 };
 use ibex_p2p::messages::headers::LOCATOR_VERSION;
-use ibex_p2p::net::{DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle};
+use ibex_p2p::net::{
+    ConnectionType, DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle,
+};
 use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
 use ibex_p2p::sync::HeaderIndex;
 use ibex_p2p::sync::{Action, BlockDownload, HeadersSync, Misbehavior, PeerId};
@@ -65,8 +67,8 @@ struct PeerState {
     wants_headers: bool,
     /// When an `inv` from it last made us send `getheaders`.
     inv_getheaders_at: Option<Instant>,
-    /// It connected to us (ours are all manual: `-connect`, `-addnode`).
-    inbound: bool,
+    /// A `-connect`/`-addnode` connection: never punished (Core).
+    manual: bool,
 }
 
 /// The loop's state (see the module docs).
@@ -195,9 +197,9 @@ impl SyncLoop {
 
     fn on_event(&mut self, event: NetworkEvent) {
         match event {
-            NetworkEvent::PeerConnected { id, inbound, .. } => {
+            NetworkEvent::PeerConnected { id, connection, .. } => {
                 self.logger.log(&event.to_string());
-                self.peer_connected(id, inbound);
+                self.peer_connected(id, connection);
             }
             NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
             NetworkEvent::PeerDisconnected { id, .. } => {
@@ -211,7 +213,13 @@ impl SyncLoop {
         }
     }
 
-    fn peer_connected(&mut self, peer: PeerId, inbound: bool) {
+    fn peer_connected(&mut self, peer: PeerId, connection: ConnectionType) {
+        let manual = connection == ConnectionType::Manual;
+        if !connection.syncs_chain() {
+            // Core syncs neither headers nor blocks from addr-fetch peers.
+            self.peers.insert(peer, PeerState { manual, ..PeerState::default() });
+            return;
+        }
         let tracked =
             self.headers_sync.peer_connected(peer).is_ok() && self.download.add_peer(peer).is_ok();
         if !tracked {
@@ -220,7 +228,7 @@ impl SyncLoop {
             let _ = self.network.disconnect(peer, NetReason::Manual);
             return;
         }
-        self.peers.insert(peer, PeerState { inbound, ..PeerState::default() });
+        self.peers.insert(peer, PeerState { manual, ..PeerState::default() });
         let _ = self.network.send(peer, NetworkMessage::SendHeaders);
         let actions = self.headers_sync.poll(Instant::now(), unix_seconds(), &self.index);
         self.carry_out(actions);
@@ -341,8 +349,8 @@ impl SyncLoop {
         let detail = detail.map(|text| format!(": {text}")).unwrap_or_default();
         self.logger.log(&format!("Misbehaving: {peer} ({}){detail}", reason.core_message()));
         // Core's `MaybeDiscourageAndDisconnect` spares manual connections
-        // (every outbound connection here is one: -connect, -addnode).
-        if self.peers.get(&peer).is_some_and(|state| !state.inbound) {
+        // (-connect, -addnode).
+        if self.peers.get(&peer).is_some_and(|state| state.manual) {
             self.logger.log(&format!("Warning: not punishing manually connected {peer}!"));
             return;
         }

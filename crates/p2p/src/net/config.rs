@@ -1,11 +1,15 @@
 //! [`NetworkConfig`]: what the networking layer is told at start, with
 //! Core's defaults, and the limits each value must keep.
 
+use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::addrman::{AddressBook, NetworkSet};
 use crate::framing::{FRAME_HEADER_BYTES, MAGIC_BYTES, MESSAGE_PAYLOAD_BYTES_MAX};
 use crate::messages::version::UserAgent;
+use crate::net::discovery::DiscoveryConfig;
 use crate::net::error::NetworkError;
 use crate::services::ServiceFlags;
 
@@ -125,6 +129,53 @@ pub struct NetworkConfig {
     /// How long an inbound peer that misbehaved is refused (Core
     /// discourages its address).
     pub discourage_duration: Duration,
+    /// The address manager: learned from `addr`/`addrv2`, answering
+    /// `getaddr`, and (with discovery) filling the outbound slots. `None`:
+    /// address messages go to the node like any other.
+    pub addresses: Option<AddressSettings>,
+    /// Where the layer's own lines go (discovery's, Core's `dnsseed` and
+    /// `opencon` threads').
+    pub log: LogSink,
+}
+
+/// The address manager and what the layer does with it.
+#[derive(Debug, Clone)]
+pub struct AddressSettings {
+    /// The shared address manager.
+    pub book: Arc<AddressBook>,
+    /// Networks whose addresses are kept: `-onlynet`'s, or all.
+    pub stored_networks: NetworkSet,
+    /// Automatic outbound connections, DNS seeds, `-seednode`; `None` with
+    /// `-connect` (Core then uses the address manager for nothing but
+    /// learning).
+    pub discovery: Option<DiscoveryConfig>,
+}
+
+/// Writes one log line.
+type LogWriter = dyn Fn(&str) + Send + Sync;
+
+/// A destination for log lines (the node's `debug.log`); cheap to clone.
+#[derive(Clone, Default)]
+pub struct LogSink(Option<Arc<LogWriter>>);
+
+impl LogSink {
+    /// Lines go to `write`.
+    pub fn new(write: impl Fn(&str) + Send + Sync + 'static) -> LogSink {
+        LogSink(Some(Arc::new(write)))
+    }
+
+    /// Writes one line.
+    pub fn log(&self, line: &str) {
+        if let Some(write) = &self.0 {
+            write(line);
+        }
+    }
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(if self.0.is_some() { "LogSink(on)" } else { "LogSink(off)" })
+    }
 }
 
 impl NetworkConfig {
@@ -151,6 +202,8 @@ impl NetworkConfig {
             receive_queue_bytes_max: RECEIVE_QUEUE_BYTES_DEFAULT,
             event_queue_events_max: 4096,
             discourage_duration: BAN_DURATION_DEFAULT,
+            addresses: None,
+            log: LogSink::default(),
         }
     }
 
@@ -172,6 +225,13 @@ impl NetworkConfig {
             INBOUND_CONNECTIONS_MAX,
         )?;
         check_range("connect", self.connect.len(), 0, OUTBOUND_ADDRESSES_MAX)?;
+        if let Some(discovery) =
+            self.addresses.as_ref().and_then(|addresses| addresses.discovery.as_ref())
+        {
+            let slots_max = crate::net::discovery::AUTOMATIC_SLOTS_MAX;
+            check_range("full_relay_slots", discovery.full_relay_slots, 0, slots_max)?;
+            check_range("block_relay_slots", discovery.block_relay_slots, 0, slots_max)?;
+        }
         check_range("send_queue_bytes_max", self.send_queue_bytes_max, 1, SEND_QUEUE_BYTES_LIMIT)?;
         check_range(
             "receive_queue_bytes_max",
@@ -255,5 +315,16 @@ mod tests {
         let mut config = NetworkConfig::new([0; 4]);
         config.reconnect_delay_max = Duration::from_millis(1);
         assert!(config.validate().is_err());
+        let mut discovery = DiscoveryConfig::new(ibex_primitives::params::Network::Regtest, 1);
+        discovery.full_relay_slots = crate::net::discovery::AUTOMATIC_SLOTS_MAX + 1;
+        let manager = crate::addrman::AddressManager::new(Default::default(), &[0; 32]);
+        let mut config = NetworkConfig::new([0; 4]);
+        config.addresses = Some(AddressSettings {
+            book: Arc::new(AddressBook::new(manager)),
+            stored_networks: NetworkSet::ALL,
+            discovery: Some(discovery),
+        });
+        let error = config.validate().unwrap_err();
+        assert!(matches!(error, NetworkError::InvalidConfig { name: "full_relay_slots", .. }));
     }
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use crate::messages::NetworkMessage;
+use crate::net::connection_type::ConnectionType;
 use crate::net::reason::DisconnectReason;
 use crate::net::stats::PeerVersion;
 use crate::sync::PeerId;
@@ -37,6 +38,8 @@ pub enum NetworkEvent {
         address: SocketAddr,
         /// Whether the peer connected to us.
         inbound: bool,
+        /// Why the connection exists.
+        connection: ConnectionType,
         /// What the peer announced.
         version: PeerVersion,
         /// v1 or v2.
@@ -85,10 +88,10 @@ pub enum NetworkEvent {
 impl fmt::Display for NetworkEvent {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NetworkEvent::PeerConnected { id, inbound, version, transport, .. } => write!(
+            NetworkEvent::PeerConnected { id, connection, version, transport, .. } => write!(
                 formatter,
                 "New {} {} peer connected: version: {}, blocks={}, {id}",
-                if *inbound { "inbound" } else { "manual" },
+                connection.name(),
                 transport_name(*transport),
                 version.protocol_version,
                 version.start_height,
@@ -250,6 +253,7 @@ mod tests {
             id: PeerId(3),
             address,
             inbound: false,
+            connection: ConnectionType::Manual,
             version,
             transport: TransportKind::V2,
         };

@@ -46,10 +46,11 @@ impl NetworkHandle {
     }
 
     /// Closes the connection to `id` for `reason`. A
-    /// [`DisconnectReason::Misbehaving`] inbound peer from a non-local
-    /// address is also refused for `discourage_duration` afterwards (Core
-    /// spares manual connections entirely: the node decides whether to
-    /// call this for an outbound peer).
+    /// [`DisconnectReason::Misbehaving`] peer from a non-local address that
+    /// is not a manual connection is also discouraged for
+    /// `discourage_duration` afterwards: refused inbound, not chosen
+    /// outbound (Core spares manual connections entirely: the node decides
+    /// whether to call this for one).
     pub fn disconnect(&self, id: PeerId, reason: DisconnectReason) -> Result<(), NetworkError> {
         let peer = self.registry.peer(id).ok_or(NetworkError::UnknownPeer { id })?;
         peer.request_close(reason);

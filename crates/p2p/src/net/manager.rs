@@ -9,13 +9,20 @@
 //!   attempt after that tries v2 again, as Core's `-connect` loop does. The
 //!   wait starts at `reconnect_delay_min` and doubles to
 //!   `reconnect_delay_max`, back to the minimum after a handshake.
+//! - Automatic outbound ([`open_automatic`], chosen by
+//!   [`crate::net::discovery`] from the address manager): one attempt, run
+//!   to its end, v2 first if the address announces `NODE_P2P_V2`, with the
+//!   same one v1 retry; counted in the registry while it opens so the
+//!   slots are never overfilled, and reported to the address manager
+//!   (Core's `Attempt`).
 //! - Inbound: refused when the address is banned or discouraged, or the
 //!   inbound slots are full (Core's order); otherwise a v2 responder that
 //!   falls back to v1 by itself for a v1 peer (or v1 when v2 is off).
-//! - Bans: in memory with an expiry ([`crate::net::BanEntry`]). An inbound
-//!   peer from a non-local address that misbehaves (Core's `Misbehaving`)
-//!   is refused for `discourage_duration`; Core instead accepts such an
-//!   address while slots are free and evicts it first.
+//! - Bans: in memory with an expiry ([`crate::net::BanEntry`]). A peer
+//!   that is not a manual connection, from a non-local address, that
+//!   misbehaves (Core's `Misbehaving`) is refused (inbound) and not chosen
+//!   (outbound) for `discourage_duration`; Core instead accepts such an
+//!   inbound address while slots are free and evicts it first.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,13 +31,15 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::addrman::PeerAddress;
 use crate::net::config::NetworkConfig;
+use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::event::{EventSender, NetworkEvent, NetworkEvents};
 use crate::net::handle::NetworkHandle;
 use crate::net::peer::{Connection, PeerOutcome};
 use crate::net::reason::DisconnectReason;
-use crate::net::registry::Registry;
+use crate::net::registry::{unix_seconds, Registry};
 use crate::transport::{HandshakeSecrets, Transport, TransportError};
 
 /// How long the listener pauses after `accept` fails (out of file
@@ -68,6 +77,7 @@ pub async fn start(config: NetworkConfig) -> Result<(NetworkHandle, NetworkEvent
     for address in registry.config.connect.clone() {
         add_outbound(&registry, address)?;
     }
+    crate::net::discovery::start(&registry);
     let events = NetworkEvents::new(receiver, registry.shutdown_switch());
     Ok((NetworkHandle::new(registry), events))
 }
@@ -144,7 +154,7 @@ async fn connect_loop(registry: Arc<Registry>, address: SocketAddr) {
         if registry.is_shut_down() || registry.events.is_closed() {
             return;
         }
-        let outcome = connect_once(&registry, address, use_v2).await;
+        let outcome = connect_once(&registry, address, use_v2, ConnectionType::Manual, None).await;
         let retry_now = outcome.as_ref().is_some_and(|outcome| outcome.retry_with_v1);
         use_v2 = config.v2_transport && !retry_now;
         if outcome.as_ref().is_some_and(|outcome| outcome.handshake_complete) {
@@ -161,38 +171,91 @@ async fn connect_loop(registry: Arc<Registry>, address: SocketAddr) {
     }
 }
 
+/// An automatic attempt: its number in the registry, and whether a
+/// failure counts against the address (Core counts failures only once a
+/// few connections show that the network works).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AutomaticAttempt {
+    pub attempt: u64,
+    pub count_failure: bool,
+}
+
+/// Opens one automatic connection to `address` (v2 first if it announces
+/// `NODE_P2P_V2`, one v1 retry as for manual ones), run to its end on its
+/// own task; the address manager hears of the attempt.
+pub(crate) fn open_automatic(
+    registry: &Arc<Registry>,
+    address: SocketAddr,
+    connection: ConnectionType,
+    v2: bool,
+    count_failure: bool,
+) {
+    let attempt = registry.begin_attempt(address, connection);
+    let registry = Arc::clone(registry);
+    let runtime = registry.runtime.clone();
+    runtime.spawn(async move {
+        let use_v2 = registry.config.v2_transport && v2;
+        let first = AutomaticAttempt { attempt, count_failure };
+        let outcome = connect_once(&registry, address, use_v2, connection, Some(first)).await;
+        registry.end_attempt(attempt);
+        if outcome.is_some_and(|outcome| outcome.retry_with_v1) && !registry.is_shut_down() {
+            let retry = AutomaticAttempt {
+                attempt: registry.begin_attempt(address, connection),
+                count_failure: false,
+            };
+            connect_once(&registry, address, false, connection, Some(retry)).await;
+            registry.end_attempt(retry.attempt);
+        }
+    });
+}
+
 /// One outbound attempt, run to its end; `None` if no connection opened.
 async fn connect_once(
     registry: &Arc<Registry>,
     address: SocketAddr,
     use_v2: bool,
+    connection: ConnectionType,
+    automatic: Option<AutomaticAttempt>,
 ) -> Option<PeerOutcome> {
     let failed = |reason: DisconnectReason| {
-        registry.events.send_or_drop(NetworkEvent::ConnectionClosed {
-            id: None,
-            address,
-            inbound: false,
-            reason,
-            retry_with_v1: false,
-        });
+        // Failed automatic attempts are routine (Core logs them only with
+        // `-debug=net`): the node hears of manual ones only.
+        if automatic.is_none() {
+            registry.events.send_or_drop(NetworkEvent::ConnectionClosed {
+                id: None,
+                address,
+                inbound: false,
+                reason,
+                retry_with_v1: false,
+            });
+        }
         None
     };
     let stream =
         match tokio::time::timeout(registry.config.connect_timeout, TcpStream::connect(address))
             .await
         {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(error)) => {
-                return failed(DisconnectReason::ConnectFailed { address, kind: error.kind() })
-            }
-            Err(_elapsed) => return failed(DisconnectReason::ConnectTimedOut { address }),
+            Ok(Ok(stream)) => Ok(stream),
+            Ok(Err(error)) => Err(DisconnectReason::ConnectFailed { address, kind: error.kind() }),
+            Err(_elapsed) => Err(DisconnectReason::ConnectTimedOut { address }),
         };
+    if let (Some(automatic), Some(addresses)) = (automatic, &registry.config.addresses) {
+        // Core's `Attempt`, whatever the outcome of the connect.
+        let peer_address = PeerAddress::from_socket_address(address);
+        addresses.book.lock().mark_attempt(&peer_address, automatic.count_failure, unix_seconds());
+    }
+    let stream = match stream {
+        Ok(stream) => stream,
+        Err(reason) => return failed(reason),
+    };
     let _ = stream.set_nodelay(true);
     let transport = match new_transport(registry, false, use_v2) {
         Ok(transport) => transport,
         Err(error) => return failed(DisconnectReason::Transport(error)),
     };
-    let shared = match registry.register_outbound(address, stream.local_addr().ok()) {
+    let attempt = automatic.map(|automatic| automatic.attempt);
+    let local_address = stream.local_addr().ok();
+    let shared = match registry.register_outbound(address, local_address, connection, attempt) {
         Ok(shared) => shared,
         Err(error) => return failed(random_source_failed(error)),
     };

@@ -5,7 +5,10 @@
 //!
 //! | module | job | Core |
 //! |---|---|---|
-//! | [`manager`] | [`start`]: the listener, one task per `-connect` address (connect, run, retry with backoff; v2 first, one v1 retry), inbound admission | `ThreadOpenConnections`, `AcceptConnection`, `DisconnectNodes` |
+//! | [`manager`] | [`start`]: the listener, one task per `-connect` address (connect, run, retry with backoff; v2 first, one v1 retry), automatic connections, inbound admission | `ThreadOpenConnections`, `AcceptConnection`, `DisconnectNodes` |
+//! | [`discovery`] | without `-connect`: the outbound slots filled from the address manager, DNS seeds, `-seednode`, fixed seeds | `ThreadOpenConnections`, `ThreadDNSAddressSeed` |
+//! | `address_relay` | one connection's `addr`/`addrv2`/`getaddr` exchange with the address manager ([`crate::addrman`]) | `ProcessMessage` (`addr`, `getaddr`), `ProcessAddrs` |
+//! | [`connection_type`] | [`ConnectionType`]: inbound, manual, full-relay, block-relay-only, feeler, addr-fetch | `ConnectionType` |
 //! | `peer` | one task per connection: socket, transport, send queue, event delivery | `SocketHandlerConnected`, `ProcessMessages` |
 //! | `protocol` | the handshake, pings, timeouts, without I/O | `ProcessMessage` (`version` ... `pong`), `MaybeSendPing`, `InactivityCheck` |
 //! | [`handle`] | [`NetworkHandle`]: send, disconnect, ban, peer info, totals | `PushMessage`, `DisconnectNode`, `BanMan`, `GetNodeStats` |
@@ -66,6 +69,8 @@
 pub mod address;
 pub mod bans;
 pub mod config;
+pub mod connection_type;
+pub mod discovery;
 pub mod error;
 pub mod event;
 pub mod handle;
@@ -74,13 +79,16 @@ pub mod peer;
 pub mod reason;
 pub mod stats;
 
+mod address_relay;
 mod protocol;
 mod queue;
 mod registry;
-mod shared;
+pub(crate) mod shared;
 
 pub use bans::BanEntry;
-pub use config::NetworkConfig;
+pub use config::{AddressSettings, LogSink, NetworkConfig};
+pub use connection_type::ConnectionType;
+pub use discovery::{DiscoveryConfig, DiscoveryTiming};
 pub use error::NetworkError;
 pub use event::{NetworkEvent, NetworkEvents};
 pub use handle::NetworkHandle;

@@ -26,6 +26,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::command::Command;
 use crate::framing::{Frame, FRAME_HEADER_BYTES};
 use crate::messages::NetworkMessage;
+use crate::net::address_relay::AddressRelay;
 use crate::net::config::RECEIVE_QUEUE_EVENTS_PER_PEER_MAX;
 use crate::net::event::NetworkEvent;
 use crate::net::protocol::{
@@ -77,6 +78,8 @@ pub(crate) struct Connection {
     delivery: Option<Delivery>,
     delivering_connected: bool,
     connected_delivered: bool,
+    /// The address exchange, when the layer has an address manager.
+    address_relay: Option<AddressRelay>,
 }
 
 impl Connection {
@@ -92,21 +95,34 @@ impl Connection {
             user_agent: config.user_agent.clone(),
             nonce: shared.identity.nonce,
         };
+        let connection = shared.identity.connection;
         let settings = ProtocolSettings {
             peer_connect_timeout: config.peer_connect_timeout,
             inactivity_timeout: config.inactivity_timeout,
             ping_interval: config.ping_interval,
-            outbound_services_required: config.outbound_services_required,
+            outbound_services_required: config.outbound_services_required
+                | connection.services_required(),
         };
         let is_own_nonce = |nonce| registry.is_own_pending_nonce(nonce);
         let context = context(&registry, shared.identity.connected_instant, &is_own_nonce);
-        let protocol = PeerProtocol::new(
+        let mut protocol = PeerProtocol::new(
             shared.identity.inbound,
             shared.identity.address,
             our,
             settings,
             &context,
         );
+        protocol.set_punishable(connection.is_punishable());
+        let address_relay = config.addresses.as_ref().map(|addresses| {
+            let identity = &shared.identity;
+            AddressRelay::new(
+                addresses,
+                connection,
+                identity.address,
+                identity.nonce,
+                Instant::now(),
+            )
+        });
         let receive_budget = Arc::new(Semaphore::new(config.receive_queue_bytes_max));
         let shutdown = registry.shutdown_signal();
         let transport_kind = transport.kind();
@@ -128,6 +144,7 @@ impl Connection {
             delivery: None,
             delivering_connected: false,
             connected_delivered: false,
+            address_relay,
         }
     }
 
@@ -258,6 +275,7 @@ impl Connection {
             }
         }?;
         self.flush_protocol()?;
+        let received = self.exchange_addresses(received)?;
         let id = self.shared.identity.id;
         Ok(match received {
             Received::Nothing => None,
@@ -273,6 +291,7 @@ impl Connection {
                     id,
                     address: identity.address,
                     inbound: identity.inbound,
+                    connection: identity.connection,
                     version,
                     transport: self.transport.kind(),
                 };
@@ -283,6 +302,20 @@ impl Connection {
                 payload_bytes + FRAME_HEADER_BYTES,
             )),
         })
+    }
+
+    /// Lets the address exchange take what concerns it, and sends what it
+    /// answers.
+    fn exchange_addresses(&mut self, received: Received) -> Result<Received, DisconnectReason> {
+        let Some(relay) = self.address_relay.as_mut() else { return Ok(received) };
+        let received = relay.filter(received, &self.registry, Instant::now())?;
+        for message in relay.take_outgoing() {
+            self.transport
+                .encode(&message, &mut self.output)
+                .map_err(DisconnectReason::Transport)?;
+        }
+        self.publish_unsent();
+        Ok(received)
     }
 
     /// Encodes what the protocol wants sent and records ping changes.

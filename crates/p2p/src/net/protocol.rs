@@ -106,6 +106,9 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct PeerProtocol {
     inbound: bool,
+    /// Whether a message Core punishes for closes the connection: not for
+    /// manual connections (by default every outbound one).
+    punishable: bool,
     address: SocketAddr,
     our: OurVersion,
     settings: ProtocolSettings,
@@ -134,6 +137,7 @@ impl PeerProtocol {
         let nonces = NonceSource::new(our.nonce);
         let mut protocol = PeerProtocol {
             inbound,
+            punishable: inbound,
             address,
             our,
             settings,
@@ -151,6 +155,12 @@ impl PeerProtocol {
             protocol.push_our_version(context);
         }
         protocol
+    }
+
+    /// Whether misbehaviour closes the connection (Core spares manual
+    /// connections only).
+    pub fn set_punishable(&mut self, punishable: bool) {
+        self.punishable = punishable;
     }
 
     /// The messages to send, in order.
@@ -221,9 +231,8 @@ impl PeerProtocol {
                 CoreResponse::IgnoreMessage => Ok(Received::Nothing),
                 CoreResponse::Disconnect => Err(DisconnectReason::MessageRejected(error)),
                 // Core's `MaybeDiscourageAndDisconnect` spares manual
-                // connections ("not punishing manually connected peer"):
-                // every outbound connection here is a `-connect` one.
-                CoreResponse::Misbehaving if !self.inbound => Ok(Received::Nothing),
+                // connections ("not punishing manually connected peer").
+                CoreResponse::Misbehaving if !self.punishable => Ok(Received::Nothing),
                 CoreResponse::Misbehaving => Err(DisconnectReason::MessageRejected(error)),
             },
             _ => Ok(Received::Nothing),

@@ -172,6 +172,16 @@ pub enum DisconnectReason {
     /// The networking layer is shutting down (Core: "Network not active").
     #[error("Network not active")]
     Shutdown,
+    /// A feeler connection got the peer's `version`: its job is done.
+    #[error("feeler connection completed")]
+    FeelerDone,
+    /// An addr-fetch connection received addresses: its job is done.
+    #[error("addrfetch connection completed")]
+    AddressFetchDone,
+    /// An addr-fetch connection got no addresses in 5 minutes (Core's
+    /// `10 * AVG_ADDRESS_BROADCAST_INTERVAL`).
+    #[error("addrfetch connection timeout")]
+    AddressFetchTimeout,
 }
 
 impl DisconnectReason {
@@ -198,6 +208,9 @@ impl DisconnectReason {
                 | DisconnectReason::Shutdown
                 | DisconnectReason::Sync(_)
                 | DisconnectReason::Misbehaving(_)
+                | DisconnectReason::FeelerDone
+                | DisconnectReason::AddressFetchDone
+                | DisconnectReason::AddressFetchTimeout
         )
     }
 }

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
+use crate::addrman::PeerAddress;
 use crate::net::address::{canonical_ip, is_local};
 use crate::net::bans::{BanEntry, BanList};
 use crate::net::config::{NetworkConfig, OUTBOUND_ADDRESSES_MAX};
+use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::event::EventSender;
 use crate::net::reason::{BanReason, DisconnectReason};
@@ -26,6 +28,20 @@ struct RegistryState {
     peers: HashMap<PeerId, Arc<PeerShared>>,
     bans: BanList,
     inbound_count: usize,
+    /// Automatic outbound connections being opened (before they have an
+    /// id), by attempt number.
+    attempts: HashMap<u64, (SocketAddr, ConnectionType)>,
+    next_attempt: u64,
+}
+
+/// An outbound connection, open or being opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutboundConnection {
+    pub address: SocketAddr,
+    pub connection: ConnectionType,
+    /// Its id and when it opened, once open.
+    pub opened: Option<(PeerId, Instant)>,
+    pub handshake_complete: bool,
 }
 
 /// Everything the tasks and the handle share.
@@ -86,15 +102,81 @@ impl Registry {
         }
     }
 
-    /// Records an outbound connection.
+    /// Records an outbound connection (ending its `attempt`, if any).
     pub fn register_outbound(
         &self,
         address: SocketAddr,
         local_address: Option<SocketAddr>,
+        connection: ConnectionType,
+        attempt: Option<u64>,
     ) -> Result<Arc<PeerShared>, NetworkError> {
-        let nonce = random_nonce()?;
+        let nonce = random_nonce();
         let mut state = lock(&self.state);
-        Ok(self.insert(&mut state, address, local_address, false, nonce))
+        if let Some(attempt) = attempt {
+            state.attempts.remove(&attempt);
+        }
+        let nonce = nonce?;
+        Ok(self.insert(&mut state, address, local_address, connection, nonce))
+    }
+
+    /// Counts an automatic connection to `address` from now until it is
+    /// registered or [`Registry::end_attempt`] is called.
+    pub fn begin_attempt(&self, address: SocketAddr, connection: ConnectionType) -> u64 {
+        let mut state = lock(&self.state);
+        let attempt = state.next_attempt;
+        state.next_attempt += 1;
+        state.attempts.insert(attempt, (address, connection));
+        attempt
+    }
+
+    /// An attempt ended without a connection.
+    pub fn end_attempt(&self, attempt: u64) {
+        lock(&self.state).attempts.remove(&attempt);
+    }
+
+    /// Every outbound connection, open or being opened.
+    pub fn outbound_connections(&self) -> Vec<OutboundConnection> {
+        let state = lock(&self.state);
+        let open = state.peers.values().filter(|peer| !peer.identity.inbound).map(|peer| {
+            OutboundConnection {
+                address: peer.identity.address,
+                connection: peer.identity.connection,
+                opened: Some((peer.identity.id, peer.identity.connected_instant)),
+                handshake_complete: peer.is_handshake_complete(),
+            }
+        });
+        let opening = state.attempts.values().map(|&(address, connection)| OutboundConnection {
+            address,
+            connection,
+            opened: None,
+            handshake_complete: false,
+        });
+        open.chain(opening).collect()
+    }
+
+    /// Whether a connection (either way, or being opened) is to or from
+    /// `address`: the same IP (Core's `AlreadyConnectedToAddress`), or,
+    /// when `by_port`, the same IP and port (loopback nodes on regtest).
+    pub fn is_connected_to(&self, address: SocketAddr, by_port: bool) -> bool {
+        let same = |other: SocketAddr| {
+            canonical_ip(other.ip()) == canonical_ip(address.ip())
+                && (!by_port || other.port() == address.port())
+        };
+        let state = lock(&self.state);
+        state.peers.values().any(|peer| same(peer.identity.address))
+            || state.attempts.values().any(|&(other, _)| same(other))
+    }
+
+    /// Whether `address` is banned or discouraged now.
+    pub fn is_banned(&self, address: IpAddr) -> bool {
+        lock(&self.state).bans.get(address, SystemTime::now()).is_some()
+    }
+
+    /// Asks the connection `id` to close.
+    pub fn request_close(&self, id: PeerId, reason: DisconnectReason) {
+        if let Some(peer) = self.peer(id) {
+            peer.request_close(reason);
+        }
     }
 
     /// Records an inbound connection, unless its address is banned or the
@@ -122,7 +204,7 @@ impl Registry {
             return Ok(Err(DisconnectReason::RefusedFull { address }));
         }
         state.inbound_count += 1;
-        Ok(Ok(self.insert(&mut state, address, local_address, true, nonce)))
+        Ok(Ok(self.insert(&mut state, address, local_address, ConnectionType::Inbound, nonce)))
     }
 
     fn insert(
@@ -130,7 +212,7 @@ impl Registry {
         state: &mut RegistryState,
         address: SocketAddr,
         local_address: Option<SocketAddr>,
-        inbound: bool,
+        connection: ConnectionType,
         nonce: u64,
     ) -> Arc<PeerShared> {
         let id = PeerId(self.next_id.fetch_add(1, Ordering::Relaxed));
@@ -138,7 +220,8 @@ impl Registry {
             id,
             address,
             local_address,
-            inbound,
+            inbound: connection.is_inbound(),
+            connection,
             nonce,
             connected_at: SystemTime::now(),
             connected_instant: Instant::now(),
@@ -151,9 +234,12 @@ impl Registry {
         shared
     }
 
-    /// Forgets a closed connection; an inbound peer from a non-local
-    /// address that misbehaved is refused for `discourage_duration` (Core's
-    /// `Discourage`, which it too skips for local addresses).
+    /// Forgets a closed connection; a peer (not a manual one) from a
+    /// non-local address that misbehaved is refused for
+    /// `discourage_duration` (Core's `Discourage`, which it too skips for
+    /// local addresses), and the address manager hears that a full-relay
+    /// or manual connection ended (Core's `Connected`, never told of
+    /// block-relay-only peers).
     pub fn unregister(&self, id: PeerId, reason: &DisconnectReason) {
         let mut state = lock(&self.state);
         let Some(shared) = state.peers.remove(&id) else {
@@ -163,11 +249,20 @@ impl Registry {
         if identity.inbound {
             assert!(state.inbound_count > 0, "inbound count below the inbound connections");
             state.inbound_count -= 1;
-            let ip = identity.address.ip();
-            if reason.discourages() && !is_local(ip) {
-                let duration = self.config.discourage_duration;
-                state.bans.insert(ip, BanReason::Misbehaving, SystemTime::now(), duration);
-            }
+        }
+        let ip = identity.address.ip();
+        if reason.discourages() && identity.connection.is_punishable() && !is_local(ip) {
+            let duration = self.config.discourage_duration;
+            state.bans.insert(ip, BanReason::Misbehaving, SystemTime::now(), duration);
+        }
+        drop(state);
+        let told = !identity.inbound
+            && identity.connection.relays_addresses()
+            && identity.connection != ConnectionType::Feeler
+            && shared.is_handshake_complete();
+        if let (true, Some(addresses)) = (told, &self.config.addresses) {
+            let address = PeerAddress::from_socket_address(identity.address);
+            addresses.book.lock().mark_connected(&address, unix_seconds());
         }
     }
 
@@ -265,6 +360,13 @@ impl Registry {
     pub fn is_shut_down(&self) -> bool {
         *self.shutdown.borrow()
     }
+}
+
+/// Seconds since the Unix epoch now.
+pub(crate) fn unix_seconds() -> i64 {
+    let seconds =
+        SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
 /// A random nonce for our `version` (Core derives it from a secret and the

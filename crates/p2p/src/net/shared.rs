@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 
 use crate::framing::MESSAGE_PAYLOAD_BYTES_MAX;
 use crate::messages::NetworkMessage;
+use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::queue::{payload_bytes, OutboundQueue};
 use crate::net::reason::DisconnectReason;
@@ -33,6 +34,8 @@ pub(crate) struct PeerIdentity {
     pub address: SocketAddr,
     pub local_address: Option<SocketAddr>,
     pub inbound: bool,
+    /// Why the connection exists.
+    pub connection: ConnectionType,
     /// The nonce in our `version` to this peer.
     pub nonce: u64,
     pub connected_at: SystemTime,
@@ -230,6 +233,7 @@ impl PeerShared {
             address: self.identity.address,
             local_address: self.identity.local_address,
             inbound: self.identity.inbound,
+            connection: self.identity.connection,
             transport: details.transport,
             session_id: details.session_id,
             version: details.version.clone(),

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::messages::address::ServiceAddress;
 use crate::messages::version::{UserAgent, PROTOCOL_VERSION};
+use crate::net::connection_type::ConnectionType;
 use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 use crate::transport::TransportKind;
@@ -72,6 +73,8 @@ pub struct PeerInfo {
     pub local_address: Option<SocketAddr>,
     /// Whether the peer connected to us.
     pub inbound: bool,
+    /// Why the connection exists (`getpeerinfo`'s `connection_type`).
+    pub connection: ConnectionType,
     /// v1, v2, or still detecting.
     pub transport: TransportKind,
     /// The BIP324 session id (v2 only).

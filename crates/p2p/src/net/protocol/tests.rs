@@ -333,3 +333,22 @@ fn undecodable_messages_follow_core_responses() {
     let rejected = inbound.on_undecodable(Command::INVENTORY, &[], too_many(Command::INVENTORY));
     assert!(matches!(rejected, Err(ref reason) if reason.discourages()));
 }
+
+#[test]
+fn automatic_outbound_peers_are_punished_for_an_oversized_addr() {
+    let too_many = MessageError::TooMany {
+        command: Command::ADDRESS,
+        field: Field::Addresses,
+        count: 1001,
+        limit: 1000,
+    };
+    let mut manual = connected_outbound(Instant::now());
+    let spared = manual.on_undecodable(Command::ADDRESS, &[], too_many.clone());
+    assert!(matches!(spared, Ok(Received::Nothing)), "manual connections are spared");
+    let mut automatic = connected_outbound(Instant::now());
+    automatic.set_punishable(true);
+    let rejected = automatic.on_undecodable(Command::ADDRESS, &[], too_many);
+    let Err(reason) = rejected else { panic!("an automatic peer kept after 1,001 addresses") };
+    assert!(reason.discourages());
+    assert_eq!(reason.to_string(), "Misbehaving: addr message size = 1001");
+}
