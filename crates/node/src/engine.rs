@@ -21,6 +21,7 @@ use crate::config::NodeOptions;
 use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
+use crate::p2p_node::invalid_blocks::{invalid_block_feed, InvalidBlockReceiver};
 use crate::p2p_node::{P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
@@ -190,12 +191,14 @@ pub fn run_engine(
     // `ibex_chainstate::heap`); before the chainstate allocates anything.
     ibex_chainstate::bound_heap_retention(chainstate_options.cache_bytes_max);
     let progress = Arc::new(progress_display(options));
+    let (invalid_sender, invalid_blocks) = invalid_block_feed();
     let observer = NodeObserver::new(
         logger.clone(),
         progress.clone(),
         options.network,
         chainstate_options.cache_bytes_max as u64,
-    );
+    )
+    .with_invalid_block_feed(invalid_sender);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);
@@ -205,7 +208,7 @@ pub fn run_engine(
     // What was imported is flushed even when the P2P side fails (a port
     // in use, say).
     let network_end = if !import_interrupted && options.network_options.stays_up {
-        run_network(&mut chainstate, options, logger, shutdown)
+        run_network(&mut chainstate, options, logger, shutdown, invalid_blocks)
     } else {
         Ok(import_interrupted)
     };
@@ -242,6 +245,7 @@ fn run_network(
     options: &NodeOptions,
     logger: &Logger,
     shutdown: &Arc<AtomicBool>,
+    invalid_blocks: InvalidBlockReceiver,
 ) -> Result<bool, EngineError> {
     let (commands, notices, mut service) = engine_service();
     // An idle engine answers reads (serving peers' `getheaders` and
@@ -255,6 +259,7 @@ fn run_network(
         reader: chainstate.reader(),
         commands,
         notices,
+        invalid_blocks,
         logger: logger.clone(),
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;

@@ -12,6 +12,7 @@
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
+//! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
 //!
 //! # Napkin math
 //! Threads: 2 tokio workers (sockets, transports) and the sync thread,
@@ -24,6 +25,7 @@
 pub mod config;
 pub mod engine_link;
 pub mod engine_view;
+pub mod invalid_blocks;
 pub mod serve;
 pub mod sync_loop;
 
@@ -44,6 +46,7 @@ use crate::network_options::NetworkOptions;
 
 use engine_link::EngineLink;
 use engine_view::{genesis_header, ReaderIndex};
+use invalid_blocks::InvalidBlockReceiver;
 use sync_loop::SyncLoop;
 
 /// Tokio worker threads for the networking layer.
@@ -81,6 +84,8 @@ pub struct P2pStart<'a> {
     pub commands: SyncSender<EngineCommand>,
     /// The engine service's notice receiver.
     pub notices: Receiver<EngineNotice>,
+    /// Blocks the engine's observer saw marked invalid.
+    pub invalid_blocks: InvalidBlockReceiver,
     /// The node's log.
     pub logger: Logger,
 }
@@ -96,7 +101,16 @@ pub struct P2pNode {
 impl P2pNode {
     /// Starts the networking layer and the sync thread.
     pub fn start(start: P2pStart<'_>) -> Result<P2pNode, P2pError> {
-        let P2pStart { options, params, dbcache_bytes, reader, commands, notices, logger } = start;
+        let P2pStart {
+            options,
+            params,
+            dbcache_bytes,
+            reader,
+            commands,
+            notices,
+            invalid_blocks,
+            logger,
+        } = start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
         let network_config = config::network_config(options, params, start_height)?;
@@ -113,7 +127,7 @@ impl P2pNode {
         }
         let download_config =
             DownloadConfig::new(params, download_bytes_for_dbcache(dbcache_bytes));
-        let sync = SyncLoop::new(
+        let mut sync = SyncLoop::new(
             network,
             events,
             runtime.handle().clone(),
@@ -126,6 +140,7 @@ impl P2pNode {
             logger,
             Arc::new(AtomicBool::new(false)),
         );
+        sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();
         let sync_thread = std::thread::Builder::new()
             .name("ibex-p2p-sync".to_owned())
