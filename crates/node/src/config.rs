@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ibex_chainstate::FLUSH_BATCH_BYTES_DEFAULT;
 use ibex_primitives::params::{Network, Params};
-use ibex_primitives::BlockHash;
+use ibex_primitives::{BlockHash, ChainWork, U256};
 
 pub use crate::config_error::{ConfigError, ConfigWarning};
 use crate::config_file::{self, interpret_key};
@@ -375,14 +375,26 @@ struct Numbers {
 }
 
 /// Core's `uint256::FromUserHex`: an optional `0x`, then up to 64 hex
-/// digits, left-padded with zeros. Zero disables.
-pub fn parse_assume_valid(text: &str) -> Option<AssumeValid> {
+/// digits; the 64 digits, left-padded with zeros, most significant first.
+fn user_hex_digits(text: &str) -> Option<String> {
     let digits = text.strip_prefix("0x").unwrap_or(text);
     if digits.len() > 64 || !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
         return None;
     }
-    let hash = BlockHash::from_hex(&format!("{digits:0>64}")).ok()?;
+    Some(format!("{digits:0>64}"))
+}
+
+/// `-assumevalid` as Core's `uint256::FromUserHex` reads it. Zero disables.
+pub fn parse_assume_valid(text: &str) -> Option<AssumeValid> {
+    let hash = BlockHash::from_hex(&user_hex_digits(text)?).ok()?;
     Some(if hash == BlockHash::ZERO { AssumeValid::Disabled } else { AssumeValid::Block(hash) })
+}
+
+/// `-minimumchainwork` as Core's `uint256::FromUserHex` reads it: up to 64
+/// hex digits, an optional `0x` (`-nominimumchainwork` is zero).
+pub fn parse_minimum_chain_work(text: &str) -> Option<ChainWork> {
+    let value = U256::from_hex(&user_hex_digits(text)?).ok()?;
+    Some(ChainWork::from_u256(value))
 }
 
 /// Typed reads of the merged settings for one chain.
@@ -517,7 +529,7 @@ impl Typed<'_> {
             if !test_options.is_empty() {
                 return Err(ConfigError::RegtestOnly { name: "test=<option>" });
             }
-            return Ok(Params::for_network(network));
+            return self.with_minimum_chain_work(Params::for_network(network));
         }
         let mut regtest = ibex_primitives::params::RegtestOptions::new();
         for argument in &activation_heights {
@@ -530,7 +542,18 @@ impl Typed<'_> {
                 warnings.push(ConfigWarning::UnknownTestOption { option });
             }
         }
-        Ok(regtest.build())
+        self.with_minimum_chain_work(regtest.build())
+    }
+
+    /// `params` with `-minimumchainwork` in place of the chain's own
+    /// (Core's `ChainstateManager::Options::minimum_chain_work`): headers
+    /// sync, initial block download and `-assumevalid` all read it there.
+    fn with_minimum_chain_work(&self, mut params: Params) -> Result<Params, ConfigError> {
+        let Some(value) = self.value("minimumchainwork") else { return Ok(params) };
+        let text = value.to_text();
+        params.minimum_chain_work = parse_minimum_chain_work(&text)
+            .ok_or(ConfigError::InvalidMinimumChainWork { value: text })?;
+        Ok(params)
     }
 }
 

@@ -153,6 +153,12 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
+    /// `-minimumchainwork` that is not up to 64 hex digits.
+    #[error("Invalid minimum work specified ({value}), must be up to 64 hex digits")]
+    InvalidMinimumChainWork {
+        /// The value given.
+        value: String,
+    },
     /// More than one of `-chain`, `-regtest`, `-testnet`, `-testnet4`, `-signet`.
     #[error("Invalid combination of -regtest, -signet, -testnet, -testnet4 and -chain. Can use at most one.")]
     ConflictingChains,

@@ -101,3 +101,33 @@ fn database_batch_default_is_the_chainstate_default_and_in_the_help() {
     let (_, _, help) = OPTIONS.iter().find(|(name, _, _)| *name == "dbbatchsize").unwrap();
     assert!(help.contains(&format!("(default: {FLUSH_BATCH_BYTES_DEFAULT})")), "{help}");
 }
+
+#[test]
+fn minimum_chain_work_like_core() {
+    let resolved = |list: &[&str]| {
+        let mut all = vec!["-regtest", "-noconf"];
+        all.extend_from_slice(list);
+        CommandLine::parse(&arguments(&all)).unwrap().resolve().unwrap().params.minimum_chain_work
+    };
+    assert_eq!(resolved(&[]), ChainWork::ZERO, "regtest's own");
+    let expected = ChainWork::from_u256(U256::from_u64(0x1234));
+    assert_eq!(resolved(&["-minimumchainwork=0x1234"]), expected);
+    assert_eq!(resolved(&["-minimumchainwork=1234"]), expected);
+    assert_eq!(resolved(&["-minimumchainwork=1234", "-nominimumchainwork"]), ChainWork::ZERO);
+    assert_eq!(
+        parse_error(&["-regtest", "-noconf", "-minimumchainwork=xyz"]),
+        "Invalid minimum work specified (xyz), must be up to 64 hex digits"
+    );
+    let too_long = format!("-minimumchainwork={}", "1".repeat(65));
+    assert!(parse_error(&["-regtest", "-noconf", &too_long]).starts_with("Invalid minimum work"));
+    // Below mainnet's default: Core's warning.
+    let main = CommandLine::parse(&arguments(&["-noconf", "-minimumchainwork=1"]))
+        .unwrap()
+        .resolve()
+        .unwrap();
+    let lines = crate::daemon::configuration_lines(&main);
+    assert!(lines.contains(&"Setting nMinimumChainWork=0000000000000000000000000000000000000000000000000000000000000001".to_owned()), "{lines:?}");
+    assert!(lines.iter().any(
+        |line| line.starts_with("[warning] nMinimumChainWork set below default value of 0000")
+    ));
+}

@@ -9,6 +9,7 @@ use crate::config::{ConfigFileStatus, ConfigWarning, NodeOptions};
 use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
 use crate::numeric_options::MEBIBYTE;
+use ibex_primitives::Params;
 
 /// The client name in the log and `-version`.
 pub const CLIENT_NAME: &str = "Ibex";
@@ -131,6 +132,10 @@ pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
         None => "Validating signatures for all blocks.".to_owned(),
     });
     lines.push(format!("Setting nMinimumChainWork={}", options.params.minimum_chain_work));
+    let default = Params::for_network(options.network).minimum_chain_work;
+    if options.params.minimum_chain_work < default {
+        lines.push(format!("[warning] nMinimumChainWork set below default value of {default}"));
+    }
     lines
 }
 

@@ -23,6 +23,7 @@ use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::node_observer::NodeObserver;
 use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
+use crate::p2p_node::invalid_blocks::{invalid_block_feed, InvalidBlockReceiver};
 use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
@@ -192,12 +193,14 @@ pub fn run_engine(
     // `ibex_chainstate::heap`); before the chainstate allocates anything.
     ibex_chainstate::bound_heap_retention(chainstate_options.cache_bytes_max);
     let progress = Arc::new(progress_display(options));
+    let (invalid_sender, invalid_blocks) = invalid_block_feed();
     let observer = NodeObserver::new(
         logger.clone(),
         progress.clone(),
         options.network,
         chainstate_options.cache_bytes_max as u64,
-    );
+    )
+    .with_invalid_block_feed(invalid_sender);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);
@@ -215,7 +218,15 @@ pub fn run_engine(
         Some(addresses)
             if options.network_options.stays_up_knowing(addresses.book.len(), importing) =>
         {
-            run_network(&mut chainstate, options, logger, &progress, shutdown, addresses)
+            run_network(
+                &mut chainstate,
+                options,
+                logger,
+                &progress,
+                shutdown,
+                addresses,
+                invalid_blocks,
+            )
         }
         _ => Ok(import_interrupted),
     };
@@ -254,6 +265,7 @@ fn run_network(
     progress: &Progress,
     shutdown: &Arc<AtomicBool>,
     addresses: LoadedAddresses,
+    invalid_blocks: InvalidBlockReceiver,
 ) -> Result<bool, EngineError> {
     let (commands, notices, mut service) = engine_service();
     // An idle engine answers reads (serving peers' `getheaders` and
@@ -267,6 +279,7 @@ fn run_network(
         reader: chainstate.reader(),
         commands,
         notices,
+        invalid_blocks,
         logger: logger.clone(),
         gauges: progress.network_gauges(),
         addresses,

@@ -10,6 +10,7 @@ use ibex_primitives::Network;
 use crate::logging::{
     format_update_tip, verification_progress, ChainTransactionData, Logger, UpdateTipFields,
 };
+use crate::p2p_node::invalid_blocks::InvalidBlockSender;
 use crate::progress::Progress;
 
 /// The node's [`ChainObserver`]: the log and the progress display.
@@ -18,6 +19,9 @@ pub struct NodeObserver {
     progress: Arc<Progress>,
     transaction_data: ChainTransactionData,
     cache_bytes_max: u64,
+    /// Where blocks marked invalid go for the P2P side to punish their
+    /// senders.
+    invalid_blocks: Option<InvalidBlockSender>,
 }
 
 impl NodeObserver {
@@ -33,7 +37,14 @@ impl NodeObserver {
             progress,
             transaction_data: ChainTransactionData::for_network(network),
             cache_bytes_max,
+            invalid_blocks: None,
         }
+    }
+
+    /// Also reports every block marked invalid to `sender`.
+    pub fn with_invalid_block_feed(mut self, sender: InvalidBlockSender) -> NodeObserver {
+        self.invalid_blocks = Some(sender);
+        self
     }
 
     fn tip_updated(&self, update: &TipUpdate) {
@@ -84,6 +95,9 @@ impl ChainObserver for NodeObserver {
                 self.logger.log(&format!(
                     "InvalidChainFound: {verb}={hash} height={height} reason={reason}"
                 ));
+                if let Some(feed) = self.invalid_blocks.as_ref().filter(|_| *marked) {
+                    feed.send(*hash);
+                }
             }
             ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
                 self.logger.log(&format!(

@@ -100,6 +100,15 @@ async fn broken_frames_are_dropped_for_core_reasons_while_a_good_peer_stays() {
         encode_frame(MAGIC, Command::HEADERS, &[0], &mut headers).unwrap();
         headers[20] ^= 0xff;
         checksum.send_raw(&headers).await;
+        let dropped = wait_for(&mut events, |event| match event {
+            NetworkEvent::MessageDropped { .. } => Some(event.to_string()),
+            _ => None,
+        })
+        .await;
+        assert!(
+            dropped.starts_with("Header error: Wrong checksum (headers, 1 bytes), expected "),
+            "{dropped}"
+        );
         checksum.send(&inventory(2)).await;
         assert_eq!(wait_message(&mut events).await, inventory(2), "the headers were dropped");
         assert!(checksum.ping_pong(41).await);

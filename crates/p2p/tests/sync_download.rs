@@ -509,33 +509,73 @@ fn a_new_best_chain_forking_above_the_tip_retargets_the_window() {
 }
 
 #[test]
-fn unrequested_blocks_are_ignored_and_reported() {
+fn unrequested_blocks_are_left_to_the_node_and_punish_nobody() {
     let mut simulation = Simulation::new(Blocks::new(101, 9), BYTES_MAX, 64);
     simulation.add_peer(PeerId(1), 1_000, Behaviour::Answers);
     simulation.add_peer(PeerId(2), 1_000, Behaviour::Answers);
     simulation.step(BYTES_MAX);
     let (_, asked, hash) = simulation.requests[0];
     let other = if asked == PeerId(1) { PeerId(2) } else { PeerId(1) };
-    // From a peer that was not asked for it.
+    assert!(simulation.download.is_requested_from(asked, &hash));
+    assert!(!simulation.download.is_requested_from(other, &hash));
+    // From a peer that was not asked for it: nothing (Core punishes no
+    // peer for an unrequested block; the node judges it).
     let actions =
         simulation.download.on_block(other, simulation.all_bytes[&hash].clone(), simulation.now);
-    assert_eq!(
-        actions,
-        [Action::Misbehaving { peer: other, reason: Misbehavior::UnrequestedBlock { hash } }]
-    );
+    assert!(actions.is_empty());
     // A block past the window that nobody asked for.
     let far = simulation.blocks.chain.hash_at(100).unwrap();
     assert_eq!(simulation.download.in_flight_from(&far), None);
     let actions =
         simulation.download.on_block(other, simulation.all_bytes[&far].clone(), simulation.now);
-    assert!(matches!(actions[..], [Action::Misbehaving { .. }]));
+    assert!(actions.is_empty());
     // A payload too short for a header is dropped silently, as Core drops
     // a message it cannot read.
     assert!(simulation.download.on_block(other, vec![0; 79], simulation.now).is_empty());
     // The asked peer's delivery is still welcome.
     assert_eq!(simulation.download.in_flight_from(&hash), Some(asked));
     assert_eq!(simulation.misbehaving.len(), 0);
-    assert_eq!(Misbehavior::UnrequestedBlock { hash }.core_message(), "unrequested block");
+}
+
+#[test]
+fn an_unrequested_block_the_node_keeps_counts_against_the_byte_bound() {
+    let estimate = DownloadConfig::new(&Params::regtest(), BYTES_MAX).block_bytes_estimate;
+    let mut download = BlockDownload::new(DownloadConfig::new(&Params::regtest(), BYTES_MAX), 10);
+    let hash = BlockHash([3; 32]);
+    assert!(!download.take_unrequested(hash, 10, 1_000), "at the tip: nothing to keep");
+    assert!(download.take_unrequested(hash, 11, 1_000));
+    assert_eq!(download.bytes_held(), 1_000);
+    assert!(!download.take_unrequested(hash, 11, 1_000), "counted once");
+    // Too large for what is left with one estimate kept free.
+    let left = BYTES_MAX - 1_000 - estimate;
+    assert!(!download.take_unrequested(BlockHash([4; 32]), 12, left + 1));
+    assert!(download.take_unrequested(BlockHash([4; 32]), 12, left));
+    // Connected: released.
+    download.on_tip_moved(12, 2);
+    assert_eq!(download.bytes_held(), 0);
+}
+
+#[test]
+fn a_block_the_engine_did_not_store_is_asked_for_again() {
+    let mut simulation = Simulation::new(Blocks::new(11, 12), BYTES_MAX, 64);
+    simulation.add_peer(PeerId(1), 1_000, Behaviour::Silent);
+    simulation.step(BYTES_MAX);
+    let (_, asked, hash) = simulation.requests[0];
+    let actions =
+        simulation.download.on_block(asked, simulation.all_bytes[&hash].clone(), simulation.now);
+    assert!(matches!(actions[..], [Action::OfferBlock { .. }]));
+    let held = simulation.download.bytes_held();
+    simulation.download.forget_block(&hash, simulation.now);
+    assert!(simulation.download.bytes_held() < held);
+    assert_eq!(simulation.download.received_count(), 0);
+    let actions = simulation.download.poll(simulation.now, &simulation.blocks.chain);
+    let asked_again = actions.iter().any(|action| match action {
+        Action::Send { message: NetworkMessage::GetData(inventory), .. } => {
+            inventory.iter().any(|entry| entry.hash.0 == hash.0)
+        }
+        _ => false,
+    });
+    assert!(asked_again, "{actions:?}");
 }
 
 #[test]
@@ -581,7 +621,8 @@ fn a_peer_that_never_delivers_times_out_after_a_block_interval() {
     let (_, peer, reason) = simulation.disconnected[0];
     assert_eq!(peer, PeerId(1));
     assert!(matches!(reason, DisconnectReason::BlockDownloadTimeout { timeout_ms: 600_000, .. }));
-    assert_eq!(reason.core_log_message(), "Timeout downloading block");
+    let DisconnectReason::BlockDownloadTimeout { hash, .. } = reason else { unreachable!() };
+    assert_eq!(reason.core_log_message(), format!("Timeout downloading block {hash}"));
     assert_eq!(simulation.download.in_flight_total(), 0);
 }
 

@@ -268,3 +268,58 @@ fn an_empty_headers_message_ends_a_presync() {
     assert!(harness.sync.presync(PeerId(1)).is_none());
     assert!(harness.offers.is_empty() && harness.misbehaving.is_empty());
 }
+
+#[test]
+fn notes_tell_the_presync_story_in_core_words() {
+    let params = regtest_with_minimum_work(2 * 3_001);
+    // A chain that ends below the minimum: presync starts and is given up.
+    let weak = chain_from_genesis(&params, 2_500, 10);
+    let mut harness = Harness::new(&params);
+    harness.connect(PeerId(1), weak, true);
+    harness.run_until_idle();
+    let notes: Vec<String> = harness.sync.take_notes().iter().map(ToString::to_string).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0]
+        .starts_with("Initial headers sync started with peer=1: height=0, max_commitments="));
+    assert!(notes[0].ends_with(&format!("min_work={:064x}", 2 * 3_001)), "{}", notes[0]);
+    assert_eq!(
+        notes[1],
+        "Initial headers sync aborted with peer=1: incomplete headers message at height=2500 (presync phase)"
+    );
+    assert!(harness.sync.take_notes().is_empty(), "taken once");
+    // One with the work: presync, redownload, every header released.
+    let strong = chain_from_genesis(&params, 3_200, 11);
+    let mut harness = Harness::new(&params);
+    harness.connect(PeerId(2), strong, true);
+    harness.run_until_idle();
+    let notes: Vec<String> = harness.sync.take_notes().iter().map(ToString::to_string).collect();
+    assert!(notes.contains(&"Initial headers sync transition with peer=2: reached sufficient work at height=3200, redownloading from height=0".to_owned()), "{notes:?}");
+    assert!(notes.contains(&"Initial headers sync complete with peer=2: releasing all at height=3200 (redownload phase)".to_owned()), "{notes:?}");
+    // A short chain below the threshold: ignored at once.
+    let mut harness = Harness::new(&params);
+    harness.connect(PeerId(3), Vec::new(), false);
+    harness.deliver(PeerId(3), chain_from_genesis(&params, 12, 12)[1..].to_vec());
+    let notes: Vec<String> = harness.sync.take_notes().iter().map(ToString::to_string).collect();
+    assert_eq!(notes, ["Ignoring low-work chain (height=12) from peer=3"]);
+}
+
+#[test]
+fn only_automatic_outbound_peers_are_dropped_for_a_chain_below_the_minimum_work() {
+    let params = regtest_with_minimum_work(2 * 3_001);
+    let chain = chain_from_genesis(&params, 20, 13);
+    for automatic in [false, true] {
+        let mut harness = Harness::new(&params);
+        // Headers we hold already (an ancestor of our best header): their
+        // work is not checked again, and the peer's chain ends there.
+        harness.index.accept(&chain[1..]);
+        harness.connect(PeerId(1), Vec::new(), false);
+        if automatic {
+            harness.sync.mark_automatic_outbound(PeerId(1));
+        }
+        harness.deliver(PeerId(1), chain[1..].to_vec());
+        assert_eq!(harness.offers.len(), 1);
+        let expected: &[(PeerId, DisconnectReason)] =
+            if automatic { &[(PeerId(1), DisconnectReason::InsufficientWork)] } else { &[] };
+        assert_eq!(harness.disconnected, expected, "automatic outbound: {automatic}");
+    }
+}

@@ -264,7 +264,8 @@ pub fn unix_seconds() -> i64 {
 }
 
 /// The best header chain's blocks above the engine's tip, as far as the
-/// download window reaches: what the block download scheduler reads.
+/// download window reaches and one more: what the block download
+/// scheduler reads.
 #[derive(Debug, Clone, Default)]
 pub struct BestChainWindow {
     /// The best header's height.
@@ -287,8 +288,11 @@ impl BestChainWindow {
             let best_height = index.entry(best).height;
             let fork_height = fork_below_tip(chainstate, best, tip_height);
             let first_height = fork_height.unwrap_or(tip_height).saturating_add(1);
-            let last_height =
-                best_height.min(tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS));
+            // One block past the window too: the scheduler tells that the
+            // window is what holds a peer back (Core's staller detection)
+            // only by seeing a block there it may not ask for yet.
+            let last_height = best_height
+                .min(tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS).saturating_add(1));
             let mut blocks = Vec::new();
             let mut walk = index.ancestor(best, last_height);
             while let Some(id) = walk {

@@ -13,6 +13,7 @@
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
+//! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
 //!
 //! # Napkin math
 //! Threads: 2 tokio workers (sockets, transports) and the sync thread,
@@ -26,6 +27,7 @@ pub mod address_store;
 pub mod config;
 pub mod engine_link;
 pub mod engine_view;
+pub mod invalid_blocks;
 pub mod serve;
 pub mod sync_loop;
 
@@ -50,6 +52,7 @@ use crate::progress::NetworkGauges;
 use address_store::{spawn_periodic_writes, write_addresses, LoadedAddresses};
 use engine_link::EngineLink;
 use engine_view::{genesis_header, ReaderIndex};
+use invalid_blocks::InvalidBlockReceiver;
 use sync_loop::SyncLoop;
 
 /// Tokio worker threads for the networking layer.
@@ -87,6 +90,8 @@ pub struct P2pStart<'a> {
     pub commands: SyncSender<EngineCommand>,
     /// The engine service's notice receiver.
     pub notices: Receiver<EngineNotice>,
+    /// Blocks the engine's observer saw marked invalid.
+    pub invalid_blocks: InvalidBlockReceiver,
     /// The node's log.
     pub logger: Logger,
     /// Where the progress display reads the sync's figures.
@@ -120,6 +125,7 @@ impl P2pNode {
             logger,
             gauges,
             addresses,
+            invalid_blocks,
         } = start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
@@ -166,6 +172,7 @@ impl P2pNode {
             Arc::new(AtomicBool::new(false)),
         );
         sync.gauges = Some(gauges);
+        sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();
         let sync_thread = std::thread::Builder::new()
             .name("ibex-p2p-sync".to_owned())

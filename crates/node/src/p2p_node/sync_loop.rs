@@ -7,6 +7,16 @@
 //! It runs on its own thread, not on the tokio runtime: reads of the
 //! engine ([`ibex_chainstate::ChainReader::query`]) wait for the engine's
 //! thread, and blocks are parsed here, so the reactor never blocks.
+//!
+//! Beside it: `block_sources` (who sent each block, to punish the sender
+//! of an invalid one), `header_offers` (the same for headers),
+//! `unrequested` (`block` messages, and Core's rules for blocks nobody
+//! asked for) and `peer_log` (Core's lines about peers).
+
+mod block_sources;
+mod header_offers;
+mod peer_log;
+mod unrequested;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +27,7 @@ use ibex_chainstate::{
     AcceptOutcome, BlockSource, ChainReader, EngineCommand, EngineNotice, PreparedBlock,
 };
 use ibex_p2p::messages::headers::LOCATOR_VERSION;
+use ibex_p2p::net::address::is_local;
 use ibex_p2p::net::{
     ConnectionType, DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle,
 };
@@ -34,6 +45,8 @@ use super::engine_view::{
 use super::serve::{serve_data, serve_headers};
 use crate::logging::Logger;
 use crate::progress::NetworkGauges;
+pub use block_sources::BlockSources;
+pub use header_offers::HeaderOffers;
 
 /// How often time passes for the state machines and the tip is read.
 const TICK: Duration = Duration::from_millis(100);
@@ -69,6 +82,9 @@ struct PeerState {
     inv_getheaders_at: Option<Instant>,
     /// A `-connect`/`-addnode` connection: never punished (Core).
     manual: bool,
+    /// Its address is local (Core disconnects it for misbehaving but
+    /// discourages nobody by that address).
+    local: bool,
 }
 
 /// The loop's state (see the module docs).
@@ -84,6 +100,10 @@ pub struct SyncLoop {
     pub(super) params: Params,
     pub(super) logger: Logger,
     pub(super) stop: Arc<AtomicBool>,
+    /// Who sent the blocks offered, and the blocks the engine marks invalid.
+    pub(super) block_sources: BlockSources,
+    /// Header offers waiting for the engine, to punish refused headers.
+    header_offers: HeaderOffers,
     window: BestChainWindow,
     /// The tip height and best header the window was read at.
     window_tip: u32,
@@ -136,6 +156,8 @@ impl SyncLoop {
             params,
             logger,
             stop,
+            block_sources: BlockSources::default(),
+            header_offers: HeaderOffers::default(),
             window_tip: tip_height,
             announced_height: tip_height,
             window: BestChainWindow::default(),
@@ -197,27 +219,33 @@ impl SyncLoop {
 
     fn on_event(&mut self, event: NetworkEvent) {
         match event {
-            NetworkEvent::PeerConnected { id, connection, .. } => {
+            NetworkEvent::PeerConnected { id, connection, address, .. } => {
                 self.logger.log(&event.to_string());
-                self.peer_connected(id, connection);
+                self.peer_connected(id, connection, is_local(address.ip()));
             }
             NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
-            NetworkEvent::PeerDisconnected { id, .. } => {
-                self.logger.log(&event.to_string());
+            NetworkEvent::PeerDisconnected { id, ref reason } => {
+                // A sync rule's or a misbehaviour's disconnect was logged
+                // when it was decided, in Core's words.
+                if !matches!(reason, NetReason::Sync(_) | NetReason::Misbehaving(_)) {
+                    self.logger.log(&event.to_string());
+                }
                 self.headers_sync.peer_disconnected(id);
                 self.download.remove_peer(id);
                 self.peers.remove(&id);
             }
-            NetworkEvent::ConnectionClosed { .. } => self.logger.log(&event.to_string()),
+            NetworkEvent::ConnectionClosed { .. } | NetworkEvent::MessageDropped { .. } => {
+                self.logger.log(&event.to_string())
+            }
             _ => {}
         }
     }
 
-    fn peer_connected(&mut self, peer: PeerId, connection: ConnectionType) {
+    fn peer_connected(&mut self, peer: PeerId, connection: ConnectionType, local: bool) {
         let manual = connection == ConnectionType::Manual;
         if !connection.syncs_chain() {
             // Core syncs neither headers nor blocks from addr-fetch peers.
-            self.peers.insert(peer, PeerState { manual, ..PeerState::default() });
+            self.peers.insert(peer, PeerState { manual, local, ..PeerState::default() });
             return;
         }
         let tracked =
@@ -228,7 +256,12 @@ impl SyncLoop {
             let _ = self.network.disconnect(peer, NetReason::Manual);
             return;
         }
-        self.peers.insert(peer, PeerState { manual, ..PeerState::default() });
+        if matches!(connection, ConnectionType::OutboundFullRelay | ConnectionType::BlockRelay) {
+            // Core drops these (not inbound or manual ones) when their
+            // chain ends below the minimum chain work.
+            self.headers_sync.mark_automatic_outbound(peer);
+        }
+        self.peers.insert(peer, PeerState { manual, local, ..PeerState::default() });
         let _ = self.network.send(peer, NetworkMessage::SendHeaders);
         let actions = self.headers_sync.poll(Instant::now(), unix_seconds(), &self.index);
         self.carry_out(actions);
@@ -248,13 +281,12 @@ impl SyncLoop {
                     &self.index,
                 );
                 self.carry_out(actions);
+                for note in self.headers_sync.take_notes() {
+                    self.logger.log(&note.to_string());
+                }
                 self.peer_heights_stale = true;
             }
-            NetworkMessage::Block(bytes) => {
-                let actions = self.download.on_block(peer, bytes, Instant::now());
-                self.carry_out(actions);
-                self.download_due = true;
-            }
+            NetworkMessage::Block(bytes) => self.on_block_message(peer, bytes),
             NetworkMessage::GetHeaders(request) => {
                 serve_headers(&self.network, &self.reader, peer, request)
             }
@@ -330,13 +362,15 @@ impl SyncLoop {
                 Action::Disconnect { peer, reason } => {
                     self.logger
                         .log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
+                    self.log_stalling_timeout_increase(&reason);
                     let _ = self.network.disconnect(peer, NetReason::Sync(reason));
                 }
-                Action::Misbehaving { peer, reason } => self.misbehaving(peer, reason, None),
+                Action::Misbehaving { peer, reason } => self.misbehaving(peer, reason),
                 Action::OfferHeaders { peer, headers } => {
                     if let Some(last) = headers.last() {
                         self.header_offers_pending.push_back(last.block_hash());
                     }
+                    self.header_offers.record(peer, &headers);
                     let source = BlockSource::Peer(peer.0);
                     self.engine.push(EngineCommand::OfferHeaders { headers, source });
                 }
@@ -345,15 +379,23 @@ impl SyncLoop {
         }
     }
 
-    fn misbehaving(&mut self, peer: PeerId, reason: Misbehavior, detail: Option<String>) {
-        let detail = detail.map(|text| format!(": {text}")).unwrap_or_default();
-        self.logger.log(&format!("Misbehaving: {peer} ({}){detail}", reason.core_message()));
-        // Core's `MaybeDiscourageAndDisconnect` spares manual connections
-        // (-connect, -addnode).
-        if self.peers.get(&peer).is_some_and(|state| state.manual) {
-            self.logger.log(&format!("Warning: not punishing manually connected {peer}!"));
+    /// Core's `Misbehaving` and `MaybeDiscourageAndDisconnect`, with their
+    /// log lines: a manual connection (-connect, -addnode) is spared, a
+    /// local address disconnected without being discouraged, any other
+    /// disconnected and discouraged.
+    fn misbehaving(&mut self, peer: PeerId, reason: Misbehavior) {
+        let Some(state) = self.peers.get(&peer) else { return };
+        self.logger.log(&reason.core_log_line(peer));
+        let id = peer.0;
+        if state.manual {
+            self.logger.log(&format!("[warning] Not punishing manually connected peer {id}!"));
             return;
         }
+        self.logger.log(&if state.local {
+            format!("Warning: disconnecting but not discouraging local peer {id}!")
+        } else {
+            format!("Disconnecting and discouraging peer {id}!")
+        });
         let _ = self.network.disconnect(peer, NetReason::Misbehaving(reason));
     }
 
@@ -362,6 +404,7 @@ impl SyncLoop {
         let mut buffers = BlockBuffers::default();
         match PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) {
             Ok(block) => {
+                self.block_sources.record(hash, peer);
                 let source = BlockSource::Peer(peer.0);
                 self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
             }
@@ -392,6 +435,9 @@ impl SyncLoop {
         match notice {
             EngineNotice::HeadersOffered { added, .. } => {
                 let last = self.header_offers_pending.pop_front();
+                if let Some(last) = last {
+                    self.check_header_offer(last);
+                }
                 if let Some(last) = last.filter(|_| added > 0) {
                     if let Some(line) = headers_progress_line(&self.reader, last) {
                         self.logger.log(&line);
@@ -410,7 +456,9 @@ impl SyncLoop {
             _ => None,
         };
         match outcome {
-            AcceptOutcome::Accepted(_) | AcceptOutcome::AlreadyKnown(_) => {
+            AcceptOutcome::Accepted(_) => self.reoffer_children(hash),
+            AcceptOutcome::AlreadyKnown(_) => {
+                self.block_sources.take(&hash);
                 self.reoffer_children(hash)
             }
             AcceptOutcome::UnknownParent(block) => {
@@ -421,11 +469,7 @@ impl SyncLoop {
                     self.parked_count += 1;
                 }
             }
-            AcceptOutcome::Invalid(rejection) => {
-                let Some(peer) = peer else { return };
-                let detail = format!("invalid block {hash}: {}", rejection.reject_reason());
-                self.misbehaving(peer, Misbehavior::InvalidHeader { hash }, Some(detail));
-            }
+            AcceptOutcome::Invalid(rejection) => self.on_block_rejected(hash, &rejection),
         }
     }
 
@@ -500,6 +544,7 @@ impl SyncLoop {
             }
             self.announced_height = height;
         }
+        self.punish_senders_of_invalid_blocks();
         let now = Instant::now();
         let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
         self.carry_out(actions);

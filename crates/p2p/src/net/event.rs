@@ -21,9 +21,10 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use crate::messages::NetworkMessage;
 use crate::net::connection_type::ConnectionType;
 use crate::net::reason::DisconnectReason;
+use crate::net::reason::DroppedMessageWords;
 use crate::net::stats::PeerVersion;
 use crate::sync::PeerId;
-use crate::transport::TransportKind;
+use crate::transport::{TransportError, TransportKind};
 
 /// Something that happened on the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +82,15 @@ pub enum NetworkEvent {
         /// "retrying with v1 transport protocol").
         retry_with_v1: bool,
     },
+    /// A message was dropped and the connection kept: a v1 checksum that
+    /// does not match, a message type that is not one (Core drops such a
+    /// message and reads on). For logs only: dropped when the queue is full.
+    MessageDropped {
+        /// The connection's id.
+        id: PeerId,
+        /// What was wrong with it.
+        error: TransportError,
+    },
 }
 
 /// Core's debug.log lines for the lifecycle events; a message reads as
@@ -108,6 +118,9 @@ impl fmt::Display for NetworkEvent {
             }
             NetworkEvent::ConnectionClosed { id: None, reason, .. } => {
                 write!(formatter, "{reason}")
+            }
+            NetworkEvent::MessageDropped { id, error } => {
+                write!(formatter, "{}, {id}", DroppedMessageWords(error))
             }
             NetworkEvent::ConnectionClosed { id: Some(id), reason, retry_with_v1, .. } => {
                 write!(formatter, "{reason}, disconnecting {id}")?;

@@ -46,6 +46,10 @@ pub const WRITE_BATCH_BYTES: usize = 64 * 1024;
 /// The output buffer's memory kept when it drains with nothing queued (a
 /// sent block's 4 MB is returned).
 const OUTPUT_KEPT_BYTES: usize = 4 * WRITE_BATCH_BYTES;
+/// Dropped messages reported to the node per connection; later ones are
+/// dropped without a word, so a peer sending nothing else cannot fill the
+/// event queue with log lines.
+pub const DROPPED_MESSAGES_REPORTED_MAX: u32 = 16;
 /// The soonest a timer fires again after the loop turned.
 const TIMER_RETRY: Duration = Duration::from_millis(1);
 
@@ -80,6 +84,7 @@ pub(crate) struct Connection {
     connected_delivered: bool,
     /// The address exchange, when the layer has an address manager.
     address_relay: Option<AddressRelay>,
+    dropped_reported: u32,
 }
 
 impl Connection {
@@ -145,6 +150,7 @@ impl Connection {
             delivering_connected: false,
             connected_delivered: false,
             address_relay,
+            dropped_reported: 0,
         }
     }
 
@@ -235,8 +241,11 @@ impl Connection {
                     return Err(DisconnectReason::Transport(error))
                 }
                 // A bad checksum or message type: Core drops that message
-                // and reads on.
-                Err(_dropped) => continue,
+                // (logging it) and reads on.
+                Err(error) => {
+                    self.report_dropped(error);
+                    continue;
+                }
                 Ok(None) if pushed_nothing => return Err(DisconnectReason::TransportStalled),
                 Ok(None) => {}
             }
@@ -250,6 +259,17 @@ impl Connection {
             self.note_transport_kind();
             self.publish_unsent();
         }
+    }
+
+    /// Tells the node of a message dropped for a bad checksum or type, up
+    /// to [`DROPPED_MESSAGES_REPORTED_MAX`] per connection.
+    fn report_dropped(&mut self, error: crate::transport::TransportError) {
+        if self.dropped_reported >= DROPPED_MESSAGES_REPORTED_MAX {
+            return;
+        }
+        self.dropped_reported += 1;
+        let id = self.shared.identity.id;
+        self.registry.events.send_or_drop(NetworkEvent::MessageDropped { id, error });
     }
 
     /// A complete message: decoded and handed to the protocol.

@@ -143,7 +143,7 @@ pub enum DisconnectReason {
     #[error("{}", .0.core_log_message())]
     Sync(sync::DisconnectReason),
     /// The node asked: the peer misbehaved (Core's `Misbehaving`).
-    #[error("Misbehaving: {}", .0.core_message())]
+    #[error("{}", MisbehavingWords(.0))]
     Misbehaving(Misbehavior),
     /// The node asked, for no peer-related reason (Core's `disconnectnode`).
     #[error("disconnect by id")]
@@ -294,6 +294,49 @@ impl fmt::Display for RejectionWords<'_> {
     }
 }
 
+/// A dropped message in Core's words (net.cpp's `V1Transport::GetMessage`):
+/// `Header error: Wrong checksum (ping, 8 bytes), expected 5df6e0e2 was
+/// 00000000`.
+pub(crate) struct DroppedMessageWords<'a>(pub &'a TransportError);
+
+impl fmt::Display for DroppedMessageWords<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            TransportError::Frame(FrameError::ChecksumMismatch {
+                command_bytes,
+                payload_bytes,
+                expected,
+                received,
+            }) => write!(
+                formatter,
+                "Header error: Wrong checksum ({}, {payload_bytes} bytes), expected {} was {}",
+                EscapedCommand(command_bytes),
+                Hex(expected),
+                Hex(received)
+            ),
+            TransportError::Frame(FrameError::InvalidCommand { command_bytes })
+            | TransportError::InvalidMessageType { command_bytes } => write!(
+                formatter,
+                "Header error: Invalid message type ({})",
+                EscapedCommand(command_bytes)
+            ),
+            other => write!(formatter, "dropped message: {other}"),
+        }
+    }
+}
+
+/// `Misbehaving`, then `: <message>` when Core gives one.
+struct MisbehavingWords<'a>(&'a Misbehavior);
+
+impl fmt::Display for MisbehavingWords<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.core_message() {
+            message if message.is_empty() => formatter.write_str("Misbehaving"),
+            message => write!(formatter, "Misbehaving: {message}"),
+        }
+    }
+}
+
 /// Bytes as lower-case hex (Core's `HexStr`).
 pub(crate) struct Hex<'a>(pub &'a [u8]);
 
@@ -348,6 +391,22 @@ mod tests {
         );
         let after = DisconnectReason::FeatureAfterVerack { command: Command::WTXID_RELAY };
         assert_eq!(after.to_string(), "wtxidrelay received after verack");
+        let mut command_bytes = [0u8; 12];
+        command_bytes[..4].copy_from_slice(b"ping");
+        let checksum = TransportError::Frame(FrameError::ChecksumMismatch {
+            command_bytes,
+            payload_bytes: 8,
+            expected: [0x5d, 0xf6, 0xe0, 0xe2],
+            received: [0; 4],
+        });
+        assert_eq!(
+            DroppedMessageWords(&checksum).to_string(),
+            "Header error: Wrong checksum (ping, 8 bytes), expected 5df6e0e2 was 00000000"
+        );
+        let misbehaving = DisconnectReason::Misbehaving(Misbehavior::InvalidBlock {
+            hash: ibex_primitives::BlockHash([1; 32]),
+        });
+        assert_eq!(misbehaving.to_string(), "Misbehaving");
     }
 
     #[test]

@@ -99,14 +99,19 @@ pub enum DisconnectReason {
 
 impl DisconnectReason {
     /// The words Core logs when it disconnects for this reason
-    /// (net_processing.cpp).
-    pub fn core_log_message(&self) -> &'static str {
+    /// (net_processing.cpp), before its `, disconnecting peer=N`: the block
+    /// download timeout names the block (`Timeout downloading block <hash>`).
+    pub fn core_log_message(&self) -> String {
         match self {
-            DisconnectReason::StallingBlockDownload { .. } => "Peer is stalling block download",
-            DisconnectReason::BlockDownloadTimeout { .. } => "Timeout downloading block",
-            DisconnectReason::HeadersDownloadTimeout => "Timeout downloading headers",
+            DisconnectReason::StallingBlockDownload { .. } => {
+                "Peer is stalling block download".to_owned()
+            }
+            DisconnectReason::BlockDownloadTimeout { hash, .. } => {
+                format!("Timeout downloading block {hash}")
+            }
+            DisconnectReason::HeadersDownloadTimeout => "Timeout downloading headers".to_owned(),
             DisconnectReason::InsufficientWork => {
-                "outbound peer headers chain has insufficient work"
+                "outbound peer headers chain has insufficient work".to_owned()
             }
         }
     }

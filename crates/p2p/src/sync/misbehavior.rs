@@ -3,6 +3,8 @@
 
 use ibex_primitives::BlockHash;
 
+use crate::sync::action::PeerId;
+
 /// What a peer did wrong. Every variant means what Core's `Misbehaving`
 /// means since v28: disconnect and discourage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -44,12 +46,13 @@ pub enum Misbehavior {
         /// The block's hash.
         hash: BlockHash,
     },
-    /// A block we did not request from this peer. Ibex's rule, not Core's:
-    /// Core stores an unrequested block when it would be a new best tip and
-    /// punishes nothing; Ibex downloads only what it scheduled, so a block
-    /// pushed at it is wasted bandwidth and memory.
-    #[error("unrequested block {hash}")]
-    UnrequestedBlock {
+    /// A block that failed validation: found invalid when the engine
+    /// accepted or connected it, or sent unrequested with a parent we do not
+    /// know (Core's `BlockChecked` calling `MaybePunishNodeForBlock` with no
+    /// message: `BLOCK_CONSENSUS`, `BLOCK_INVALID_HEADER`,
+    /// `BLOCK_INVALID_PREV`, `BLOCK_MISSING_PREV`).
+    #[error("invalid block {hash}")]
+    InvalidBlock {
         /// The block's hash.
         hash: BlockHash,
     },
@@ -57,8 +60,8 @@ pub enum Misbehavior {
 
 impl Misbehavior {
     /// The message Core passes to `Misbehaving` for this (net_processing.cpp),
-    /// so logs read as Core's. [`Misbehavior::UnrequestedBlock`] has no Core
-    /// counterpart and reads "unrequested block".
+    /// so logs read as Core's; empty for [`Misbehavior::InvalidBlock`], which
+    /// Core reports without one.
     pub fn core_message(&self) -> String {
         match self {
             Misbehavior::HeaderProofOfWork { .. } => "header with invalid proof of work".to_owned(),
@@ -68,7 +71,35 @@ impl Misbehavior {
             Misbehavior::TooManyHeaders { count } => format!("headers message size = {count}"),
             Misbehavior::InvalidHeader { .. } => "invalid header received".to_owned(),
             Misbehavior::MutatedBlock { .. } => "mutated block".to_owned(),
-            Misbehavior::UnrequestedBlock { .. } => "unrequested block".to_owned(),
+            Misbehavior::InvalidBlock { .. } => String::new(),
         }
+    }
+
+    /// Core's `Misbehaving` log line for `peer`: `Misbehaving: peer=N`, then
+    /// `: <message>` when there is one.
+    pub fn core_log_line(&self, peer: PeerId) -> String {
+        match self.core_message() {
+            message if message.is_empty() => format!("Misbehaving: {peer}"),
+            message => format!("Misbehaving: {peer}: {message}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_read_as_core_with_and_without_a_message() {
+        let hash = BlockHash([7; 32]);
+        let header = Misbehavior::HeaderProofOfWork { hash };
+        assert_eq!(
+            header.core_log_line(PeerId(4)),
+            "Misbehaving: peer=4: header with invalid proof of work"
+        );
+        assert_eq!(
+            Misbehavior::InvalidBlock { hash }.core_log_line(PeerId(4)),
+            "Misbehaving: peer=4"
+        );
     }
 }

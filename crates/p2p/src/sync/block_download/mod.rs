@@ -25,8 +25,10 @@
 //!   block interval times 1 + 0.5 per other downloading peer (10 minutes
 //!   alone) is disconnected.
 //! - **Blocks**: a block requested from the peer that sends it is offered to
-//!   the engine at once, in whatever order they come; any other block is
-//!   ignored and reported as misbehaviour ([`Misbehavior::UnrequestedBlock`]).
+//!   the engine at once, in whatever order they come. Any other block is the
+//!   node's to judge by Core's rules for unrequested blocks (kept only when
+//!   it would extend the best chain); one it keeps is counted against the
+//!   byte bound like a downloaded one ([`BlockDownload::take_unrequested`]).
 //!
 //! Departures from Core, all on the side of simplicity: blocks are fetched
 //! along our best header chain only (Core follows each peer's best chain),
@@ -59,6 +61,7 @@
 mod config;
 mod schedule;
 mod stalling;
+mod unrequested;
 
 pub use config::{
     download_bytes_for_dbcache, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX, BLOCK_BYTES_MAX,
@@ -229,18 +232,16 @@ impl BlockDownload {
     }
 
     /// A `block` message from `peer` (its payload). Returns the offer to the
-    /// engine, or the misbehaviour of an unrequested block. A payload too
-    /// short to hold a header is ignored, as Core ignores a message it
-    /// cannot deserialise.
+    /// engine of a block requested from `peer`; anything else gives nothing:
+    /// a payload too short to hold a header (Core ignores a message it
+    /// cannot deserialise) and a block not requested from `peer` (the node
+    /// judges those as Core does: [`BlockDownload::is_requested_from`],
+    /// [`BlockDownload::take_unrequested`]).
     pub fn on_block(&mut self, peer: PeerId, bytes: Vec<u8>, now: Instant) -> Vec<Action> {
         let Some(header) = bytes.get(..HEADER_BYTES) else { return Vec::new() };
         let hash = BlockHash(sha256d(header));
-        let requested_here = self.in_flight.get(&hash).is_some_and(|entry| entry.peer == peer);
-        if !requested_here {
-            return vec![Action::Misbehaving {
-                peer,
-                reason: Misbehavior::UnrequestedBlock { hash },
-            }];
+        if !self.is_requested_from(peer, &hash) {
+            return Vec::new();
         }
         let Some(entry) = self.remove_request(&hash, now) else { return Vec::new() };
         let size = bytes.len() as u64;

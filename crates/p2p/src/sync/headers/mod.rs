@@ -19,6 +19,13 @@
 //!   `_PER_HEADER`: ~31 minutes for all of mainnet); if it has not brought
 //!   the best header within a day of now by then, and another peer could
 //!   take over, it is disconnected.
+//! - **Weak chains**: no peer is punished for a chain below the minimum
+//!   chain work; only an automatic outbound peer
+//!   ([`HeadersSync::mark_automatic_outbound`]) is dropped, in initial block
+//!   download, when its chain ends there (inbound and manual peers are kept,
+//!   as in Core).
+//! - **Notes** ([`HeadersNote`], [`HeadersSync::take_notes`]): what Core
+//!   logs about presync and ignored low-work chains, for the node's log.
 //!
 //! The node must carry out [`Action::OfferHeaders`] before it feeds the
 //! next `headers` message: the next message is checked against the index
@@ -26,8 +33,10 @@
 //! inside the handler).
 
 mod checks;
+mod notes;
 
 pub use checks::{anti_dos_work_threshold, check_headers, claimed_work, NEAR_TIP_BLOCKS};
+pub use notes::{HeadersNote, HEADERS_NOTES_MAX};
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -42,6 +51,7 @@ use crate::sync::headers_presync::{
     ChainStart, HeadersSyncParams, HeadersSyncState, Outcome, Phase, SyncSecret,
 };
 use crate::sync::misbehavior::Misbehavior;
+use notes::Notes;
 
 /// How long a `getheaders` may go unanswered before another may be sent
 /// (Core's `HEADERS_RESPONSE_TIME`).
@@ -120,6 +130,10 @@ struct PeerHeaders {
     presync: Option<Box<HeadersSyncState>>,
     best_known: Option<BlockHash>,
     last_unknown: Option<BlockHash>,
+    /// An outbound connection we opened on our own (not `-connect` or
+    /// `-addnode`): the only kind Core drops for a chain below the minimum
+    /// chain work.
+    automatic_outbound: bool,
 }
 
 /// Headers sync over every peer (see the module docs).
@@ -131,6 +145,7 @@ pub struct HeadersSync {
     presyncs_started: u64,
     peers: BTreeMap<PeerId, PeerHeaders>,
     sync_started_count: usize,
+    notes: Notes,
 }
 
 impl HeadersSync {
@@ -144,6 +159,7 @@ impl HeadersSync {
             presyncs_started: 0,
             peers: BTreeMap::new(),
             sync_started_count: 0,
+            notes: Notes::default(),
         }
     }
 
@@ -154,6 +170,23 @@ impl HeadersSync {
         }
         self.peers.entry(peer).or_default();
         Ok(())
+    }
+
+    /// `peer` is an outbound connection the node opened on its own (Core's
+    /// `OUTBOUND_FULL_RELAY` or `BLOCK_RELAY`): in initial block download
+    /// it is dropped when its chain ends below the minimum chain work.
+    /// Inbound and manual (`-connect`, `-addnode`) peers never are, as in
+    /// Core.
+    pub fn mark_automatic_outbound(&mut self, peer: PeerId) {
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.automatic_outbound = true;
+        }
+    }
+
+    /// What happened since the last call that Core logs, oldest first (at
+    /// most [`HEADERS_NOTES_MAX`]).
+    pub fn take_notes(&mut self) -> Vec<HeadersNote> {
+        self.notes.take()
     }
 
     /// A peer left.
@@ -340,11 +373,28 @@ impl HeadersSync {
     ) -> Option<Vec<Header>> {
         let state = self.peers.get_mut(&peer)?;
         let presync = state.presync.as_mut()?;
+        let phase_before = presync.phase();
         let result = presync.process_next_headers(headers, full_message);
         let next_locator = match result.outcome {
             Outcome::RequestMore => presync.next_request_locator(),
             _ => None,
         };
+        if phase_before == Phase::Presync && presync.phase() == Phase::Redownload {
+            self.notes.push(HeadersNote::RedownloadStarted {
+                peer,
+                height: presync.presync_height(),
+                redownload_from: presync.chain_start_height(),
+            });
+        }
+        match &result.outcome {
+            Outcome::RequestMore => {}
+            Outcome::Finished(finish) => {
+                self.notes.push(HeadersNote::Finished { peer, finish: *finish })
+            }
+            Outcome::Aborted(abort) => {
+                self.notes.push(HeadersNote::Aborted { peer, abort: *abort })
+            }
+        }
         if presync.phase() == Phase::Final {
             state.presync = None;
         }
@@ -395,9 +445,14 @@ impl HeadersSync {
                     index,
                     actions,
                 );
+            } else {
+                // The peer's chain ends here, below the threshold: Core
+                // ignores it ("Ignoring low-work chain").
+                let height = chain_start
+                    .height
+                    .saturating_add(u32::try_from(headers.len()).unwrap_or(u32::MAX));
+                self.notes.push(HeadersNote::LowWorkChainIgnored { peer, height });
             }
-            // Otherwise the peer's chain ends here, below the threshold:
-            // Core ignores it ("Ignoring low-work chain").
             return;
         }
         let Some(state) = self.peers.get_mut(&peer) else { return };
@@ -409,9 +464,11 @@ impl HeadersSync {
             maybe_send_getheaders(state, peer, locator, now, actions);
         }
         state.best_known = Some(last_hash);
-        // Core's `UpdatePeerStateForReceivedHeaders`: in IBD, a peer whose
-        // chain ends below the minimum chain work cannot help us.
-        if index.is_initial_block_download()
+        // Core's `UpdatePeerStateForReceivedHeaders`: in IBD, an automatic
+        // outbound peer whose chain ends below the minimum chain work cannot
+        // help us (inbound and manual peers are kept).
+        if state.automatic_outbound
+            && index.is_initial_block_download()
             && !full_message
             && chain_work < index.minimum_chain_work()
         {
@@ -466,6 +523,12 @@ impl HeadersSync {
             secret,
             now_unix_seconds,
         );
+        self.notes.push(HeadersNote::PresyncStarted {
+            peer,
+            height: chain_start.height,
+            max_commitments: presync.max_commitments(),
+            minimum_work: presync.minimum_required_work(),
+        });
         let Some(state) = self.peers.get_mut(&peer) else { return };
         state.presync = Some(Box::new(presync));
         // Whatever it says, nothing of this message is stored yet: a

@@ -231,6 +231,18 @@ impl HeadersSyncState {
         self.presync.chain_work
     }
 
+    /// The work the chain must reach before headers are released (Core's
+    /// `m_minimum_required_work`).
+    pub fn minimum_required_work(&self) -> ChainWork {
+        self.minimum_required_work
+    }
+
+    /// Height of the header the sync starts from (the redownload starts
+    /// after it).
+    pub fn chain_start_height(&self) -> u32 {
+        self.chain_start.height
+    }
+
     /// The most commitments this sync will store.
     pub fn max_commitments(&self) -> u64 {
         self.max_commitments

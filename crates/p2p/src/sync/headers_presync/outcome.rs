@@ -30,7 +30,7 @@ impl std::fmt::Display for Phase {
 #[non_exhaustive]
 pub enum HeadersSyncAbort {
     /// The first header does not follow the last one received.
-    #[error("non-continuous headers at height {height} ({phase} phase)")]
+    #[error("non-continuous headers at height={height} ({phase} phase)")]
     NonContinuous {
         /// The height it would have had.
         height: u32,
@@ -38,7 +38,7 @@ pub enum HeadersSyncAbort {
         phase: Phase,
     },
     /// A header's `nBits` is not a transition Core permits.
-    #[error("invalid difficulty transition at height {height} ({phase} phase)")]
+    #[error("invalid difficulty transition at height={height} ({phase} phase)")]
     InvalidDifficultyTransition {
         /// The header's height.
         height: u32,
@@ -46,20 +46,20 @@ pub enum HeadersSyncAbort {
         phase: Phase,
     },
     /// The chain is longer than any valid chain can be by now.
-    #[error("exceeded max commitments at height {height} (presync phase)")]
+    #[error("exceeded max commitments at height={height} (presync phase)")]
     ExceededMaxCommitments {
         /// The header's height.
         height: u32,
     },
     /// The redownload needs more commitments than presync stored.
-    #[error("commitment overrun at height {height} (redownload phase)")]
+    #[error("commitment overrun at height={height} (redownload phase)")]
     CommitmentOverrun {
         /// The header's height.
         height: u32,
     },
     /// A redownloaded header's bit differs from the one stored: the peer
     /// served another chain.
-    #[error("commitment mismatch at height {height} (redownload phase)")]
+    #[error("commitment mismatch at height={height} (redownload phase)")]
     CommitmentMismatch {
         /// The header's height.
         height: u32,

@@ -1,0 +1,141 @@
+//! `block` messages: a block requested from its sender goes to the
+//! scheduler and on to the engine; any other is judged by Core's rules for
+//! blocks nobody asked for (its `block` handler, `ProcessNewBlock` with
+//! `force_processing` off, `AcceptBlock`):
+//!
+//! - its parent is unknown: `Misbehaving` (Core: `prev-blk-not-found`);
+//! - it fails `CheckBlock` (mutated, proof of work, ...): punished as Core
+//!   punishes an invalid block ([`super::block_sources::punishment`]);
+//! - it is known already, has less work than the tip, lies more than 288
+//!   blocks above the tip or below the minimum chain work: dropped, no
+//!   penalty (Core stores none of these);
+//! - otherwise it would extend the best chain: offered to the engine like a
+//!   downloaded block, counted against the download's byte bound (dropped
+//!   when the bound is full: a copy will be requested in turn).
+//!
+//! Nothing is kept but an offered block, so a flood of unrequested blocks
+//! costs parse time, never memory: the network layer holds at most the
+//! peer's receive budget (5 MB) of them, the loop one at a time.
+
+use std::time::Instant;
+
+use ibex_chainstate::{BlockRejection, BlockSource, BlockStatus, ChainReader, Chainstate};
+use ibex_chainstate::{EngineCommand, PreparedBlock};
+use ibex_p2p::sync::{Misbehavior, PeerId};
+use ibex_primitives::hash::sha256d;
+use ibex_primitives::pow::block_proof;
+use ibex_primitives::{BlockBuffers, BlockHash, CompactTarget, Header, HEADER_BYTES};
+
+use super::block_sources::punishment;
+use super::SyncLoop;
+use crate::p2p_node::engine_view::QUERY_TIMEOUT;
+
+/// How far above the tip an unrequested block may be and still be kept
+/// (Core's `MIN_BLOCKS_TO_KEEP`, its `fTooFarAhead` bound).
+pub const UNREQUESTED_BLOCKS_AHEAD_MAX: u32 = 288;
+
+/// Where an unrequested block stands against the engine's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Stored already, or known invalid.
+    Known,
+    /// Its parent is not indexed.
+    ParentUnknown,
+    /// Core would not store it: less work than the tip, too far ahead, or
+    /// below the minimum chain work.
+    NotWanted,
+    /// Core would store it: it may extend the best chain.
+    Wanted {
+        /// Its height.
+        height: u32,
+    },
+}
+
+impl SyncLoop {
+    /// A `block` message from `peer`.
+    pub(super) fn on_block_message(&mut self, peer: PeerId, bytes: Vec<u8>) {
+        // Too short for a header: Core cannot deserialise it and drops it.
+        let Some(header_bytes) = bytes.get(..HEADER_BYTES) else { return };
+        let hash = BlockHash(sha256d(header_bytes));
+        if self.download.is_requested_from(peer, &hash) {
+            let actions = self.download.on_block(peer, bytes, Instant::now());
+            self.carry_out(actions);
+            self.download_due = true;
+            return;
+        }
+        let mut header = [0u8; HEADER_BYTES];
+        header.copy_from_slice(header_bytes);
+        let header = Header::decode(&header);
+        match standing(&self.reader, header, hash) {
+            // The engine did not answer in time: dropped, as a busy Core
+            // would not have read it yet.
+            None => {}
+            Some(Standing::ParentUnknown) => {
+                self.logger.log("[error] ProcessNewBlock: AcceptBlock FAILED (prev-blk-not-found)");
+                self.misbehaving(peer, Misbehavior::InvalidBlock { hash });
+            }
+            Some(standing) => self.judge_unrequested(peer, hash, bytes, standing),
+        }
+    }
+
+    /// `CheckBlock`, then the block is offered when Core would store it.
+    fn judge_unrequested(
+        &mut self,
+        peer: PeerId,
+        hash: BlockHash,
+        bytes: Vec<u8>,
+        standing: Standing,
+    ) {
+        let size_bytes = bytes.len() as u64;
+        let mut buffers = BlockBuffers::default();
+        // Undecodable: Core's deserialisation throws and the message is
+        // dropped without penalty.
+        let Ok(block) = PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) else {
+            return;
+        };
+        if let Err(error) = &block.check {
+            if let Some(reason) = punishment(hash, &BlockRejection::Block(*error)) {
+                self.misbehaving(peer, reason);
+            }
+            return;
+        }
+        let Standing::Wanted { height } = standing else { return };
+        if self.download.take_unrequested(hash, height, size_bytes) {
+            self.block_sources.record(hash, peer);
+            let source = BlockSource::Peer(peer.0);
+            self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
+        }
+    }
+}
+
+/// One query: where `header` (hashing to `hash`) stands (Core's
+/// `AcceptBlock` tests for a block it did not request).
+fn standing(reader: &ChainReader, header: Header, hash: BlockHash) -> Option<Standing> {
+    let read = move |chainstate: &Chainstate| {
+        let index = chainstate.index();
+        if let Some(id) = index.get(&hash) {
+            let status = index.entry(id).status;
+            if status.has(BlockStatus::HAVE_DATA) || status.is_failed() {
+                return Standing::Known;
+            }
+        }
+        let Some(parent) = index.get(&header.previous_block_hash) else {
+            return Standing::ParentUnknown;
+        };
+        let parent = index.entry(parent);
+        let height = parent.height.saturating_add(1);
+        let chain_work = parent.chain_work.wrapping_add(block_proof(CompactTarget(header.bits)));
+        let (tip_work, tip_height) = chainstate.chain().tip().map_or_else(
+            || (ibex_primitives::ChainWork::ZERO, 0),
+            |tip| (index.entry(tip).chain_work, index.entry(tip).height),
+        );
+        let too_far_ahead = height > tip_height.saturating_add(UNREQUESTED_BLOCKS_AHEAD_MAX);
+        let below_minimum = chain_work < chainstate.params().minimum_chain_work;
+        if chain_work < tip_work || too_far_ahead || below_minimum {
+            Standing::NotWanted
+        } else {
+            Standing::Wanted { height }
+        }
+    };
+    reader.query(read, QUERY_TIMEOUT).ok()
+}
