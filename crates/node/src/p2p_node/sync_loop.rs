@@ -16,6 +16,7 @@
 mod block_sources;
 mod header_offers;
 mod peer_log;
+mod tip;
 mod unrequested;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -34,14 +35,11 @@ use ibex_p2p::net::{
 use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
 use ibex_p2p::sync::HeaderIndex;
 use ibex_p2p::sync::{Action, BlockDownload, HeadersSync, Misbehavior, PeerId};
-use ibex_p2p::{Inventory, InventoryType, LocatorRequest, NetworkMessage};
-use ibex_primitives::{BlockBuffers, BlockHash, Hash256, Params};
+use ibex_p2p::{Inventory, LocatorRequest, NetworkMessage};
+use ibex_primitives::{BlockBuffers, BlockHash, Params};
 
 use super::engine_link::EngineLink;
-use super::engine_view::{
-    announcement_headers, common_height_with_best, headers_progress_line, tip_is_stale,
-    unix_seconds, BestChainWindow, ReaderIndex,
-};
+use super::engine_view::{headers_progress_line, unix_seconds, BestChainWindow, ReaderIndex};
 use super::serve::{serve_data, serve_headers};
 use crate::logging::Logger;
 use crate::progress::NetworkGauges;
@@ -177,6 +175,7 @@ impl SyncLoop {
 
     /// Runs until `stop` is raised, the engine stops or the network does.
     pub fn run(mut self) {
+        let started = Instant::now();
         let mut last_tick = Instant::now();
         while !self.stop.load(Ordering::Relaxed) && !self.engine.engine_gone() {
             self.engine.flush();
@@ -203,6 +202,7 @@ impl SyncLoop {
                 self.tick();
             }
         }
+        self.logger.log(&traffic_line(&self.network.totals(), started.elapsed()));
         self.network.shutdown();
     }
 
@@ -481,126 +481,46 @@ impl SyncLoop {
             self.engine.push(EngineCommand::OfferBlock { block, source });
         }
     }
-
-    /// Follows the engine's snapshot (each turn of the loop: a lock read).
-    /// The scheduler learns of tip moves at once; the window is read again
-    /// (a query) when the best header changed or the tip left the part of
-    /// the window read last, and otherwise at the next tick.
-    fn follow_tip(&mut self) {
-        let snapshot = self.reader.snapshot();
-        if snapshot.sequence == self.seen_sequence {
-            return;
-        }
-        self.seen_sequence = snapshot.sequence;
-        self.tip = snapshot.tip.as_ref().map(|tip| (tip.hash, tip.height));
-        let tip_height = self.tip.map_or(0, |(_, height)| height);
-        let old_height = self.download.tip_height();
-        if tip_height != old_height {
-            self.download.on_tip_moved(tip_height, tip_height.saturating_sub(old_height));
-            self.network.set_best_height(i32::try_from(tip_height).unwrap_or(i32::MAX));
-            self.download_due = true;
-        }
-        let best_changed = snapshot.best_header != self.window_best;
-        let tip_left_window = tip_height < self.window_tip
-            || tip_height >= self.window_tip.saturating_add(WINDOW_REREAD_BLOCKS);
-        if best_changed || tip_left_window {
-            self.read_window(tip_height, snapshot.best_header);
-            self.peer_heights_stale |= best_changed;
-        } else {
-            self.window_stale = true;
-        }
-    }
-
-    fn read_window(&mut self, tip_height: u32, best: Option<(BlockHash, u32)>) {
-        self.window = BestChainWindow::read(&self.reader, tip_height).unwrap_or_default();
-        self.window_tip = tip_height;
-        self.window_best = best;
-        self.window_stale = false;
-        self.download_due = true;
-    }
-
-    /// Asks for blocks when something changed that may free a request.
-    fn poll_download_if_due(&mut self) {
-        if std::mem::take(&mut self.download_due) {
-            let actions = self.download.poll(Instant::now(), &self.window);
-            self.carry_out(actions);
-        }
-    }
-
-    /// Time passed: the window read again if the tip moved, peers' heights
-    /// refreshed, new tips announced, the state machines polled.
-    fn tick(&mut self) {
-        self.update_gauges();
-        if self.window_stale {
-            self.read_window(self.download.tip_height(), self.window_best);
-        }
-        if self.peer_heights_stale {
-            self.peer_heights_stale = false;
-            self.refresh_peer_heights();
-        }
-        if let Some((hash, height)) = self.tip {
-            if height > self.announced_height {
-                self.announce_tip(hash, self.announced_height);
-            }
-            self.announced_height = height;
-        }
-        self.punish_senders_of_invalid_blocks();
-        let now = Instant::now();
-        let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
-        self.carry_out(actions);
-        let actions = self.download.poll(now, &self.window);
-        self.carry_out(actions);
-    }
-
-    /// The best header's height, the peers and the bytes received, for the
-    /// progress display.
-    fn update_gauges(&self) {
-        let Some(gauges) = &self.gauges else { return };
-        let header_height = self.window_best.map_or(0, |(_, height)| height);
-        gauges.set(header_height, self.peers.len(), self.network.totals().bytes_received);
-    }
-
-    /// Tells peers of a new tip (Core's block announcements, BIP130):
-    /// `headers` to those that asked for them when few blocks are new, an
-    /// `inv` of the tip otherwise. Nothing in initial block download.
-    fn announce_tip(&mut self, tip: BlockHash, old_height: u32) {
-        let snapshot = self.reader.snapshot();
-        if snapshot.tip.as_ref().is_none_or(|tip| tip_is_stale(tip, unix_seconds())) {
-            return;
-        }
-        let Some(headers) = announcement_headers(&self.reader, old_height, ANNOUNCED_HEADERS_MAX)
-        else {
-            return;
-        };
-        let inventory = Inventory { inventory_type: InventoryType::BLOCK, hash: Hash256(tip.0) };
-        for (peer, state) in &self.peers {
-            let message = if state.wants_headers && !headers.is_empty() {
-                NetworkMessage::Headers(headers.clone())
-            } else {
-                NetworkMessage::Inventory(vec![inventory])
-            };
-            let _ = self.network.send(*peer, message);
-        }
-    }
-
-    /// Where each peer's best known header meets our best header chain.
-    fn refresh_peer_heights(&mut self) {
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for peer in peers {
-            let height = self
-                .headers_sync
-                .best_known_block(peer)
-                .and_then(|best| common_height_with_best(&self.reader, best));
-            self.download.set_peer_best_height(peer, height);
-        }
-    }
 }
 
 /// The networking layer shut down.
 struct NetworkClosed;
 
+/// What the node received and sent over its run, and the average rates:
+/// an IBD's download rate at a glance.
+fn traffic_line(totals: &ibex_p2p::net::NetTotals, elapsed: Duration) -> String {
+    const MEBIBYTE: f64 = 1_048_576.0;
+    let seconds = elapsed.as_secs_f64().max(1e-3);
+    let received = totals.bytes_received as f64 / MEBIBYTE;
+    let sent = totals.bytes_sent as f64 / MEBIBYTE;
+    format!(
+        "Network traffic: received {received:.1} MiB ({:.1} MiB/s), sent {sent:.1} MiB ({:.1} MiB/s) in {seconds:.1} s",
+        received / seconds,
+        sent / seconds,
+    )
+}
+
 impl std::fmt::Debug for SyncLoop {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.debug_struct("SyncLoop").field("peers", &self.peers.len()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traffic_line_gives_totals_and_rates() {
+        let totals = ibex_p2p::net::NetTotals {
+            bytes_received: 30 << 20,
+            bytes_sent: 1 << 20,
+            time: std::time::SystemTime::UNIX_EPOCH,
+            events_dropped: 0,
+        };
+        assert_eq!(
+            traffic_line(&totals, Duration::from_secs(10)),
+            "Network traffic: received 30.0 MiB (3.0 MiB/s), sent 1.0 MiB (0.1 MiB/s) in 10.0 s"
+        );
     }
 }

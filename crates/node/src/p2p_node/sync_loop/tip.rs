@@ -1,0 +1,130 @@
+//! Following the engine's tip: the download window read again when the
+//! tip or the best header moves, the periodic tick (gauges, peers'
+//! heights, tip announcements, the state machines' timers).
+
+use std::time::Instant;
+
+use ibex_p2p::messages::inventory::{Inventory, InventoryType};
+use ibex_p2p::sync::PeerId;
+use ibex_p2p::NetworkMessage;
+use ibex_primitives::{BlockHash, Hash256};
+
+use super::{SyncLoop, ANNOUNCED_HEADERS_MAX, WINDOW_REREAD_BLOCKS};
+use crate::p2p_node::engine_view::{
+    announcement_headers, common_height_with_best, tip_is_stale, unix_seconds, BestChainWindow,
+};
+
+impl SyncLoop {
+    /// Follows the engine's snapshot (each turn of the loop: a lock read).
+    /// The scheduler learns of tip moves at once; the window is read again
+    /// (a query) when the best header changed or the tip left the part of
+    /// the window read last, and otherwise at the next tick.
+    pub(super) fn follow_tip(&mut self) {
+        let snapshot = self.reader.snapshot();
+        if snapshot.sequence == self.seen_sequence {
+            return;
+        }
+        self.seen_sequence = snapshot.sequence;
+        self.tip = snapshot.tip.as_ref().map(|tip| (tip.hash, tip.height));
+        let tip_height = self.tip.map_or(0, |(_, height)| height);
+        let old_height = self.download.tip_height();
+        if tip_height != old_height {
+            self.download.on_tip_moved(tip_height, tip_height.saturating_sub(old_height));
+            self.network.set_best_height(i32::try_from(tip_height).unwrap_or(i32::MAX));
+            self.download_due = true;
+        }
+        let best_changed = snapshot.best_header != self.window_best;
+        let tip_left_window = tip_height < self.window_tip
+            || tip_height >= self.window_tip.saturating_add(WINDOW_REREAD_BLOCKS);
+        if best_changed || tip_left_window {
+            self.read_window(tip_height, snapshot.best_header);
+            self.peer_heights_stale |= best_changed;
+        } else {
+            self.window_stale = true;
+        }
+    }
+
+    pub(super) fn read_window(&mut self, tip_height: u32, best: Option<(BlockHash, u32)>) {
+        self.window = BestChainWindow::read(&self.reader, tip_height).unwrap_or_default();
+        self.window_tip = tip_height;
+        self.window_best = best;
+        self.window_stale = false;
+        self.download_due = true;
+    }
+
+    /// Asks for blocks when something changed that may free a request.
+    pub(super) fn poll_download_if_due(&mut self) {
+        if std::mem::take(&mut self.download_due) {
+            let actions = self.download.poll(Instant::now(), &self.window);
+            self.carry_out(actions);
+        }
+    }
+
+    /// Time passed: the window read again if the tip moved, peers' heights
+    /// refreshed, new tips announced, the state machines polled.
+    pub(super) fn tick(&mut self) {
+        self.update_gauges();
+        if self.window_stale {
+            self.read_window(self.download.tip_height(), self.window_best);
+        }
+        if self.peer_heights_stale {
+            self.peer_heights_stale = false;
+            self.refresh_peer_heights();
+        }
+        if let Some((hash, height)) = self.tip {
+            if height > self.announced_height {
+                self.announce_tip(hash, self.announced_height);
+            }
+            self.announced_height = height;
+        }
+        self.punish_senders_of_invalid_blocks();
+        let now = Instant::now();
+        let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
+        self.carry_out(actions);
+        let actions = self.download.poll(now, &self.window);
+        self.carry_out(actions);
+    }
+
+    /// The best header's height, the peers and the bytes received, for the
+    /// progress display.
+    pub(super) fn update_gauges(&self) {
+        let Some(gauges) = &self.gauges else { return };
+        let header_height = self.window_best.map_or(0, |(_, height)| height);
+        gauges.set(header_height, self.peers.len(), self.network.totals().bytes_received);
+    }
+
+    /// Tells peers of a new tip (Core's block announcements, BIP130):
+    /// `headers` to those that asked for them when few blocks are new, an
+    /// `inv` of the tip otherwise. Nothing in initial block download.
+    pub(super) fn announce_tip(&mut self, tip: BlockHash, old_height: u32) {
+        let snapshot = self.reader.snapshot();
+        if snapshot.tip.as_ref().is_none_or(|tip| tip_is_stale(tip, unix_seconds())) {
+            return;
+        }
+        let Some(headers) = announcement_headers(&self.reader, old_height, ANNOUNCED_HEADERS_MAX)
+        else {
+            return;
+        };
+        let inventory = Inventory { inventory_type: InventoryType::BLOCK, hash: Hash256(tip.0) };
+        for (peer, state) in &self.peers {
+            let message = if state.wants_headers && !headers.is_empty() {
+                NetworkMessage::Headers(headers.clone())
+            } else {
+                NetworkMessage::Inventory(vec![inventory])
+            };
+            let _ = self.network.send(*peer, message);
+        }
+    }
+
+    /// Where each peer's best known header meets our best header chain.
+    pub(super) fn refresh_peer_heights(&mut self) {
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        for peer in peers {
+            let height = self
+                .headers_sync
+                .best_known_block(peer)
+                .and_then(|best| common_height_with_best(&self.reader, best));
+            self.download.set_peer_best_height(peer, height);
+        }
+    }
+}
