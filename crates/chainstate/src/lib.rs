@@ -60,5 +60,5 @@ pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
-pub use txoutset::txoutset_stats;
+pub use txoutset::{txoutset_stats, txoutset_stats_with_pending, PendingCoin};
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

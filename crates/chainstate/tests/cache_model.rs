@@ -14,6 +14,7 @@ use common::TempDirectory;
 use ibex_chainstate::{
     ChainstateError, Coin, CoinsCache, CoinsDatabase, DatabaseOptions, FlushMode,
 };
+use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher};
 use ibex_primitives::{Amount, BlockHash, OutPoint, Txid};
 use proptest::prelude::*;
 
@@ -205,6 +206,25 @@ impl Harness {
         assert_eq!(stored, self.model);
     }
 
+    /// `gettxoutsetinfo` at this moment, cache and database merged (a
+    /// background flush may be half written), equals the model's.
+    fn check_set_statistics(&mut self) {
+        let mut hasher = TxOutSetHasher::new(TxOutSetHashType::HashSerialized3);
+        for (outpoint, coin) in &self.model {
+            let set_coin = SetCoin {
+                outpoint: *outpoint,
+                height: coin.height(),
+                is_coinbase: coin.is_coinbase(),
+                value: coin.amount(),
+                script_pubkey: coin.script_pubkey(),
+            };
+            hasher.add_coin(&set_coin).unwrap();
+        }
+        let expected = hasher.finish();
+        let cache = self.slot.as_ref().unwrap();
+        assert_eq!(cache.txoutset_stats(TxOutSetHashType::HashSerialized3).unwrap(), expected);
+    }
+
     fn check_visible(&mut self) {
         for index in 0..OUTPOINT_COUNT {
             let key = outpoint(index);
@@ -235,6 +255,7 @@ proptest! {
         let mut harness = Harness::new(batch_bytes);
         for operation in &operations {
             harness.apply(operation);
+            harness.check_set_statistics();
             harness.check_visible();
         }
         harness.apply(&Operation::Reopen);

@@ -288,6 +288,7 @@ fn run_network(
     let rpc_server = start_rpc_server(options, chainstate.reader(), shutdown.clone())
         .map_err(EngineError::Rpc)?;
     if let Some(server) = &rpc_server {
+        crate::rpc_start::rpc_option_warnings(options).iter().for_each(|text| logger.log(text));
         for address in server.local_addresses() {
             logger.log(&format!("Binding RPC on address {address}"));
         }

@@ -16,16 +16,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ibex_chainstate::{ChainReader, Chainstate, EntryId, ReadError};
+use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params};
 use ibex_rpc::backend::{
     BackendError, BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer,
-    NetTotals, NetworkInfo, NodeBackend, PeerInfo, SpentOutput, StoredBlock, TipRef, UnspentOutput,
+    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerInfo, SpentOutput,
+    StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
 };
+use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
+use crate::daemon::CacheSizes;
 use crate::logging::{verification_progress_near_tip, ChainTransactionData, TipHeights};
+use crate::txoutsetinfo::{txoutset_info_at_tip, TxOutSetInfoError};
 
 /// How long an RPC waits for the engine before giving up.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `gettxoutsetinfo` waits for the engine: it walks every coin on
+/// the engine's thread (~20-35 s for mainnet's ~180 M coins with
+/// `hash_serialized_3`, ~6 minutes with `muhash`: see
+/// `ibex_primitives::txoutset`), far longer than other queries.
+pub const TXOUTSET_QUERY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// `-dbcache`'s default in MiB (Core's `DEFAULT_DB_CACHE`), for a backend
+/// not told the node's.
+const DBCACHE_MEBIBYTES_DEFAULT: u64 = 450;
 /// How often a wait for a new tip looks at the snapshot.
 const TIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// Core's `DEFAULT_MAX_TIP_AGE`: a tip older than this means initial block
@@ -40,6 +53,8 @@ pub struct ChainBackend {
     shutdown: Arc<AtomicBool>,
     /// Core's `IsInitialBlockDownload` latch: once false, it stays false.
     initial_download_left: AtomicBool,
+    /// `-dbcache`'s split, for `getchainstates`.
+    cache_sizes: CacheSizes,
 }
 
 impl ChainBackend {
@@ -56,14 +71,29 @@ impl ChainBackend {
             blocks_directory,
             shutdown,
             initial_download_left: AtomicBool::new(false),
+            cache_sizes: CacheSizes::from_dbcache(DBCACHE_MEBIBYTES_DEFAULT),
         }
+    }
+
+    /// The same backend reporting the caches of `-dbcache=dbcache_mebibytes`.
+    pub fn with_dbcache(mut self, dbcache_mebibytes: u64) -> ChainBackend {
+        self.cache_sizes = CacheSizes::from_dbcache(dbcache_mebibytes);
+        self
     }
 
     fn query<R: Send + 'static>(
         &self,
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
     ) -> Result<R, BackendError> {
-        self.reader.query(read, QUERY_TIMEOUT).map_err(|error| match error {
+        self.query_within(read, QUERY_TIMEOUT)
+    }
+
+    fn query_within<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
+        timeout: Duration,
+    ) -> Result<R, BackendError> {
+        self.reader.query(read, timeout).map_err(|error| match error {
             ReadError::Busy => BackendError::Busy,
             ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
             _ => BackendError::Stopped,
@@ -134,6 +164,62 @@ struct LocatedBlock {
     entry: BlockEntry,
     position: ibex_blockstore::BlockPosition,
     spent_coins: Option<Vec<SpentOutput>>,
+}
+
+/// A block's ancestors read from the index, by height (collected only when
+/// the network has version-bits deployments to compute).
+struct IndexAncestry<'a> {
+    chainstate: &'a Chainstate,
+    by_height: Vec<EntryId>,
+}
+
+impl IndexAncestry<'_> {
+    fn entry(&self, height: u32) -> Option<EntryId> {
+        self.by_height.get(usize::try_from(height).ok()?).copied()
+    }
+}
+
+impl Ancestry for IndexAncestry<'_> {
+    fn version(&self, height: u32) -> i32 {
+        self.entry(height).map_or(0, |id| self.chainstate.index().entry(id).header.version)
+    }
+
+    fn median_time_past(&self, height: u32) -> i64 {
+        self.entry(height).map_or(0, |id| self.chainstate.index().median_time_past(id))
+    }
+}
+
+/// `getdeploymentinfo` for block `hash` (the tip when `None`), read on the
+/// engine's thread.
+fn deployment_info_at(
+    chainstate: &Chainstate,
+    params: &Params,
+    hash: Option<BlockHash>,
+) -> Option<DeploymentInfo> {
+    let index = chainstate.index();
+    let id = match hash {
+        Some(hash) => index.get(&hash)?,
+        None => chainstate.chain().tip()?,
+    };
+    let entry = index.entry(id);
+    let mut by_height = Vec::new();
+    if !version_bits_deployments(params.network).is_empty() {
+        let mut walk = Some(id);
+        while let Some(ancestor) = walk {
+            by_height.push(ancestor);
+            walk = index.entry(ancestor).parent;
+        }
+        by_height.reverse();
+    }
+    let ancestry = IndexAncestry { chainstate, by_height };
+    Some(deployment_info(params, entry.hash, entry.height, &ancestry))
+}
+
+fn txoutset_error(error: TxOutSetInfoError) -> BackendError {
+    match error {
+        TxOutSetInfoError::NoTip => BackendError::NoTip,
+        other => BackendError::Storage { source: Box::new(other) },
+    }
 }
 
 fn storage(error: ibex_chainstate::ChainstateError) -> BackendError {
@@ -322,6 +408,30 @@ impl NodeBackend for ChainBackend {
             std::thread::sleep(
                 TIP_POLL_INTERVAL.min(deadline.saturating_duration_since(Instant::now())),
             );
+        }
+    }
+
+    fn txoutset_info(&self, hash_type: TxOutSetHashType) -> Result<TxOutSetInfo, BackendError> {
+        let answer = self.query_within(
+            move |chainstate| txoutset_info_at_tip(chainstate, hash_type),
+            TXOUTSET_QUERY_TIMEOUT,
+        )?;
+        answer.map_err(txoutset_error)
+    }
+
+    fn deployment_info(
+        &self,
+        hash: Option<&BlockHash>,
+    ) -> Result<Option<DeploymentInfo>, BackendError> {
+        let hash = hash.copied();
+        let params = self.params.clone();
+        self.query(move |chainstate| deployment_info_at(chainstate, &params, hash))
+    }
+
+    fn coins_cache_sizes(&self) -> CoinsCacheSizes {
+        CoinsCacheSizes {
+            coins_database_bytes: self.cache_sizes.coins_database_bytes,
+            coins_tip_bytes: self.cache_sizes.coins_bytes,
         }
     }
 

@@ -23,6 +23,28 @@ pub enum RpcStartError {
     Server(#[from] ServerError),
 }
 
+/// Core's warnings about `-rpcbind` and `-rpcallowip` given alone
+/// (`HTTPBindAddresses`): without both, the server binds loopback only, so
+/// a non-local `-rpcbind` without `-rpcallowip` is refused (not bound) and
+/// said so.
+pub fn rpc_option_warnings(options: &NodeOptions) -> Vec<&'static str> {
+    let rpc = &options.rpc;
+    let mut warnings = Vec::new();
+    if rpc.bind.is_empty() || rpc.allow_ip.is_empty() {
+        if !rpc.allow_ip.is_empty() {
+            warnings.push(
+                "Warning: Option -rpcallowip was specified without -rpcbind; this doesn't usually make sense",
+            );
+        }
+        if !rpc.bind.is_empty() {
+            warnings.push(
+                "Warning: Option -rpcbind was ignored because -rpcallowip was not specified, refusing to allow everyone to connect",
+            );
+        }
+    }
+    warnings
+}
+
 /// The server's configuration for `options`.
 pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartError> {
     let rpc = &options.rpc;
@@ -60,7 +82,8 @@ pub fn start_rpc_server(
         options.params.clone(),
         options.blocks_directory.clone(),
         shutdown,
-    );
+    )
+    .with_dbcache(options.dbcache_mebibytes);
     let server = RpcServer::start(config, Arc::new(backend))?;
     // The chainstate is loaded and imported by the time the server starts.
     server.finish_warmup();

@@ -1,7 +1,14 @@
 //! `ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=...]`:
 //! Core's `gettxoutsetinfo` on a stopped node's chainstate, computed the
-//! way Core computes it (see `ibex_chainstate::txoutset`). The RPC will
-//! call [`txoutset_info`] too.
+//! way Core computes it (see `ibex_chainstate::txoutset`).
+//!
+//! One implementation serves the tool and the `gettxoutsetinfo` RPC: both
+//! walk the coins with `ibex_chainstate::txoutset` (the tool over the
+//! database alone, [`txoutset_info`]; the RPC over the running node's
+//! database and cache merged, at its settled tip, [`txoutset_info_at_tip`],
+//! on the engine's thread), both answer an [`ibex_rpc::backend::TxOutSetInfo`]
+//! and both print it with `ibex_rpc::write_txoutset_info_json` (the tool
+//! indents it as `bitcoin-cli` does).
 //!
 //! The subcommand takes the node's directory locks for its run (see
 //! [`crate::directory_lock`]): while `ibexd` (or Core's `bitcoind`) runs on
@@ -13,9 +20,12 @@ use std::path::{Path, PathBuf};
 
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::index::store::IndexStore;
-use ibex_chainstate::{txoutset_stats, ChainstateError, CoinsDatabase, DatabaseOptions};
-use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
-use ibex_primitives::{Amount, BlockHash};
+use ibex_chainstate::{
+    txoutset_stats, Chainstate, ChainstateError, CoinsDatabase, DatabaseOptions,
+};
+use ibex_primitives::txoutset::TxOutSetHashType;
+use ibex_primitives::BlockHash;
+pub use ibex_rpc::backend::TxOutSetInfo;
 
 use crate::config::{parse_options, ConfigError, NodeOptions};
 use crate::directory_lock::{lock_existing_node_directories, DirectoryLock, DirectoryLockError};
@@ -64,16 +74,18 @@ pub enum TxOutSetInfoError {
         /// The block.
         hash: BlockHash,
     },
+    /// The total amount overflowed (Core treats it as a bug).
+    #[error(transparent)]
+    TotalAmountOverflow(#[from] ibex_rpc::backend::TotalAmountOverflow),
+    /// The chain has no tip yet.
+    #[error("the chain has no tip yet")]
+    NoTip,
 }
 
-/// Core's `hash_type` names.
+/// Core's `hash_type` names (the RPC's reading of them).
 pub fn parse_hash_type(name: &str) -> Result<TxOutSetHashType, TxOutSetInfoError> {
-    match name {
-        "hash_serialized_3" => Ok(TxOutSetHashType::HashSerialized3),
-        "muhash" => Ok(TxOutSetHashType::MuHash),
-        "none" => Ok(TxOutSetHashType::None),
-        _ => Err(TxOutSetInfoError::UnknownHashType { name: name.to_owned() }),
-    }
+    ibex_rpc::txoutset_hash_type(name)
+        .ok_or_else(|| TxOutSetInfoError::UnknownHashType { name: name.to_owned() })
 }
 
 /// Runs the subcommand on `arguments` (after `txoutsetinfo`); the JSON text.
@@ -89,12 +101,12 @@ pub fn run(arguments: &[String]) -> Result<String, TxOutSetInfoError> {
     }
     let options = parse_options(&node_arguments)?;
     let _directory_locks = lock_for_reading(&options)?;
-    let value = txoutset_info(
+    let info = txoutset_info(
         &options.chain_directory.join("chainstate"),
         &options.blocks_directory,
         hash_type,
     )?;
-    Ok(value.to_json())
+    txoutset_info_json(&info)
 }
 
 /// Takes the node's directory locks for this run; a running node is
@@ -108,49 +120,79 @@ fn lock_for_reading(options: &NodeOptions) -> Result<Vec<DirectoryLock>, TxOutSe
     })
 }
 
-/// Core's `gettxoutsetinfo` answer, as `bitcoin-cli` prints it (fields
-/// in Core's order, amounts with eight decimals).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TxOutSetInfo {
-    /// Height of the best block.
-    pub height: u32,
-    /// The best block.
-    pub best_block: BlockHash,
-    /// The statistics.
-    pub stats: TxOutSetStats,
-    /// Approximate size of the coins database.
-    pub disk_size_bytes: u64,
+/// `gettxoutsetinfo`'s JSON (the RPC's writer), two-space indented as
+/// `bitcoin-cli` prints it.
+pub fn txoutset_info_json(info: &TxOutSetInfo) -> Result<String, TxOutSetInfoError> {
+    let mut compact = Vec::new();
+    ibex_rpc::write_txoutset_info_json(&mut compact, info)?;
+    Ok(indent_json(&String::from_utf8_lossy(&compact)))
 }
 
-impl TxOutSetInfo {
-    /// The JSON text, two-space indented like `bitcoin-cli`.
-    pub fn to_json(&self) -> String {
-        let mut fields = vec![
-            format!("\"height\": {}", self.height),
-            format!("\"bestblock\": \"{}\"", self.best_block.to_hex()),
-            format!("\"txouts\": {}", self.stats.txouts),
-            format!("\"bogosize\": {}", self.stats.bogosize),
-        ];
-        let hash = self.stats.hash.map(|hash| hash.to_hex());
-        match (self.stats.hash_type, hash) {
-            (TxOutSetHashType::HashSerialized3, Some(hash)) => {
-                fields.push(format!("\"hash_serialized_3\": \"{hash}\""))
+/// Indents compact JSON two spaces a level, `"key": value` (numbers and
+/// strings copied as written).
+fn indent_json(compact: &str) -> String {
+    let mut text = String::with_capacity(compact.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let newline = |text: &mut String, depth: usize| {
+        text.push('\n');
+        text.push_str(&"  ".repeat(depth));
+    };
+    let mut characters = compact.chars().peekable();
+    while let Some(character) = characters.next() {
+        if in_string {
+            text.push(character);
+            match character {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
             }
-            (TxOutSetHashType::MuHash, Some(hash)) => {
-                fields.push(format!("\"muhash\": \"{hash}\""))
-            }
-            _ => {}
+            continue;
         }
-        let total = self
-            .stats
-            .total_amount
-            .and_then(|satoshis| Amount::from_sat(satoshis).ok())
-            .map_or_else(|| "null".to_owned(), Amount::to_btc_string);
-        fields.push(format!("\"total_amount\": {total}"));
-        fields.push(format!("\"transactions\": {}", self.stats.transactions));
-        fields.push(format!("\"disk_size\": {}", self.disk_size_bytes));
-        format!("{{\n  {}\n}}", fields.join(",\n  "))
+        match character {
+            '"' => {
+                in_string = true;
+                text.push(character);
+            }
+            '{' | '[' => {
+                text.push(character);
+                // Empty: `{}` and `[]` on one line, as `bitcoin-cli`.
+                if let Some(close) = characters.next_if(|next| matches!(next, '}' | ']')) {
+                    text.push(close);
+                    continue;
+                }
+                depth += 1;
+                newline(&mut text, depth);
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut text, depth);
+                text.push(character);
+            }
+            ',' => {
+                text.push(character);
+                newline(&mut text, depth);
+            }
+            ':' => text.push_str(": "),
+            _ => text.push(character),
+        }
     }
+    text
+}
+
+/// `gettxoutsetinfo` at a running node's settled tip: the coins database
+/// and the cache merged (no flush). Call it on the engine's thread (a
+/// `ChainReader::query`).
+pub fn txoutset_info_at_tip(
+    chainstate: &Chainstate,
+    hash_type: TxOutSetHashType,
+) -> Result<TxOutSetInfo, TxOutSetInfoError> {
+    let (best_block, height) = chainstate.tip().ok_or(TxOutSetInfoError::NoTip)?;
+    let stats = chainstate.txoutset_stats(hash_type)?;
+    let disk_size_bytes = chainstate.cache().database().estimated_size_bytes()?;
+    Ok(TxOutSetInfo { height, best_block, stats, disk_size_bytes })
 }
 
 /// Core's `gettxoutsetinfo` for the chainstate at `chainstate_directory`.
@@ -177,4 +219,21 @@ pub fn txoutset_info(
     let stats = txoutset_stats(&database, hash_type)?;
     let disk_size_bytes = database.estimated_size_bytes()?;
     Ok(TxOutSetInfo { height, best_block, stats, disk_size_bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_indented_as_bitcoin_cli_prints_it() {
+        let compact = r#"{"a":1,"b":"x,{\"y\":[]}","c":[1,{"d":null}],"e":{}}"#;
+        let expected = "{\n  \"a\": 1,\n  \"b\": \"x,{\\\"y\\\":[]}\",\n  \"c\": [\n    1,\n    {\n      \"d\": null\n    }\n  ],\n  \"e\": {}\n}";
+        assert_eq!(indent_json(compact), expected);
+        assert!(matches!(parse_hash_type("muhash"), Ok(TxOutSetHashType::MuHash)));
+        assert!(matches!(
+            parse_hash_type("sha1"),
+            Err(TxOutSetInfoError::UnknownHashType { name }) if name == "sha1"
+        ));
+    }
 }

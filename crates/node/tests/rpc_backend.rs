@@ -9,9 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ibex_chainstate::{import_blocks, Chainstate, ChainstateOptions, ImportSource};
+use ibex_chainstate::{
+    import_blocks, txoutset_stats, Chainstate, ChainstateOptions, FlushMode, FlushReason,
+    ImportSource,
+};
 use ibex_generator::{generate, GeneratorOptions, Profile};
 use ibex_node::rpc_backend::ChainBackend;
+use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockView, OutPoint, Params};
 use ibex_rpc::backend::{BlockData, ChainTipStatus, NodeBackend};
 use ibex_rpc::{RpcServer, ServerConfig};
@@ -135,6 +139,23 @@ fn the_backend_agrees_with_the_chainstate_and_serves_getblock_over_http() {
     assert!(block_json.contains(&format!("\"height\":{tip_height}")), "{block_json}");
     assert!(block_json.contains(&header.header().merkle_root.to_hex()), "{block_json}");
     assert!(block_json.contains("\"confirmations\":1"), "{block_json}");
+    // gettxoutsetinfo at the tip merges the cache's unflushed coins: the
+    // same answer as the database alone once flushed.
+    assert!(chainstate.cache().dirty_count() > 0, "the import left coins to flush");
+    let reading = backend.clone();
+    let (merged, deployments) = while_serving(&mut chainstate, move || {
+        let merged = reading.txoutset_info(TxOutSetHashType::HashSerialized3).unwrap();
+        (merged, reading.deployment_info(None).unwrap().unwrap())
+    });
+    assert_eq!((merged.height, merged.best_block), (tip_height, tip_hash));
+    assert_eq!((deployments.height, deployments.hash), (tip_height, tip_hash));
+    assert_eq!(deployments.version_bits[0].deployment.name, "testdummy");
+    chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+    assert_eq!(chainstate.cache().dirty_count(), 0);
+    let flushed =
+        txoutset_stats(chainstate.cache().database(), TxOutSetHashType::HashSerialized3).unwrap();
+    assert_eq!(merged.stats, flushed);
+    assert!(merged.stats.txouts > 0);
     // `stop` reaches the node's shutdown flag.
     backend.request_shutdown();
     assert!(shutdown.load(Ordering::Acquire));

@@ -96,39 +96,6 @@ pub(crate) fn escaped_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// Writes a parsed JSON value back compactly (a request's `id`, echoed in
-/// its reply). Nesting is bounded by the parser (serde_json stops at 128).
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &serde_json::Value) {
-    match value {
-        serde_json::Value::Null => out.extend_from_slice(b"null"),
-        serde_json::Value::Bool(flag) => boolean(out, *flag),
-        serde_json::Value::Number(number) => out.extend_from_slice(number.to_string().as_bytes()),
-        serde_json::Value::String(text) => escaped_string(out, text),
-        serde_json::Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index != 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
-        }
-        serde_json::Value::Object(fields) => {
-            out.push(b'{');
-            for (index, (name, item)) in fields.iter().enumerate() {
-                if index != 0 {
-                    out.push(b',');
-                }
-                escaped_string(out, name);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
-        }
-    }
-}
-
 /// In debug builds, checks `text` holds nothing JSON would escape.
 #[inline]
 pub(crate) fn debug_assert_plain(text: &[u8]) {
@@ -141,15 +108,6 @@ pub(crate) fn debug_assert_plain(text: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_round_trip() {
-        let text = r#"{"a":[1,-2,1.5,true,null,"x\ty"],"b":{}}"#;
-        let value: serde_json::Value = serde_json::from_str(text).unwrap();
-        let mut out = Vec::new();
-        write_value(&mut out, &value);
-        assert_eq!(String::from_utf8(out).unwrap(), text);
-    }
 
     #[test]
     fn tokens() {

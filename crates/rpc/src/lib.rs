@@ -56,6 +56,7 @@ pub mod address;
 pub mod backend;
 pub mod block_json;
 pub mod context;
+pub mod deployment;
 pub mod error;
 pub mod raw_transaction;
 pub mod script_type;
@@ -81,8 +82,9 @@ pub use context::{
     TransactionVerbosity,
 };
 pub use error::RpcJsonError;
+pub use methods::chainstate::{txoutset_hash_type, write_txoutset_info_json};
 pub use methods::error::{RpcError, RpcErrorCode};
 pub use raw_transaction::{write_transaction_hex_json, write_transaction_json};
 pub use script_type::{classify, ScriptType};
 pub use server::config::{rpc_bind_addresses, ServerConfig, Subnet};
-pub use server::{BindFailure, RpcServer, ServerError};
+pub use server::{BindFailure, HttpReply, RequestHandler, RpcServer, ServerError};

@@ -160,3 +160,35 @@ fn shutdown_answers_requests_in_flight() {
     );
     assert!(std::net::TcpStream::connect(address).is_err(), "no longer listening");
 }
+
+#[test]
+fn slow_clients_are_cut_off_after_the_server_timeout() {
+    use std::io::{Read, Write};
+    let mut config = test_config();
+    config.server_timeout = Duration::from_secs(1);
+    let test = start_with(config, ChainBackend::new());
+    let credentials = basic(&format!("{USER}:{PASSWORD}"));
+    // Headers that never end, and a body that never comes.
+    let mut slow_headers = std::net::TcpStream::connect(test.address).unwrap();
+    slow_headers.write_all(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+    let mut slow_body = std::net::TcpStream::connect(test.address).unwrap();
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {credentials}\r\nContent-Length: 100\r\n\r\n{{\"method\":"
+    );
+    slow_body.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    // Others are served meanwhile.
+    assert_eq!(call_with(test.address, Some(&credentials)).status, 200);
+    assert!(started.elapsed() < Duration::from_millis(500));
+    for stream in [&mut slow_headers, &mut slow_body] {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    }
+    let mut reply = Vec::new();
+    slow_body.read_to_end(&mut reply).unwrap();
+    assert!(reply.starts_with(b"HTTP/1.1 408"), "{}", String::from_utf8_lossy(&reply));
+    let mut closed = Vec::new();
+    slow_headers.read_to_end(&mut closed).unwrap();
+    assert!(!closed.starts_with(b"HTTP/1.1 200"), "the connection is closed, not served");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(5), "{waited:?}");
+}

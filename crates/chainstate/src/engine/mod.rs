@@ -243,3 +243,15 @@ impl Chainstate {
         self.observer.on_event(&event);
     }
 }
+
+impl Chainstate {
+    /// `gettxoutsetinfo` of the coins at the tip, cache included (no flush;
+    /// see [`crate::CoinsCache::txoutset_stats`]). Run it from a reader's
+    /// query to see a settled tip.
+    pub fn txoutset_stats(
+        &self,
+        hash_type: ibex_primitives::txoutset::TxOutSetHashType,
+    ) -> Result<ibex_primitives::txoutset::TxOutSetStats, crate::ChainstateError> {
+        self.connector.cache().txoutset_stats(hash_type)
+    }
+}

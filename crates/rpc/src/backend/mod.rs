@@ -23,11 +23,15 @@
 
 mod chain;
 mod network;
+mod state;
 
 pub use chain::{
     BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
     SpentOutput, StoredBlock, TipRef, UnspentOutput,
 };
+pub use state::{CoinsCacheSizes, TotalAmountOverflow, TxOutSetInfo};
+
+pub use crate::deployment::DeploymentInfo;
 pub use network::{
     LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerInfo,
     PeerRelay, RelayFees, UploadTarget,
@@ -35,6 +39,7 @@ pub use network::{
 
 use std::time::Duration;
 
+use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint};
 
 /// Why the node could not answer.
@@ -153,6 +158,22 @@ pub trait NodeBackend: Send + Sync + 'static {
         known_tip: &BlockHash,
         timeout: Duration,
     ) -> Result<TipRef, BackendError>;
+
+    /// `gettxoutsetinfo` at the active tip: every coin, the cache's
+    /// included, hashed as `hash_type` says. **Query**, and a long one: it
+    /// walks the whole coin set on the engine's thread (Core's
+    /// `ComputeUTXOStats`), seconds on mainnet.
+    fn txoutset_info(&self, hash_type: TxOutSetHashType) -> Result<TxOutSetInfo, BackendError>;
+
+    /// `getdeploymentinfo` at the block `hash` (the active tip when
+    /// `None`); `Ok(None)` for a hash the index does not know. **Query.**
+    fn deployment_info(
+        &self,
+        hash: Option<&BlockHash>,
+    ) -> Result<Option<DeploymentInfo>, BackendError>;
+
+    /// The coins caches' sizes (`getchainstates`), fixed at start.
+    fn coins_cache_sizes(&self) -> CoinsCacheSizes;
 
     /// What `getnetworkinfo` reports. **Network.**
     fn network_info(&self) -> Result<NetworkInfo, BackendError>;

@@ -245,13 +245,13 @@ pub(crate) fn write_blockchain_info(
 }
 
 /// A JSON array of escaped strings.
-pub(crate) fn write_strings(out: &mut Vec<u8>, items: &[String]) {
+pub(crate) fn write_strings<Text: AsRef<str>>(out: &mut Vec<u8>, items: &[Text]) {
     out.push(b'[');
     for (index, item) in items.iter().enumerate() {
         if index != 0 {
             out.push(b',');
         }
-        escaped_string(out, item);
+        escaped_string(out, item.as_ref());
     }
     out.push(b']');
 }

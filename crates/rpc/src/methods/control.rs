@@ -161,6 +161,8 @@ pub(crate) fn full_help(method: &Method) -> String {
                 ArgType::Hex => "string, hex",
                 ArgType::Number => "numeric",
                 ArgType::Bool => "boolean",
+                ArgType::Array => "json array",
+                ArgType::HashOrHeight => "string or numeric",
                 ArgType::Any => "numeric or boolean",
             };
             let need = if arg.optional { "optional" } else { "required" };
@@ -193,6 +195,8 @@ mod tests {
         assert!(list.starts_with("== Blockchain ==\ngetbestblockhash\ngetblock \"blockhash\""));
         assert!(list
             .contains("\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Network ==\n"));
-        assert!(list.ends_with("getpeerinfo"));
+        assert!(list.contains("getnettotals\ngetnetworkinfo\ngetpeerinfo\n\n== Rawtransactions =="));
+        assert!(list.ends_with("getrawtransaction \"txid\" ( verbosity \"blockhash\" )"));
+        assert_eq!(line("getblockstats"), "getblockstats hash_or_height ( stats )",);
     }
 }

@@ -9,16 +9,19 @@
 pub mod error;
 
 pub(crate) mod blockchain;
+mod blockstats;
+pub(crate) mod chainstate;
 mod control;
 mod network;
 pub(crate) mod params;
+mod rawtransaction;
 mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use ibex_primitives::Network;
+use ibex_primitives::{Network, Params as ChainParams};
 use serde_json::Value;
 
 use crate::address::AddressParams;
@@ -33,6 +36,9 @@ pub(crate) struct MethodContext {
     pub backend: Arc<dyn NodeBackend>,
     /// The chain.
     pub network: Network,
+    /// The chain's parameters (subsidy, genesis block; a regtest node's
+    /// `-testactivationheight` changes nothing methods read from these).
+    pub params: ChainParams,
     /// Address encoding for the chain.
     pub address_params: AddressParams,
     /// When the node started.
@@ -53,6 +59,7 @@ impl MethodContext {
         MethodContext {
             backend,
             network,
+            params: ChainParams::for_network(network),
             address_params: AddressParams::for_network(network),
             started_at,
             stopping: AtomicBool::new(false),
@@ -120,9 +127,13 @@ pub(crate) static METHODS: &[Method] = &[
     blockchain::GETBLOCKCOUNT,
     blockchain::GETBLOCKHASH,
     blockchain::GETBLOCKHEADER,
+    blockstats::GETBLOCKSTATS,
+    chainstate::GETCHAINSTATES,
     blockchain::GETCHAINTIPS,
+    chainstate::GETDEPLOYMENTINFO,
     blockchain::GETDIFFICULTY,
     blockchain::GETTXOUT,
+    chainstate::GETTXOUTSETINFO,
     wait::WAITFORBLOCKHEIGHT,
     wait::WAITFORNEWBLOCK,
     control::HELP,
@@ -132,6 +143,7 @@ pub(crate) static METHODS: &[Method] = &[
     network::GETNETTOTALS,
     network::GETNETWORKINFO,
     network::GETPEERINFO,
+    rawtransaction::GETRAWTRANSACTION,
 ];
 
 /// The method called `name`.

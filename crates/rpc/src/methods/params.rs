@@ -22,6 +22,11 @@ pub(crate) enum ArgType {
     Number,
     /// `BOOL`.
     Bool,
+    /// `ARR`.
+    Array,
+    /// A hash or a height, not checked before the method runs (Core's
+    /// `skip_type_check` with `type_str` "string or numeric").
+    HashOrHeight,
     /// Not checked before the method runs (`skip_type_check`).
     Any,
 }
@@ -33,7 +38,8 @@ impl ArgType {
             ArgType::String | ArgType::Hex => Some("string"),
             ArgType::Number => Some("number"),
             ArgType::Bool => Some("bool"),
-            ArgType::Any => None,
+            ArgType::Array => Some("array"),
+            ArgType::HashOrHeight | ArgType::Any => None,
         }
     }
 }

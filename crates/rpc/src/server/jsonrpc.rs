@@ -9,7 +9,9 @@
 //!   `result` and `error`; errors from running the method come back with 200;
 //!   a request without `id` is a notification: run, answered 204 with no
 //!   body. Malformed envelopes still take the legacy path (400).
-//! - `id` is echoed when the request has one (even null).
+//! - `id` is echoed when the request has one (even null), as the client
+//!   wrote it (numbers keep their digits, as UniValue keeps them; strings
+//!   are re-escaped as Core writes them).
 //! - A batch (array) always answers 200, one reply per element that is not a
 //!   notification, 204 when all were; an empty batch answers `[]`. As in
 //!   Core, an element that is not an object keeps the previous element's id
@@ -18,10 +20,20 @@
 //! Results go straight into the reply buffer after `{"result":`; on error
 //! the buffer is cut back and the error written instead. Every reply ends
 //! with a newline, as Core's.
+//!
+//! Bodies are read by `request` so that their parsed form stays small: a
+//! batch is run element by element, and an element holds at most
+//! `request::REQUEST_JSON_VALUES_MAX` values (-32600 beyond).
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::json::{escaped_string, write_value};
+use super::request::{
+    bounded_value, check_body, for_each_element, read_envelope, top_level, ReadFailure, TopLevel,
+    ValueBudget, REQUEST_JSON_VALUES_MAX,
+};
+
+use crate::json::escaped_string;
 use crate::methods::error::{RpcError, RpcErrorCode};
 use crate::methods::{execute, MethodContext};
 use crate::number::write_i64;
@@ -33,7 +45,7 @@ pub(crate) const REPLY_BYTES_MAX: usize = 1 << 30;
 
 /// What the HTTP side sends back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HttpReply {
+pub struct HttpReply {
     /// The status code.
     pub status: u16,
     /// `Content-Type`, if any.
@@ -64,51 +76,99 @@ enum Version {
 /// What a request object said, as far as it was read (Core's
 /// `JSONRPCRequest`: id first, then version, method, params).
 #[derive(Debug, Clone)]
-struct Envelope<'a> {
-    /// `None`: no `id` key (a notification under 2.0).
-    id: Option<&'a Value>,
+struct Envelope {
+    /// The id's JSON text to echo; `None`: no `id` key (a notification
+    /// under 2.0).
+    id: Option<Vec<u8>>,
     version: Version,
 }
 
-impl Envelope<'_> {
+impl Envelope {
+    /// Before anything is read: id null, legacy.
+    fn legacy() -> Envelope {
+        Envelope { id: Some(b"null".to_vec()), version: Version::Legacy }
+    }
+
     fn is_notification(&self) -> bool {
         self.version == Version::Two && self.id.is_none()
     }
 }
 
 /// A method call read from an envelope.
-struct Call<'a> {
-    method: &'a str,
-    params: &'a Value,
+struct Call {
+    method: String,
+    params: Value,
 }
 
-static EMPTY_PARAMS: Value = Value::Array(Vec::new());
-static NULL_ID: Value = Value::Null;
+/// The error for an element that could not be read.
+fn read_error(failure: ReadFailure) -> RpcError {
+    match failure {
+        ReadFailure::Parse => RpcError::new(RpcErrorCode::ParseError, "Parse error"),
+        ReadFailure::NotAnObject => {
+            RpcError::new(RpcErrorCode::InvalidRequest, "Invalid Request object")
+        }
+        ReadFailure::TooManyValues => RpcError::with_message(
+            RpcErrorCode::InvalidRequest,
+            format!("Request too large: more than {REQUEST_JSON_VALUES_MAX} JSON values"),
+        ),
+    }
+}
+
+/// The JSON text a reply echoes for the request id `raw`: a string
+/// re-escaped as Core writes strings, anything else as the client wrote it
+/// without the whitespace between tokens.
+fn echoed_id(raw: &RawValue) -> Vec<u8> {
+    let text = raw.get();
+    let mut echo = Vec::with_capacity(text.len());
+    if let Ok(string) = serde_json::from_str::<String>(text) {
+        escaped_string(&mut echo, &string);
+        return echo;
+    }
+    let mut in_string = false;
+    let mut escaped = false;
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if byte == b'"' {
+            in_string = true;
+        } else if byte.is_ascii_whitespace() {
+            continue;
+        }
+        echo.push(byte);
+    }
+    echo
+}
 
 /// Reads one request element into `envelope` (updated as far as it gets,
 /// so errors carry the id and version read).
-fn parse_envelope<'a>(
-    element: &'a Value,
-    envelope: &mut Envelope<'a>,
-) -> Result<Call<'a>, RpcError> {
+fn parse_envelope(element: &RawValue, envelope: &mut Envelope) -> Result<Call, RpcError> {
     let invalid = |message| RpcError::new(RpcErrorCode::InvalidRequest, message);
-    let Value::Object(fields) = element else { return Err(invalid("Invalid Request object")) };
-    envelope.id = fields.get("id");
+    let fields = read_envelope(element).map_err(read_error)?;
+    let budget = ValueBudget::new(REQUEST_JSON_VALUES_MAX);
+    let value_of = |raw: Option<&RawValue>| {
+        raw.map(|raw| bounded_value(raw, &budget)).transpose().map_err(read_error)
+    };
+    envelope.id = fields.id.map(echoed_id);
     envelope.version = Version::Legacy;
-    match fields.get("jsonrpc") {
+    match value_of(fields.version)? {
         None | Some(Value::Null) => {}
         Some(Value::String(version)) if version == "1.0" => {}
         Some(Value::String(version)) if version == "2.0" => envelope.version = Version::Two,
         Some(Value::String(_)) => return Err(invalid("JSON-RPC version not supported")),
         Some(_) => return Err(invalid("jsonrpc field must be a string")),
     }
-    let method = match fields.get("method") {
+    let method = match value_of(fields.method)? {
         None | Some(Value::Null) => return Err(invalid("Missing method")),
-        Some(Value::String(method)) => method.as_str(),
+        Some(Value::String(method)) => method,
         Some(_) => return Err(invalid("Method must be a string")),
     };
-    let params = match fields.get("params") {
-        None | Some(Value::Null) => &EMPTY_PARAMS,
+    let params = match value_of(fields.params)? {
+        None | Some(Value::Null) => Value::Array(Vec::new()),
         Some(params @ (Value::Array(_) | Value::Object(_))) => params,
         Some(_) => return Err(invalid("Params must be an array or object")),
     };
@@ -124,16 +184,16 @@ fn open_reply(out: &mut Vec<u8>, version: Version) {
 }
 
 /// Closes a reply object with its id, if the request had one.
-fn close_reply(out: &mut Vec<u8>, id: Option<&Value>) {
+fn close_reply(out: &mut Vec<u8>, id: Option<&Vec<u8>>) {
     if let Some(id) = id {
         out.extend_from_slice(b",\"id\":");
-        write_value(out, id);
+        out.extend_from_slice(id);
     }
     out.push(b'}');
 }
 
 /// Appends an error reply.
-fn write_error_reply(out: &mut Vec<u8>, envelope: &Envelope<'_>, error: &RpcError) {
+fn write_error_reply(out: &mut Vec<u8>, envelope: &Envelope, error: &RpcError) {
     open_reply(out, envelope.version);
     if envelope.version == Version::Legacy {
         out.extend_from_slice(b"\"result\":null,");
@@ -143,7 +203,7 @@ fn write_error_reply(out: &mut Vec<u8>, envelope: &Envelope<'_>, error: &RpcErro
     out.extend_from_slice(b",\"message\":");
     escaped_string(out, &error.message);
     out.push(b'}');
-    close_reply(out, envelope.id);
+    close_reply(out, envelope.id.as_ref());
 }
 
 /// Runs a call and appends its reply: the result, or (when the method
@@ -151,20 +211,20 @@ fn write_error_reply(out: &mut Vec<u8>, envelope: &Envelope<'_>, error: &RpcErro
 /// error is returned with nothing appended.
 fn execute_call(
     context: &MethodContext,
-    call: &Call<'_>,
-    envelope: &Envelope<'_>,
+    call: &Call,
+    envelope: &Envelope,
     catch_errors: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), RpcError> {
     let start = out.len();
     open_reply(out, envelope.version);
     out.extend_from_slice(b"\"result\":");
-    match execute(context, call.method, call.params, out) {
+    match execute(context, &call.method, &call.params, out) {
         Ok(()) => {
             if envelope.version == Version::Legacy {
                 out.extend_from_slice(b",\"error\":null");
             }
-            close_reply(out, envelope.id);
+            close_reply(out, envelope.id.as_ref());
             Ok(())
         }
         Err(error) => {
@@ -187,7 +247,7 @@ fn error_status(error: &RpcError) -> u16 {
     }
 }
 
-fn error_http_reply(envelope: &Envelope<'_>, error: &RpcError) -> HttpReply {
+fn error_http_reply(envelope: &Envelope, error: &RpcError) -> HttpReply {
     let mut body = Vec::new();
     write_error_reply(&mut body, envelope, error);
     body.push(b'\n');
@@ -196,22 +256,25 @@ fn error_http_reply(envelope: &Envelope<'_>, error: &RpcError) -> HttpReply {
 
 /// Answers a JSON-RPC POST body.
 pub(crate) fn handle(context: &MethodContext, body: &[u8]) -> HttpReply {
-    let legacy = Envelope { id: Some(&NULL_ID), version: Version::Legacy };
-    let Ok(request) = serde_json::from_slice::<Value>(body) else {
-        return error_http_reply(&legacy, &RpcError::new(RpcErrorCode::ParseError, "Parse error"));
-    };
-    match &request {
-        Value::Object(_) => handle_single(context, &request),
-        Value::Array(elements) => handle_batch(context, elements),
-        _ => error_http_reply(
+    let legacy = Envelope::legacy();
+    if let Err(failure) = check_body(body) {
+        return error_http_reply(&legacy, &read_error(failure));
+    }
+    match top_level(body) {
+        TopLevel::Object => match serde_json::from_slice::<&RawValue>(body) {
+            Ok(request) => handle_single(context, request),
+            Err(_) => error_http_reply(&legacy, &read_error(ReadFailure::Parse)),
+        },
+        TopLevel::Array => handle_batch(context, body),
+        TopLevel::Other => error_http_reply(
             &legacy,
             &RpcError::new(RpcErrorCode::ParseError, "Top-level object parse error"),
         ),
     }
 }
 
-fn handle_single(context: &MethodContext, request: &Value) -> HttpReply {
-    let mut envelope = Envelope { id: Some(&NULL_ID), version: Version::Legacy };
+fn handle_single(context: &MethodContext, request: &RawValue) -> HttpReply {
+    let mut envelope = Envelope::legacy();
     let call = match parse_envelope(request, &mut envelope) {
         Ok(call) => call,
         Err(error) => return error_http_reply(&envelope, &error),
@@ -228,17 +291,17 @@ fn handle_single(context: &MethodContext, request: &Value) -> HttpReply {
     HttpReply::json(200, body)
 }
 
-fn handle_batch(context: &MethodContext, elements: &[Value]) -> HttpReply {
-    let mut envelope = Envelope { id: Some(&NULL_ID), version: Version::Legacy };
+fn handle_batch(context: &MethodContext, request: &[u8]) -> HttpReply {
+    let mut envelope = Envelope::legacy();
     let mut body = vec![b'['];
     let mut replies = 0usize;
-    for element in elements {
-        if body.len() > REPLY_BYTES_MAX {
-            let error = RpcError::new(RpcErrorCode::InternalError, "Batch reply too large");
-            return error_http_reply(
-                &Envelope { id: Some(&NULL_ID), version: Version::Legacy },
-                &error,
-            );
+    let mut elements = 0usize;
+    let mut too_large = false;
+    let walked = for_each_element(request, |element| {
+        elements += 1;
+        if too_large || body.len() > REPLY_BYTES_MAX {
+            too_large = true;
+            return;
         }
         let start = body.len();
         if replies != 0 {
@@ -254,10 +317,35 @@ fn handle_batch(context: &MethodContext, elements: &[Value]) -> HttpReply {
         } else {
             replies += 1;
         }
+    });
+    if walked.is_err() {
+        return error_http_reply(&Envelope::legacy(), &read_error(ReadFailure::Parse));
     }
-    if replies == 0 && !elements.is_empty() {
+    if too_large {
+        let error = RpcError::new(RpcErrorCode::InternalError, "Batch reply too large");
+        return error_http_reply(&Envelope::legacy(), &error);
+    }
+    if replies == 0 && elements != 0 {
         return HttpReply { status: 204, content_type: None, body: Vec::new() };
     }
     body.extend_from_slice(b"]\n");
     HttpReply::json(200, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_echoed_as_written() {
+        let echo = |text: &str| {
+            let raw: &RawValue = serde_json::from_str(text).unwrap();
+            String::from_utf8(echoed_id(raw)).unwrap()
+        };
+        assert_eq!(echo("1.50"), "1.50");
+        assert_eq!(echo("6.4795866095661505e-121"), "6.4795866095661505e-121");
+        assert_eq!(echo(r#""a\u0041\n""#), r#""aA\n""#);
+        assert_eq!(echo(" [ 1 , { \"k \" : null } ] "), r#"[1,{"k ":null}]"#);
+        assert_eq!(echo("null"), "null");
+    }
 }

@@ -10,12 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ibex_primitives::{BlockHash, ChainWork, OutPoint};
+use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher};
+use ibex_primitives::{Amount, BlockHash, ChainWork, OutPoint, Params};
 use ibex_rpc::backend::{
-    BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, LocalAddress,
-    NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerInfo, PeerRelay,
-    SpentOutput, StoredBlock, TipRef, UnspentOutput, UploadTarget,
+    BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes,
+    DeploymentInfo, LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
+    PeerInfo, PeerRelay, SpentOutput, StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
+    UploadTarget,
 };
+use ibex_rpc::deployment::{deployment_info, Ancestry};
 use ibex_rpc::{BackendError, NodeBackend};
 
 use super::chain::{block_file_image, Chain};
@@ -49,6 +52,28 @@ fn block_metrics() -> &'static HashMap<BlockHash, (ChainWork, i64)> {
         }
         metrics
     })
+}
+
+/// The coins database size the backend reports.
+pub const TEST_COINS_DISK_BYTES: u64 = 123_456;
+/// The cache sizes the backend reports.
+pub const TEST_CACHE_SIZES: CoinsCacheSizes =
+    CoinsCacheSizes { coins_database_bytes: 8 << 20, coins_tip_bytes: 440 << 20 };
+
+/// A block's ancestors in the file, by height.
+struct FileAncestry {
+    chain: &'static super::chain::Chain<'static>,
+    by_height: Vec<BlockHash>,
+}
+
+impl Ancestry for FileAncestry {
+    fn version(&self, height: u32) -> i32 {
+        self.chain.block(&self.by_height[height as usize]).header().version
+    }
+
+    fn median_time_past(&self, height: u32) -> i64 {
+        self.chain.median_time_past(&self.by_height[height as usize])
+    }
 }
 
 #[derive(Default)]
@@ -289,6 +314,46 @@ impl NodeBackend for ChainBackend {
             }
             height = self.tip_changed.wait_timeout(height, left).unwrap().0;
         }
+    }
+
+    fn txoutset_info(&self, hash_type: TxOutSetHashType) -> Result<TxOutSetInfo, BackendError> {
+        let mut hasher = TxOutSetHasher::new(hash_type);
+        for (outpoint, coin) in self.chain.unspent_coins() {
+            let set_coin = SetCoin {
+                outpoint,
+                height: coin.height,
+                is_coinbase: coin.is_coinbase,
+                value: Amount::from_sat(coin.value_satoshis).unwrap(),
+                script_pubkey: &coin.script_pubkey,
+            };
+            hasher.add_coin(&set_coin).unwrap();
+        }
+        let tip = self.tip_at(self.chain.active().len() as u32 - 1);
+        Ok(TxOutSetInfo {
+            height: tip.height,
+            best_block: tip.hash,
+            stats: hasher.finish(),
+            disk_size_bytes: TEST_COINS_DISK_BYTES,
+        })
+    }
+
+    fn deployment_info(
+        &self,
+        hash: Option<&BlockHash>,
+    ) -> Result<Option<DeploymentInfo>, BackendError> {
+        let hash = match hash {
+            Some(hash) => *hash,
+            None => self.tip_at(self.visible()).hash,
+        };
+        let Some(height) = self.chain.height(&hash) else { return Ok(None) };
+        let mut ancestry = self.chain.ancestry(&hash);
+        ancestry.reverse();
+        let ancestors = FileAncestry { chain: self.chain, by_height: ancestry };
+        Ok(Some(deployment_info(&Params::regtest(), hash, height, &ancestors)))
+    }
+
+    fn coins_cache_sizes(&self) -> CoinsCacheSizes {
+        TEST_CACHE_SIZES
     }
 
     fn network_info(&self) -> Result<NetworkInfo, BackendError> {

@@ -174,6 +174,25 @@ impl<'a> Chain<'a> {
         })
     }
 
+    /// Every coin of the UTXO set at the tip, in outpoint order: the
+    /// active chain's outputs it did not spend, less the genesis block's
+    /// (never spendable) and the provably unspendable ones (never added).
+    pub fn unspent_coins(&self) -> Vec<(OutPoint, CoinRecord)> {
+        let mut coins: Vec<(OutPoint, CoinRecord)> = self
+            .coins
+            .iter()
+            .filter(|(outpoint, coin)| {
+                !self.spent.contains(outpoint)
+                    && coin.height > 0
+                    && coin.script_pubkey.first() != Some(&0x6a)
+                    && coin.script_pubkey.len() <= 10_000
+            })
+            .map(|(outpoint, _)| (*outpoint, self.unspent(outpoint).unwrap()))
+            .collect();
+        coins.sort_by_key(|(outpoint, _)| *outpoint);
+        coins
+    }
+
     /// Number of blocks in the file, stale branches included.
     pub fn block_count(&self) -> usize {
         self.blocks.len()

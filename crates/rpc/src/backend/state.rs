@@ -1,0 +1,34 @@
+//! The chainstate-wide answers a [`super::NodeBackend`] gives:
+//! `gettxoutsetinfo`'s statistics and the coins caches' sizes.
+
+use ibex_primitives::txoutset::TxOutSetStats;
+use ibex_primitives::BlockHash;
+
+/// `gettxoutsetinfo` at a block: the UTXO set's statistics and hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxOutSetInfo {
+    /// Height of the block the coins are at.
+    pub height: u32,
+    /// That block.
+    pub best_block: BlockHash,
+    /// The statistics and the hash asked for.
+    pub stats: TxOutSetStats,
+    /// The coins database's estimated size on disk, in bytes.
+    pub disk_size_bytes: u64,
+}
+
+/// How `-dbcache` is split for the coins (Core's `CacheSizes`), as
+/// `getchainstates` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoinsCacheSizes {
+    /// The coins database's own cache, in bytes.
+    pub coins_database_bytes: u64,
+    /// The in-memory coins cache, in bytes.
+    pub coins_tip_bytes: u64,
+}
+
+/// A UTXO set whose total amount overflowed `i64` (Core treats it as a
+/// bug: `CHECK_NONFATAL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the UTXO set's total amount overflows")]
+pub struct TotalAmountOverflow;
