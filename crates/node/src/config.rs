@@ -102,6 +102,9 @@ pub struct NodeOptions {
     /// height reaches it, so the node stops as soon as the chain has a tip
     /// (Core stops at its first new block).
     pub stop_at_height: Option<u32>,
+    /// `-mocktime` (regtest only): the Unix time the P2P side takes for
+    /// now; `None` for the real time.
+    pub mock_time: Option<i64>,
     /// `-reindex`.
     pub reindex: bool,
     /// `-reindex-chainstate`.
@@ -263,6 +266,7 @@ impl CommandLine {
             script_threads: numbers.script_threads,
             assume_valid: typed.assume_valid()?,
             stop_at_height: numbers.stop_at_height,
+            mock_time: typed.mock_time(network, &mut warnings)?,
             reindex: typed.boolean("reindex", false),
             reindex_chainstate: typed.boolean("reindex-chainstate", false),
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
@@ -458,6 +462,24 @@ impl Typed<'_> {
             ),
             stop_at_height: numeric_options::stop_at_height(stop_at_height.as_ref(), warnings),
         }
+    }
+
+    /// `-mocktime`: a Unix time, 0 (the default) for the real clock; only
+    /// regtest may set it (Core's `IsMockableChain`).
+    fn mock_time(
+        &self,
+        network: Network,
+        warnings: &mut Vec<ConfigWarning>,
+    ) -> Result<Option<i64>, ConfigError> {
+        let given = self.given("mocktime");
+        let seconds = numeric_options::read_integer("mocktime", given.as_ref(), 0, warnings);
+        if seconds == 0 {
+            return Ok(None);
+        }
+        if network != Network::Regtest {
+            return Err(ConfigError::MockTimeNotRegtest);
+        }
+        Ok(Some(seconds))
     }
 
     /// `-dbbatchsize`: Core takes any number; a batch of zero or fewer

@@ -159,6 +159,10 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
+    /// `-mocktime` on a chain other than regtest (Core: only a mockable
+    /// chain may pretend the time).
+    #[error("-mocktime is only allowed on regtest")]
+    MockTimeNotRegtest,
     /// More than one of `-chain`, `-regtest`, `-testnet`, `-testnet4`, `-signet`.
     #[error("Invalid combination of -regtest, -signet, -testnet, -testnet4 and -chain. Can use at most one.")]
     ConflictingChains,

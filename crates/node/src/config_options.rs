@@ -22,6 +22,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
     ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
     ("minimumchainwork", "=<hex>", "Minimum work assumed to exist on a valid chain in hex; headers sync stores no header chain with less (default: the chain's, 0 on regtest)"),
+    ("mocktime", "=<n>", "Replace actual time with <n> seconds since the epoch in what the P2P side decides by the clock: initial block download, headers sync, tip announcements (regtest only; default: 0, the real time)"),
     ("stopatheight", "=<n>", "Stop once the chain reaches this height (default: 0, never)"),
     ("reindex", "", "Rebuild the block index and chainstate from the block files"),
     ("reindex-chainstate", "", "Rebuild the chainstate from the blocks already indexed"),

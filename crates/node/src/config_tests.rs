@@ -131,3 +131,20 @@ fn minimum_chain_work_like_core() {
         |line| line.starts_with("[warning] nMinimumChainWork set below default value of 0000")
     ));
 }
+
+#[test]
+fn mock_time_only_on_regtest() {
+    let resolved = |list: &[&str]| {
+        let mut all = vec!["-noconf"];
+        all.extend_from_slice(list);
+        CommandLine::parse(&arguments(&all)).unwrap().resolve().unwrap().mock_time
+    };
+    assert_eq!(resolved(&["-regtest"]), None);
+    assert_eq!(resolved(&["-regtest", "-mocktime=0"]), None, "0 is the real clock");
+    assert_eq!(resolved(&["-regtest", "-mocktime=1700000000"]), Some(1_700_000_000));
+    assert_eq!(
+        parse_error(&["-noconf", "-mocktime=1700000000"]),
+        "-mocktime is only allowed on regtest"
+    );
+    assert_eq!(resolved(&["-mocktime=0"]), None, "mainnet with the real clock");
+}

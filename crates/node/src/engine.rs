@@ -267,6 +267,9 @@ fn run_network(
     addresses: LoadedAddresses,
     invalid_blocks: InvalidBlockReceiver,
 ) -> Result<bool, EngineError> {
+    if let Some(seconds) = options.mock_time {
+        crate::p2p_node::engine_view::set_mock_time(seconds);
+    }
     let (commands, notices, mut service) = engine_service();
     // An idle engine answers reads (serving peers' `getheaders` and
     // `getdata`) when its wait for a command times out: at the default

@@ -191,3 +191,71 @@ fn a_heavier_chain_from_a_new_peer_reorganises_a_syncing_node() {
     assert!(wait_exit(&mut heavy_server, &heavy).success());
     assert_eq!(utxo_hash(&syncing), utxo_hash(&heavy));
 }
+
+/// The header time of the last block in `chain`'s first block file.
+fn last_block_time(chain: &Path) -> u32 {
+    let file = std::fs::read(chain.join("blk00000.dat")).unwrap();
+    let key = std::fs::read(chain.join("xor.dat")).unwrap();
+    let (offset, _) = *block_records(&file, &key).last().unwrap();
+    // The header's time: framing (8 bytes), version (4), two hashes (64).
+    let time_at = offset + 8 + 68;
+    let bytes: Vec<u8> = (time_at..time_at + 4).map(|at| file[at] ^ key[at % key.len()]).collect();
+    u32::from_le_bytes(bytes.try_into().unwrap())
+}
+
+/// BIP130 announcements out of initial block download (`-mocktime` puts
+/// the generated chain's tip in the present): A serves N blocks and B has
+/// synced them from it; C, with block N+1, connects to A; A fetches it
+/// (headers sync from every peer once the best header is recent) and
+/// announces its new tip to B, whose only peer A is, and B follows.
+#[test]
+fn a_new_tip_is_announced_to_a_synced_peer() {
+    const BLOCKS: u32 = 121;
+    let root = tempfile::tempdir().unwrap();
+    let chain = root.path().join("chain");
+    generate_chain(&chain, "tiny", &BLOCKS.to_string(), "33", &[]);
+    let tip = manifest(&chain)["tip_hash"].as_str().unwrap().to_owned();
+    let mock_time = format!("-mocktime={}", last_block_time(&chain) + 600);
+
+    // A: heights 0 to BLOCKS - 1.
+    let serving = datadir_with_first_blocks(
+        &root.path().join("serving"),
+        &chain,
+        usize::try_from(BLOCKS).unwrap(),
+    );
+    let port = free_port();
+    let port_option = format!("-port={port}");
+    let a_options = [
+        "-reindex",
+        "-listen=1",
+        "-bind=127.0.0.1",
+        port_option.as_str(),
+        "-server=0",
+        mock_time.as_str(),
+    ];
+    let mut node_a = spawn_node(&mut quiet_ibexd(&serving, &REGTEST_QUIET, &a_options));
+    wait_for_log(&serving, "Bound to 127.0.0.1", &mut node_a);
+
+    let synced = root.path().join("synced");
+    let mut b_options = syncing_options(&[port], BLOCKS);
+    b_options.push(mock_time.clone());
+    let mut node_b = spawn_syncing(&synced, &b_options);
+    wait_for_log(&synced, &format!(" height={} ", BLOCKS - 1), &mut node_b);
+
+    let ahead = datadir_with_blocks(&root.path().join("ahead"), &chain);
+    let connect = format!("-connect=127.0.0.1:{port}");
+    let c_options = ["-reindex", connect.as_str(), "-listen=0", "-server=0", mock_time.as_str()];
+    let mut node_c = spawn_node(&mut quiet_ibexd(&ahead, &REGTEST_QUIET, &c_options));
+
+    let status = wait_exit(&mut node_b, &synced);
+    assert!(status.success(), "{status:?}\n{}", log_or_empty(&synced));
+    let log = debug_log(&synced);
+    let reached = format!("UpdateTip: new best={tip} height={BLOCKS} ");
+    assert!(log.contains(&reached), "B did not follow A's new tip\n{log}");
+    assert_eq!(log.matches("peer connected").count(), 1, "B had another peer\n{log}");
+    wait_for_log(&serving, &reached, &mut node_a);
+    for (node, datadir) in [(&mut node_a, &serving), (&mut node_c, &ahead)] {
+        terminate(node);
+        assert!(wait_exit(node, datadir).success());
+    }
+}

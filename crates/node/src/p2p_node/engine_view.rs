@@ -11,6 +11,7 @@
 //! pipeline bubble. What answers peers and announces tips reads a settled
 //! state: nothing is served that a failed verdict could take back.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use ibex_chainstate::{BlockStatus, ChainReader, Chainstate, EntryId};
@@ -256,8 +257,23 @@ impl ChainView for AncestorView<'_> {
     }
 }
 
-/// The wall clock in Unix seconds.
+/// `-mocktime` (0: none): the time the P2P side takes for now.
+static MOCK_TIME_SECONDS: AtomicI64 = AtomicI64::new(0);
+
+/// Makes [`unix_seconds`] answer `seconds` (Core's `SetMockTime`, for
+/// `-mocktime` on regtest); 0 goes back to the real clock.
+pub fn set_mock_time(seconds: i64) {
+    MOCK_TIME_SECONDS.store(seconds, Ordering::Relaxed);
+}
+
+/// The clock the P2P side decides by (initial block download, headers
+/// sync, tip announcements), in Unix seconds: the wall clock, or
+/// `-mocktime`.
 pub fn unix_seconds() -> i64 {
+    let mocked = MOCK_TIME_SECONDS.load(Ordering::Relaxed);
+    if mocked != 0 {
+        return mocked;
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
