@@ -93,7 +93,7 @@ impl DownloadConfig {
 /// process, and a reindex already takes ~170 MiB of that margin (the
 /// database's write buffers, read-ahead, the script pipeline): at a
 /// quarter of the cache (112 MiB) an IBD over P2P peaked 46 MiB over the
-/// budget at `-dbcache=450` (752 MiB, docs/benchmarks.md). The floor keeps
+/// budget at `-dbcache=450` (735 MiB, docs/benchmarks.md). The floor keeps
 /// 8 blocks in flight on a tiny cache.
 pub fn download_bytes_for_dbcache(dbcache_bytes: u64) -> u64 {
     (dbcache_bytes / 8).clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
