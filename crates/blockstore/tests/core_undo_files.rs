@@ -14,7 +14,10 @@ use std::path::PathBuf;
 const REGTEST_MAGIC: [u8; 4] = [0xfa, 0xbf, 0xb5, 0xda];
 
 fn core_blocks_directory() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix/blocks")
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix/blocks")
 }
 
 /// The previous-block hash of every block in `blk00000.dat`.

@@ -226,8 +226,11 @@ mod tests {
     use crate::undo::TransactionUndo;
 
     fn mainnet_block() -> Vec<u8> {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/vectors/blocks/mainnet-413567.raw");
+        let path = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../../../shared/vectors/blocks/mainnet-413567.raw");
         std::fs::read(path).unwrap()
     }
 

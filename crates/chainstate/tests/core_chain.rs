@@ -20,7 +20,10 @@ use ibex_primitives::Params;
 use serde_json::Value;
 
 fn shared_chain() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix")
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix")
 }
 
 fn expected() -> Value {

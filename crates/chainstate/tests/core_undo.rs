@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::TempDirectory;
 use ibex_blockstore::{
@@ -24,7 +24,10 @@ const REGTEST_MAGIC: [u8; 4] = [0xfa, 0xbf, 0xb5, 0xda];
 
 /// `blocks/` of the shared chain: `../shared` next to the workspace root.
 fn core_blocks_directory() -> PathBuf {
-    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace_root = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../..");
     workspace_root.join("../shared/chains/core-wallet-mix/blocks")
 }
 

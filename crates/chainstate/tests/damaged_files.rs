@@ -18,7 +18,10 @@ use ibex_chainstate::{
 use ibex_primitives::Params;
 
 fn shared_blocks() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix/blocks")
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix/blocks")
 }
 
 /// `root/blocks` with a copy of Core's block file and `xor.dat`.

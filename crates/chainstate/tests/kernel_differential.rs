@@ -429,8 +429,10 @@ fn forks_with_invalid_blocks_agree_with_core() {
 
 #[test]
 fn core_wallet_chain_agrees_with_core() {
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/chains/core-wallet-mix/blocks");
+    let shared = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix/blocks");
     let root = tempfile::tempdir().unwrap();
     let copy = root.path().join("shared-copy");
     std::fs::create_dir_all(&copy).unwrap();

@@ -7,8 +7,11 @@ use ibex_primitives::{Block, BlockView};
 use std::path::PathBuf;
 
 fn shared_block(name: &str) -> Vec<u8> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/blocks").join(name);
+    let path = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/vectors/blocks")
+    .join(name);
     std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 

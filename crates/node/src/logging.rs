@@ -420,8 +420,11 @@ mod tests {
     /// at the line's own timestamp, date from the block time.
     #[test]
     fn update_tip_lines_match_core_sample() {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/chains/core-wallet-mix/debug-sample.log");
+        let path = PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../../../shared/chains/core-wallet-mix/debug-sample.log");
         let sample = std::fs::read_to_string(path).unwrap();
         let regtest = ChainTransactionData::for_network(Network::Regtest);
         let proof = block_proof(CompactTarget(0x207f_ffff));

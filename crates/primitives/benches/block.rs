@@ -23,9 +23,11 @@ use std::path::PathBuf;
 const BLOCKS: [&str; 2] = ["413567", "702861"];
 
 fn mainnet_block(height: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/blocks")
-        .join(format!("mainnet-{height}.raw"));
+    let path = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/vectors/blocks")
+    .join(format!("mainnet-{height}.raw"));
     std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 

@@ -25,9 +25,11 @@ use std::path::PathBuf;
 const TESTNET_SEGWIT_HEIGHT: u64 = 834_624;
 
 fn core_vectors(name: &str) -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/bitcoin-core")
-        .join(name);
+    let path = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/vectors/bitcoin-core")
+    .join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     match serde_json::from_str(&text).unwrap() {

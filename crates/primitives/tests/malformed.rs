@@ -96,9 +96,12 @@ fn mainnet_block(name: &str) -> &'static [u8] {
     static BLOCKS: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
     let blocks = BLOCKS.get_or_init(|| {
         ["mainnet-413567.raw", "mainnet-702861.raw"].map(|file| {
-            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/vectors/blocks")
-                .join(file);
+            let path = PathBuf::from(
+                std::env::var_os("CARGO_MANIFEST_DIR")
+                    .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+            )
+            .join("../../../shared/vectors/blocks")
+            .join(file);
             std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
         })
     });

@@ -11,7 +11,11 @@ use ibex_primitives::{BlockHash, BlockView, Header, Params};
 use std::path::PathBuf;
 
 fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared")
+    .join(path)
 }
 
 fn summary(height: u32, bits: u32, time: u32) -> BlockSummary {

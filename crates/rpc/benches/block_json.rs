@@ -24,8 +24,10 @@ use ibex_rpc::{write_block_json, BlockContext, BlockVerbosity, SpentCoin};
 use std::path::PathBuf;
 
 fn mainnet_block() -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/blocks/mainnet-413567.raw");
+    let path = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/vectors/blocks/mainnet-413567.raw");
     std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 

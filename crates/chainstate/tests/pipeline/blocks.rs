@@ -17,7 +17,10 @@ use ibex_primitives::pow::check_proof_of_work;
 use ibex_primitives::{BlockHash, CompactTarget, OutPoint, Params};
 
 fn shared_chain() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix")
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix")
 }
 
 /// Core's best chain, block bytes by height (the file also holds stale

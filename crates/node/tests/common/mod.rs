@@ -20,7 +20,11 @@ pub const FIRST_BLOCK_FILE_AND_KEY: [&str; 2] = ["blk00000.dat", "xor.dat"];
 
 /// `path` under the read-only ground truth, `../shared` from the project root.
 pub fn shared(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(path)
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared")
+    .join(path)
 }
 
 /// Core's regtest chain: `blocks/` and `expected.json`.

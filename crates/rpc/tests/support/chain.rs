@@ -12,7 +12,10 @@ use std::path::PathBuf;
 
 /// The chain's directory in `../shared`.
 pub fn chain_directory() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/chains/core-wallet-mix")
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/chains/core-wallet-mix")
 }
 
 /// The de-obfuscated `blk00000.dat`.

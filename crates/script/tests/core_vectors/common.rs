@@ -4,9 +4,11 @@ use std::path::PathBuf;
 
 /// Path of a file in Core's vector directory.
 pub fn vector_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/bitcoin-core")
-        .join(name)
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../../shared/vectors/bitcoin-core")
+    .join(name)
 }
 
 /// Parses a vector file as JSON.
