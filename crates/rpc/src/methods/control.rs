@@ -193,6 +193,9 @@ mod tests {
         assert!(list.starts_with("== Blockchain ==\ngetbestblockhash\ngetblock \"blockhash\""));
         assert!(list
             .contains("\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Network ==\n"));
-        assert!(list.ends_with("getpeerinfo"));
+        assert!(list.contains("\ngetpeerinfo\n"));
+        assert_eq!(line("addnode"), "addnode \"node\" \"command\" ( v2transport )");
+        assert_eq!(line("disconnectnode"), "disconnectnode ( \"address\" nodeid )");
+        assert!(list.ends_with("setban \"subnet\" \"command\" ( bantime absolute )"));
     }
 }

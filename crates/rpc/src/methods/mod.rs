@@ -11,6 +11,7 @@ pub mod error;
 pub(crate) mod blockchain;
 mod control;
 mod network;
+mod network_control;
 pub(crate) mod params;
 mod wait;
 
@@ -128,10 +129,17 @@ pub(crate) static METHODS: &[Method] = &[
     control::HELP,
     control::STOP,
     control::UPTIME,
+    network_control::ADDNODE,
+    network_control::CLEARBANNED,
+    network_control::DISCONNECTNODE,
+    network_control::GETADDEDNODEINFO,
     network::GETCONNECTIONCOUNT,
     network::GETNETTOTALS,
     network::GETNETWORKINFO,
+    network_control::GETNODEADDRESSES,
     network::GETPEERINFO,
+    network_control::LISTBANNED,
+    network_control::SETBAN,
 ];
 
 /// The method called `name`.
