@@ -11,6 +11,7 @@
 //! verdicts to settle; its own work is an index lookup (~100 ns) or a block
 //! read (~0.3 ms for 1.4 MB from the page cache).
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -19,14 +20,16 @@ use ibex_chainstate::{ChainReader, Chainstate, EntryId, ReadError};
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params};
 use ibex_rpc::backend::{
-    BackendError, BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer,
-    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerInfo, SpentOutput,
+    AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
+    BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
+    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerInfo, PeerSelector, SpentOutput,
     StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
 use crate::daemon::CacheSizes;
 use crate::logging::{verification_progress_near_tip, ChainTransactionData, TipHeights};
+use crate::rpc_network::NetworkRpc;
 use crate::txoutsetinfo::{txoutset_info_at_tip, TxOutSetInfoError};
 
 /// How long an RPC waits for the engine before giving up.
@@ -55,6 +58,8 @@ pub struct ChainBackend {
     initial_download_left: AtomicBool,
     /// `-dbcache`'s split, for `getchainstates`.
     cache_sizes: CacheSizes,
+    /// The P2P side, when it runs (`None`: Core's -31 for network methods).
+    network: Option<NetworkRpc>,
 }
 
 impl ChainBackend {
@@ -72,6 +77,7 @@ impl ChainBackend {
             shutdown,
             initial_download_left: AtomicBool::new(false),
             cache_sizes: CacheSizes::from_dbcache(DBCACHE_MEBIBYTES_DEFAULT),
+            network: None,
         }
     }
 
@@ -79,6 +85,17 @@ impl ChainBackend {
     pub fn with_dbcache(mut self, dbcache_mebibytes: u64) -> ChainBackend {
         self.cache_sizes = CacheSizes::from_dbcache(dbcache_mebibytes);
         self
+    }
+
+    /// The backend answering network methods from the running P2P side.
+    pub fn with_network(mut self, network: NetworkRpc) -> ChainBackend {
+        self.network = Some(network);
+        self
+    }
+
+    /// The P2P side, or Core's "P2P disabled".
+    fn network(&self) -> Result<&NetworkRpc, BackendError> {
+        self.network.as_ref().ok_or(BackendError::P2pDisabled)
     }
 
     fn query<R: Send + 'static>(
@@ -436,19 +453,61 @@ impl NodeBackend for ChainBackend {
     }
 
     fn network_info(&self) -> Result<NetworkInfo, BackendError> {
-        Err(BackendError::P2pDisabled)
+        Ok(self.network()?.network_info())
     }
 
     fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
-        Err(BackendError::P2pDisabled)
+        self.network()?.peers()
     }
 
     fn net_totals(&self) -> Result<NetTotals, BackendError> {
-        Err(BackendError::P2pDisabled)
+        Ok(self.network()?.net_totals())
     }
 
     fn connection_count(&self) -> Result<usize, BackendError> {
-        Err(BackendError::P2pDisabled)
+        Ok(self.network()?.connection_count())
+    }
+
+    fn add_node(
+        &self,
+        node: &str,
+        command: AddNodeCommand,
+        v2_transport: Option<bool>,
+    ) -> Result<(), BackendError> {
+        self.network()?.add_node(node, command, v2_transport)
+    }
+
+    fn disconnect_peer(&self, peer: &PeerSelector) -> Result<(), BackendError> {
+        self.network()?.disconnect_peer(peer)
+    }
+
+    fn added_nodes(&self) -> Result<Vec<AddedNodeInfo>, BackendError> {
+        Ok(self.network()?.added_nodes())
+    }
+
+    fn node_addresses(
+        &self,
+        count_max: usize,
+        network: Option<&str>,
+    ) -> Result<Vec<NodeAddress>, BackendError> {
+        self.network()?.node_addresses(count_max, network)
+    }
+
+    fn ban(&self, address: IpAddr, until_seconds: i64) -> Result<(), BackendError> {
+        self.network()?.ban(address, until_seconds)
+    }
+
+    fn unban(&self, address: IpAddr) -> Result<(), BackendError> {
+        self.network()?.unban(address)
+    }
+
+    fn banned(&self) -> Result<Vec<BannedSubnet>, BackendError> {
+        Ok(self.network()?.banned())
+    }
+
+    fn clear_bans(&self) -> Result<(), BackendError> {
+        self.network()?.clear_bans();
+        Ok(())
     }
 
     fn request_shutdown(&self) {

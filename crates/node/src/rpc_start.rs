@@ -10,6 +10,7 @@ use ibex_rpc::{rpc_bind_addresses, RpcServer, ServerConfig, ServerError, Subnet}
 
 use crate::config::NodeOptions;
 use crate::rpc_backend::ChainBackend;
+use crate::rpc_network::NetworkRpc;
 
 /// Why the RPC server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -66,24 +67,28 @@ pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartErro
     Ok(config)
 }
 
-/// Starts the server over `reader` when `-server` is on; `stop` raises
-/// `shutdown`.
+/// Starts the server over `reader` (and the P2P side's `network`, when it
+/// runs) when `-server` is on; `stop` raises `shutdown`.
 pub fn start_rpc_server(
     options: &NodeOptions,
     reader: ChainReader,
+    network: Option<NetworkRpc>,
     shutdown: Arc<AtomicBool>,
 ) -> Result<Option<RpcServer>, RpcStartError> {
     if !options.rpc.server {
         return Ok(None);
     }
     let config = server_config(options)?;
-    let backend = ChainBackend::new(
+    let mut backend = ChainBackend::new(
         reader,
         options.params.clone(),
         options.blocks_directory.clone(),
         shutdown,
     )
     .with_dbcache(options.dbcache_mebibytes);
+    if let Some(network) = network {
+        backend = backend.with_network(network);
+    }
     let server = RpcServer::start(config, Arc::new(backend))?;
     // The chainstate is loaded and imported by the time the server starts.
     server.finish_warmup();

@@ -247,9 +247,15 @@ impl Simulation {
     }
 
     fn check_invariants(&mut self, download_bytes_max: u64) {
+        let mut heights_in_flight = std::collections::HashSet::new();
         for (peer, simulated) in &self.peers {
             assert_eq!(self.download.in_flight_count(*peer), simulated.in_flight, "{peer}");
             assert!(simulated.in_flight <= BLOCKS_IN_FLIGHT_PER_PEER_MAX);
+            let heights = self.download.in_flight_heights(*peer);
+            assert_eq!(heights.len(), simulated.in_flight, "{peer}: {heights:?}");
+            for height in heights {
+                assert!(heights_in_flight.insert(height), "height {height} asked of two peers");
+            }
         }
         let held = self.download.bytes_held();
         assert!(held <= download_bytes_max, "{held} > {download_bytes_max}");

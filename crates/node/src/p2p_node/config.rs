@@ -90,9 +90,6 @@ pub fn network_config(
     for text in options.connect.iter() {
         config.connect.push(resolve("-connect", text, default_port)?);
     }
-    for text in options.add_nodes.iter() {
-        config.connect.push(resolve("-addnode", text, default_port)?);
-    }
     if options.listen {
         // Without -bind, loopback only: this first slice serves local
         // peers (Core binds every interface).
@@ -109,6 +106,20 @@ pub fn network_config(
     config.inbound_connections_max = slots.inbound.min(INBOUND_CONNECTIONS_MAX);
     config.start_height = start_height;
     Ok(config)
+}
+
+/// The `-addnode` texts and the addresses they resolve to (kept connected
+/// as added nodes once the networking layer runs, so `addnode remove` can
+/// drop them, as Core's).
+pub fn added_node_addresses(
+    options: &NetworkOptions,
+    params: &Params,
+) -> Result<Vec<(String, SocketAddr)>, AddressError> {
+    options
+        .add_nodes
+        .iter()
+        .map(|text| Ok((text.clone(), resolve("-addnode", text, params.default_port)?)))
+        .collect()
 }
 
 /// `-onlynet`'s networks (all without it), and those of them Ibex dials.

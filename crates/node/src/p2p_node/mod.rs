@@ -14,6 +14,8 @@
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
 //! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
+//! | [`added_nodes`] | the added nodes (`-addnode`, `addnode add`), each kept connected until removed |
+//! | [`peer_sync_board`] | what the sync loop knows of each peer, published for `getpeerinfo` |
 //!
 //! # Napkin math
 //! Threads: 2 tokio workers (sockets, transports) and the sync thread,
@@ -23,11 +25,13 @@
 //! `getheaders`, `getdata` and tip change) each wait at most one idle poll
 //! of the engine (20 ms) or one block's connect.
 
+pub mod added_nodes;
 pub mod address_store;
 pub mod config;
 pub mod engine_link;
 pub mod engine_view;
 pub mod invalid_blocks;
+pub mod peer_sync_board;
 pub mod serve;
 pub mod sync_loop;
 
@@ -48,11 +52,14 @@ use ibex_primitives::Params;
 use crate::logging::Logger;
 use crate::network_options::NetworkOptions;
 use crate::progress::NetworkGauges;
+use crate::rpc_network::NetworkRpc;
 
+use added_nodes::AddedNodes;
 use address_store::{spawn_periodic_writes, write_addresses, LoadedAddresses};
 use engine_link::EngineLink;
 use engine_view::{genesis_header, ReaderIndex};
 use invalid_blocks::InvalidBlockReceiver;
+use peer_sync_board::PeerSyncBoard;
 use sync_loop::SyncLoop;
 
 /// Tokio worker threads for the networking layer.
@@ -73,6 +80,19 @@ pub enum P2pError {
     /// The networking layer refused to start (a port in use, ...).
     #[error(transparent)]
     Network(#[from] ibex_p2p::net::NetworkError),
+    /// An `-addnode` address could not be kept connected.
+    #[error("-addnode: {0}")]
+    AddedNode(ibex_rpc::BackendError),
+}
+
+/// The P2P side's parts the RPC server uses.
+#[derive(Debug)]
+struct RpcParts {
+    handle: ibex_p2p::net::NetworkHandle,
+    board: Arc<PeerSyncBoard>,
+    added: Arc<AddedNodes>,
+    book: Arc<AddressBook>,
+    dialed_networks: ibex_p2p::addrman::NetworkSet,
 }
 
 /// What the P2P side is started with.
@@ -104,6 +124,8 @@ pub struct P2pStart<'a> {
 #[derive(Debug)]
 pub struct P2pNode {
     runtime: tokio::runtime::Runtime,
+    /// What the RPC server reads and drives ([`P2pNode::rpc_network`]).
+    rpc: RpcParts,
     stop: Arc<AtomicBool>,
     sync_thread: Option<JoinHandle<()>>,
     /// The address manager and its file, written once more at the end.
@@ -133,7 +155,9 @@ impl P2pNode {
         for line in addresses.lines.iter().chain(&config::only_network_warnings(options)) {
             logger.log(line);
         }
-        let manual = network_config.connect.clone();
+        let added_addresses = config::added_node_addresses(options, params)?;
+        let mut manual = network_config.connect.clone();
+        manual.extend(added_addresses.iter().map(|(_, address)| *address));
         network_config.addresses =
             Some(config::address_settings(options, params, Arc::clone(&addresses.book), manual));
         let sink = logger.clone();
@@ -149,6 +173,17 @@ impl P2pNode {
         if let Some(address) = network.listen_address().or(listen) {
             logger.log(&format!("Bound to {address}"));
         }
+        let added = Arc::new(AddedNodes::new(params.default_port));
+        for (text, address) in &added_addresses {
+            added.add(&network, text, Some(*address)).map_err(P2pError::AddedNode)?;
+        }
+        let rpc = RpcParts {
+            handle: network.clone(),
+            board: Arc::new(PeerSyncBoard::new()),
+            added,
+            book: Arc::clone(&addresses.book),
+            dialed_networks: config::only_networks(options).1,
+        };
         spawn_periodic_writes(
             runtime.handle(),
             Arc::clone(&addresses.book),
@@ -172,6 +207,7 @@ impl P2pNode {
             Arc::new(AtomicBool::new(false)),
         );
         sync.gauges = Some(gauges);
+        sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();
         let sync_thread = std::thread::Builder::new()
@@ -180,12 +216,27 @@ impl P2pNode {
             .map_err(P2pError::Threads)?;
         Ok(P2pNode {
             runtime,
+            rpc,
             stop,
             sync_thread: Some(sync_thread),
             addresses: (addresses.book, addresses.path),
             params: params.clone(),
             logger,
         })
+    }
+
+    /// The RPC server's view of this P2P side, reading heights through
+    /// `reader`.
+    pub fn rpc_network(&self, reader: ChainReader) -> NetworkRpc {
+        NetworkRpc {
+            handle: self.rpc.handle.clone(),
+            board: Arc::clone(&self.rpc.board),
+            added: Arc::clone(&self.rpc.added),
+            book: Arc::clone(&self.rpc.book),
+            reader,
+            default_port: self.params.default_port,
+            dialed_networks: self.rpc.dialed_networks,
+        }
     }
 
     /// Asks the sync thread to stop; it ends after its current step (whose

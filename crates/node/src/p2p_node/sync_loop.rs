@@ -15,6 +15,7 @@
 
 mod block_sources;
 mod header_offers;
+mod peer_board;
 mod peer_log;
 mod tip;
 mod unrequested;
@@ -123,6 +124,8 @@ pub struct SyncLoop {
     peer_heights_stale: bool,
     /// Where the progress display reads the sync's figures.
     pub(super) gauges: Option<Arc<NetworkGauges>>,
+    /// Where `getpeerinfo` reads what the loop knows of each peer.
+    pub(super) peer_board: Option<Arc<super::peer_sync_board::PeerSyncBoard>>,
 }
 
 impl SyncLoop {
@@ -170,6 +173,7 @@ impl SyncLoop {
             seen_sequence: 0,
             peer_heights_stale: false,
             gauges: None,
+            peer_board: None,
         }
     }
 
@@ -456,7 +460,10 @@ impl SyncLoop {
             _ => None,
         };
         match outcome {
-            AcceptOutcome::Accepted(_) => self.reoffer_children(hash),
+            AcceptOutcome::Accepted(_) => {
+                self.record_new_block(peer);
+                self.reoffer_children(hash)
+            }
             AcceptOutcome::AlreadyKnown(_) => {
                 self.block_sources.take(&hash);
                 self.reoffer_children(hash)

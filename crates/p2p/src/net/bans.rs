@@ -34,8 +34,10 @@ pub(crate) struct BanList {
 }
 
 impl BanList {
-    /// Bans `address` from `now` for `duration`; an existing ban that ends
-    /// later is kept.
+    /// Bans `address` from `now` for `duration`; an existing ban of the
+    /// same kind that ends later is kept. A manual ban (Core's `setban`)
+    /// replaces a discouragement and is never replaced by one (Core keeps
+    /// them apart: `listbanned` shows manual bans only).
     pub fn insert(
         &mut self,
         address: IpAddr,
@@ -46,7 +48,10 @@ impl BanList {
         let address = canonical_ip(address);
         let until = now.checked_add(duration).unwrap_or(now + Duration::from_secs(u32::MAX as u64));
         if let Some(existing) = self.entries.get(&address) {
-            if existing.until >= until {
+            let manual = |reason| reason == BanReason::Manual;
+            let outranked = manual(existing.reason) && !manual(reason);
+            let outranks = manual(reason) && !manual(existing.reason);
+            if outranked || (existing.until >= until && !outranks) {
                 return;
             }
         } else if self.entries.len() >= BANNED_ADDRESSES_MAX {
@@ -114,12 +119,17 @@ mod tests {
         assert!(bans.get(address(1), start + Duration::from_secs(59)).is_some());
         let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap_or(address(0));
         assert!(bans.get(mapped, start).is_some(), "an IPv4-mapped address is the IPv4 address");
-        bans.insert(address(1), BanReason::Misbehaving, start, Duration::from_secs(10));
+        bans.insert(address(1), BanReason::Misbehaving, start, Duration::from_secs(100));
         assert_eq!(
             bans.list(start)[0].reason,
             BanReason::Manual,
-            "the shorter ban does not replace it"
+            "a discouragement does not replace a manual ban"
         );
+        bans.insert(address(3), BanReason::Misbehaving, start, Duration::from_secs(100));
+        bans.insert(address(3), BanReason::Manual, start, Duration::from_secs(10));
+        let third = bans.get(address(3), start).map(|entry| entry.reason);
+        assert_eq!(third, Some(BanReason::Manual), "a manual ban replaces a discouragement");
+        bans.remove(address(3));
         assert!(bans.get(address(1), start + Duration::from_secs(60)).is_none());
         assert!(bans.list(start).is_empty(), "expired entries are dropped");
         bans.insert(address(2), BanReason::Manual, start, Duration::MAX);

@@ -65,6 +65,13 @@ pub enum NetworkError {
         /// Its payload's length.
         payload_bytes: usize,
     },
+    /// Too many one-try manual connections are under way (Core's
+    /// `addnode onetry`).
+    #[error("{count_max} one-try connections are under way already")]
+    ManualConnectionsFull {
+        /// The most at once.
+        count_max: usize,
+    },
     /// The networking layer was shut down.
     #[error("network stopped")]
     Stopped,

@@ -9,9 +9,11 @@ use crate::messages::NetworkMessage;
 use crate::net::bans::BanEntry;
 use crate::net::error::NetworkError;
 use crate::net::manager::add_outbound;
+use crate::net::manual::{keep_connected, try_once, ManualConnection};
 use crate::net::reason::{BanReason, DisconnectReason};
 use crate::net::registry::Registry;
 use crate::net::stats::{NetTotals, PeerInfo};
+use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 
 /// The node's side of the networking layer.
@@ -43,6 +45,38 @@ impl NetworkHandle {
     /// addresses in all.
     pub fn connect(&self, address: SocketAddr) -> Result<(), NetworkError> {
         add_outbound(&self.registry, address)
+    }
+
+    /// Keeps `address` connected as a manual connection until the returned
+    /// guard is removed or dropped (Core's `addnode add`, then `remove`);
+    /// it shares the [`OUTBOUND_ADDRESSES_MAX`](crate::net::config::OUTBOUND_ADDRESSES_MAX)
+    /// slots with [`connect`](Self::connect).
+    pub fn keep_connected(&self, address: SocketAddr) -> Result<ManualConnection, NetworkError> {
+        keep_connected(&self.registry, address)
+    }
+
+    /// Tries one manual connection to `address` (Core's `addnode onetry`),
+    /// v2 first when `v2` and the layer speaks v2; nothing when it is
+    /// connected already. At most
+    /// [`ONE_TRY_CONNECTIONS_MAX`](crate::net::manual::ONE_TRY_CONNECTIONS_MAX)
+    /// at once.
+    pub fn try_once(&self, address: SocketAddr, v2: bool) -> Result<(), NetworkError> {
+        try_once(&self.registry, address, v2)
+    }
+
+    /// Whether the layer speaks BIP324 v2 (Core's `-v2transport`).
+    pub fn v2_transport(&self) -> bool {
+        self.registry.config.v2_transport
+    }
+
+    /// The services announced in our `version` (Core's `localservices`).
+    pub fn local_services(&self) -> ServiceFlags {
+        self.registry.config.announced_services()
+    }
+
+    /// The user agent announced in our `version` (Core's `subversion`).
+    pub fn user_agent(&self) -> String {
+        String::from_utf8_lossy(self.registry.config.user_agent.as_bytes()).into_owned()
     }
 
     /// Closes the connection to `id` for `reason`. A

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::addrman::PeerAddress;
 use crate::net::config::NetworkConfig;
@@ -92,7 +92,7 @@ pub(crate) fn add_outbound(
         return Err(NetworkError::Stopped);
     }
     registry.reserve_outbound_address()?;
-    registry.runtime.spawn(connect_loop(Arc::clone(registry), address));
+    registry.runtime.spawn(connect_loop(Arc::clone(registry), address, None));
     Ok(())
 }
 
@@ -144,17 +144,34 @@ fn accept_one(registry: &Arc<Registry>, stream: TcpStream, address: SocketAddr) 
     tokio::spawn(connection.run(stream));
 }
 
-/// Keeps a connection to `address` open while the layer runs.
-async fn connect_loop(registry: Arc<Registry>, address: SocketAddr) {
+/// Keeps a connection to `address` open while the layer runs, or (with
+/// `removal`) until the node removes it: then the connection open at that
+/// moment runs to its end, and its outbound address slot is given back.
+pub(crate) async fn connect_loop(
+    registry: Arc<Registry>,
+    address: SocketAddr,
+    mut removal: Option<watch::Receiver<bool>>,
+) {
+    run_connect_loop(&registry, address, &mut removal).await;
+    if removal.is_some() {
+        registry.release_outbound_address();
+    }
+}
+
+async fn run_connect_loop(
+    registry: &Arc<Registry>,
+    address: SocketAddr,
+    removal: &mut Option<watch::Receiver<bool>>,
+) {
     let config = &registry.config;
     let mut shutdown = registry.shutdown_signal();
     let mut delay = config.reconnect_delay_min;
     let mut use_v2 = config.v2_transport;
     loop {
-        if registry.is_shut_down() || registry.events.is_closed() {
+        if registry.is_shut_down() || registry.events.is_closed() || is_removed(removal) {
             return;
         }
-        let outcome = connect_once(&registry, address, use_v2, ConnectionType::Manual, None).await;
+        let outcome = connect_once(registry, address, use_v2, ConnectionType::Manual, None).await;
         let retry_now = outcome.as_ref().is_some_and(|outcome| outcome.retry_with_v1);
         use_v2 = config.v2_transport && !retry_now;
         if outcome.as_ref().is_some_and(|outcome| outcome.handshake_complete) {
@@ -165,10 +182,23 @@ async fn connect_loop(registry: Arc<Registry>, address: SocketAddr) {
         }
         tokio::select! {
             _ = shutdown.changed() => return,
+            () = removed(removal) => return,
             () = tokio::time::sleep(delay) => {}
         }
         delay = (delay * 2).min(config.reconnect_delay_max);
     }
+}
+
+/// Whether the node removed the address (or dropped its guard).
+fn is_removed(removal: &Option<watch::Receiver<bool>>) -> bool {
+    removal.as_ref().is_some_and(|receiver| *receiver.borrow() || receiver.has_changed().is_err())
+}
+
+/// Returns once the node removes the address; never without `removal`.
+async fn removed(removal: &mut Option<watch::Receiver<bool>>) {
+    let Some(receiver) = removal else { return std::future::pending().await };
+    // An error means the guard was dropped: removed as well.
+    let _ = receiver.wait_for(|removed| *removed).await;
 }
 
 /// An automatic attempt: its number in the registry, and whether a
@@ -210,7 +240,7 @@ pub(crate) fn open_automatic(
 }
 
 /// One outbound attempt, run to its end; `None` if no connection opened.
-async fn connect_once(
+pub(crate) async fn connect_once(
     registry: &Arc<Registry>,
     address: SocketAddr,
     use_v2: bool,

@@ -12,6 +12,7 @@
 //! | `peer` | one task per connection: socket, transport, send queue, event delivery | `SocketHandlerConnected`, `ProcessMessages` |
 //! | `protocol` | the handshake, pings, timeouts, without I/O | `ProcessMessage` (`version` ... `pong`), `MaybeSendPing`, `InactivityCheck` |
 //! | [`handle`] | [`NetworkHandle`]: send, disconnect, ban, peer info, totals | `PushMessage`, `DisconnectNode`, `BanMan`, `GetNodeStats` |
+//! | [`manual`] | manual connections opened while running: kept until removed, or tried once | `AddNode`, `RemoveAddedNode`, `OpenNetworkConnection` |
 //! | [`event`] | [`NetworkEvent`]s through one bounded queue ([`NetworkEvents`]) | the log lines of the above |
 //! | [`reason`] | [`DisconnectReason`] (Core's words), [`BanReason`] | |
 //! | [`config`] | [`NetworkConfig`] with Core's defaults | `-connect`, `-bind`, `-peertimeout`, `-maxsendbuffer`, ... |
@@ -75,6 +76,7 @@ pub mod error;
 pub mod event;
 pub mod handle;
 pub mod manager;
+pub mod manual;
 pub mod peer;
 pub mod reason;
 pub mod stats;
@@ -93,5 +95,6 @@ pub use error::NetworkError;
 pub use event::{NetworkEvent, NetworkEvents};
 pub use handle::NetworkHandle;
 pub use manager::start;
+pub use manual::{ManualConnection, ONE_TRY_CONNECTIONS_MAX};
 pub use reason::{BanReason, DisconnectReason};
 pub use stats::{NetTotals, PeerInfo, PeerVersion};

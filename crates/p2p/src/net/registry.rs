@@ -54,6 +54,8 @@ pub(crate) struct Registry {
     pub runtime: tokio::runtime::Handle,
     shutdown: Arc<watch::Sender<bool>>,
     outbound_addresses: AtomicUsize,
+    /// One-try manual connections being opened or open.
+    one_try_connections: AtomicUsize,
     state: Mutex<RegistryState>,
     next_id: AtomicU64,
     best_height: AtomicI32,
@@ -76,6 +78,7 @@ impl Registry {
             runtime,
             shutdown: Arc::new(watch::Sender::new(false)),
             outbound_addresses: AtomicUsize::new(0),
+            one_try_connections: AtomicUsize::new(0),
             state: Mutex::new(RegistryState::default()),
             next_id: AtomicU64::new(0),
             best_height,
@@ -100,6 +103,32 @@ impl Registry {
                 max: OUTBOUND_ADDRESSES_MAX as u64,
             }),
         }
+    }
+
+    /// Gives back a slot taken by [`Registry::reserve_outbound_address`]
+    /// (an added node removed, Core's `addnode remove`).
+    pub fn release_outbound_address(&self) {
+        let released =
+            self.outbound_addresses
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
+        assert!(released.is_ok(), "an outbound address slot released twice");
+    }
+
+    /// Counts a one-try connection, unless `count_max` are under way.
+    pub fn begin_one_try(&self, count_max: usize) -> bool {
+        self.one_try_connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+                (count < count_max).then_some(count + 1)
+            })
+            .is_ok()
+    }
+
+    /// A one-try connection ended.
+    pub fn end_one_try(&self) {
+        let ended =
+            self.one_try_connections
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
+        assert!(ended.is_ok(), "a one-try connection ended twice");
     }
 
     /// Records an outbound connection (ending its `attempt`, if any).

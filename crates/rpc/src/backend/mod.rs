@@ -33,8 +33,9 @@ pub use state::{CoinsCacheSizes, TotalAmountOverflow, TxOutSetInfo};
 
 pub use crate::deployment::DeploymentInfo;
 pub use network::{
-    LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerInfo,
-    PeerRelay, RelayFees, UploadTarget,
+    AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, LocalAddress, NetTotals,
+    NetworkConnections, NetworkInfo, NetworkReachability, NetworkRequestError, NodeAddress,
+    PeerInfo, PeerRelay, PeerSelector, RelayFees, UploadTarget,
 };
 
 use std::time::Duration;
@@ -72,6 +73,9 @@ pub enum BackendError {
     /// The node runs without networking (Core's `connman` is absent).
     #[error("peer-to-peer functionality missing or disabled")]
     P2pDisabled,
+    /// The network side refused a request (`addnode`, `setban`, ...).
+    #[error(transparent)]
+    Network(#[from] NetworkRequestError),
     /// Reading the node's storage failed.
     #[error("reading the node's storage failed")]
     Storage {
@@ -187,6 +191,61 @@ pub trait NodeBackend: Send + Sync + 'static {
     /// Inbound and outbound connections, for `getconnectioncount`.
     /// **Network.**
     fn connection_count(&self) -> Result<usize, BackendError>;
+
+    /// Adds, removes or tries once a manual connection (`addnode`);
+    /// `v2_transport` is the caller's wish, `None` for the node's default.
+    /// **Network.**
+    fn add_node(
+        &self,
+        _node: &str,
+        _command: AddNodeCommand,
+        _v2_transport: Option<bool>,
+    ) -> Result<(), BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// Closes a peer's connection (`disconnectnode`). **Network.**
+    fn disconnect_peer(&self, _peer: &PeerSelector) -> Result<(), BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// The added nodes, in the order added (`getaddednodeinfo`).
+    /// **Network.**
+    fn added_nodes(&self) -> Result<Vec<AddedNodeInfo>, BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// Up to `count_max` known addresses (all when 0) on `network` (all
+    /// when `None`), in random order, none terrible (`getnodeaddresses`).
+    /// **Network.**
+    fn node_addresses(
+        &self,
+        _count_max: usize,
+        _network: Option<&str>,
+    ) -> Result<Vec<NodeAddress>, BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// Bans `address` until `until_seconds` (since the epoch) and closes
+    /// its connections (`setban add`). **Network.**
+    fn ban(&self, _address: std::net::IpAddr, _until_seconds: i64) -> Result<(), BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// Lifts a manual ban (`setban remove`). **Network.**
+    fn unban(&self, _address: std::net::IpAddr) -> Result<(), BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// The manual bans in force (`listbanned`). **Network.**
+    fn banned(&self) -> Result<Vec<BannedSubnet>, BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
+
+    /// Lifts every manual ban (`clearbanned`). **Network.**
+    fn clear_bans(&self) -> Result<(), BackendError> {
+        Err(BackendError::P2pDisabled)
+    }
 
     /// Asks the node to shut down (`stop`). Returns at once; the node later
     /// stops the server itself.

@@ -190,3 +190,103 @@ pub struct NetTotals {
     /// The upload target's state.
     pub upload_target: UploadTarget,
 }
+
+/// What `addnode` asks (Core's `command` argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddNodeCommand {
+    /// Keep the node connected (`add`).
+    Add,
+    /// Stop keeping it connected (`remove`); its connection stays open.
+    Remove,
+    /// Try one connection now (`onetry`).
+    OneTry,
+}
+
+/// Which peer `disconnectnode` closes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerSelector {
+    /// The peer whose `addr` (as `getpeerinfo` shows it) is this text.
+    Address(String),
+    /// The peer with this id.
+    Id(i64),
+}
+
+/// One connection to an added node (`getaddednodeinfo`'s `addresses`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedNodeConnection {
+    /// The peer's `ip:port`.
+    pub address: String,
+    /// Whether the peer connected to us (`inbound`) or we to it
+    /// (`outbound`).
+    pub inbound: bool,
+}
+
+/// One added node (`-addnode` or `addnode add`), as `getaddednodeinfo`
+/// reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedNodeInfo {
+    /// The text given to `addnode` or `-addnode`.
+    pub added_node: String,
+    /// Its connection, when connected.
+    pub connection: Option<AddedNodeConnection>,
+}
+
+/// An address the address manager knows (`getnodeaddresses`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeAddress {
+    /// When it was last seen, seconds since the epoch.
+    pub time_seconds: i64,
+    /// The services it is said to offer.
+    pub services: u64,
+    /// The address (IP, or the network's own name form).
+    pub address: String,
+    /// The port.
+    pub port: u16,
+    /// `ipv4`, `ipv6`, `onion`, `i2p` or `cjdns`.
+    pub network: String,
+}
+
+/// A manual ban (`listbanned`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BannedSubnet {
+    /// The subnet as Core prints it (`1.2.3.4/32`).
+    pub subnet: String,
+    /// When the ban was made, seconds since the epoch.
+    pub created_seconds: i64,
+    /// When it ends, seconds since the epoch.
+    pub until_seconds: i64,
+}
+
+/// Why the network side refused a request: each is one of Core's RPC
+/// errors (`rpc/net.cpp`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetworkRequestError {
+    /// `addnode add` of a node already added (Core's -23).
+    #[error("the node is added already")]
+    NodeAlreadyAdded,
+    /// `addnode remove` of a node never added (Core's -24).
+    #[error("the node was not added")]
+    NodeNotAdded,
+    /// `disconnectnode` of no connected peer (Core's -29).
+    #[error("no such connected peer")]
+    NodeNotConnected,
+    /// `v2transport` asked for while the node does not speak v2 (-8).
+    #[error("v2 transport is off")]
+    V2TransportDisabled,
+    /// `setban add` of an address banned already (Core's -23).
+    #[error("the address is banned already")]
+    AlreadyBanned,
+    /// `setban remove` of an address not banned by hand (Core's -30).
+    #[error("the address is not banned")]
+    NotBanned,
+    /// A bound of the node's was reached (added nodes, one-try
+    /// connections); the text says which.
+    #[error("{what}: at most {count_max}")]
+    LimitReached {
+        /// What is bounded.
+        what: &'static str,
+        /// The bound.
+        count_max: usize,
+    },
+}

@@ -195,8 +195,13 @@ mod tests {
         assert!(list.starts_with("== Blockchain ==\ngetbestblockhash\ngetblock \"blockhash\""));
         assert!(list
             .contains("\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Network ==\n"));
-        assert!(list.contains("getnettotals\ngetnetworkinfo\ngetpeerinfo\n\n== Rawtransactions =="));
+        assert!(list.contains(
+            "setban \"subnet\" \"command\" ( bantime absolute )\n\n== Rawtransactions =="
+        ));
         assert!(list.ends_with("getrawtransaction \"txid\" ( verbosity \"blockhash\" )"));
         assert_eq!(line("getblockstats"), "getblockstats hash_or_height ( stats )",);
+        assert!(list.contains("\ngetpeerinfo\n"));
+        assert_eq!(line("addnode"), "addnode \"node\" \"command\" ( v2transport )");
+        assert_eq!(line("disconnectnode"), "disconnectnode ( \"address\" nodeid )");
     }
 }

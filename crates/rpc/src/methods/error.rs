@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::backend::BackendError;
+use crate::backend::{BackendError, NetworkRequestError};
 
 /// Core's error codes, those this server gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +31,16 @@ pub enum RpcErrorCode {
     InWarmup,
     /// -31: no networking.
     ClientP2pDisabled,
+    /// -32602: invalid method parameters (`disconnectnode`).
+    InvalidParams,
+    /// -23: the node (or subnet) is added (banned) already.
+    ClientNodeAlreadyAdded,
+    /// -24: the node was not added.
+    ClientNodeNotAdded,
+    /// -29: no such connected node.
+    ClientNodeNotConnected,
+    /// -30: an invalid IP or subnet.
+    ClientInvalidIpOrSubnet,
 }
 
 impl RpcErrorCode {
@@ -48,6 +58,11 @@ impl RpcErrorCode {
             RpcErrorCode::ClientNotConnected => -9,
             RpcErrorCode::InWarmup => -28,
             RpcErrorCode::ClientP2pDisabled => -31,
+            RpcErrorCode::InvalidParams => -32602,
+            RpcErrorCode::ClientNodeAlreadyAdded => -23,
+            RpcErrorCode::ClientNodeNotAdded => -24,
+            RpcErrorCode::ClientNodeNotConnected => -29,
+            RpcErrorCode::ClientInvalidIpOrSubnet => -30,
         }
     }
 }
@@ -104,8 +119,41 @@ impl From<BackendError> for RpcError {
                 RpcErrorCode::ClientP2pDisabled,
                 "Error: Peer-to-peer functionality missing or disabled",
             ),
+            BackendError::Network(refusal) => network_request_error(refusal),
             other => RpcError::with_message(RpcErrorCode::MiscError, error_chain(&other)),
         }
+    }
+}
+
+/// Core's code and words for a request the network side refused.
+fn network_request_error(refusal: NetworkRequestError) -> RpcError {
+    use RpcErrorCode::{
+        ClientInvalidIpOrSubnet, ClientNodeAlreadyAdded, ClientNodeNotAdded,
+        ClientNodeNotConnected, InvalidParameter, MiscError,
+    };
+    match refusal {
+        NetworkRequestError::NodeAlreadyAdded => {
+            RpcError::new(ClientNodeAlreadyAdded, "Error: Node already added")
+        }
+        NetworkRequestError::NodeNotAdded => RpcError::new(
+            ClientNodeNotAdded,
+            "Error: Node could not be removed. It has not been added previously.",
+        ),
+        NetworkRequestError::NodeNotConnected => {
+            RpcError::new(ClientNodeNotConnected, "Node not found in connected nodes")
+        }
+        NetworkRequestError::V2TransportDisabled => RpcError::new(
+            InvalidParameter,
+            "Error: v2transport requested but not enabled (see -v2transport)",
+        ),
+        NetworkRequestError::AlreadyBanned => {
+            RpcError::new(ClientNodeAlreadyAdded, "Error: IP/Subnet already banned")
+        }
+        NetworkRequestError::NotBanned => RpcError::new(
+            ClientInvalidIpOrSubnet,
+            "Error: Unban failed. Requested address/subnet was not previously manually banned.",
+        ),
+        other => RpcError::with_message(MiscError, format!("Error: {other}")),
     }
 }
 

@@ -13,6 +13,7 @@ mod blockstats;
 pub(crate) mod chainstate;
 mod control;
 mod network;
+mod network_control;
 pub(crate) mod params;
 mod rawtransaction;
 mod wait;
@@ -139,10 +140,17 @@ pub(crate) static METHODS: &[Method] = &[
     control::HELP,
     control::STOP,
     control::UPTIME,
+    network_control::ADDNODE,
+    network_control::CLEARBANNED,
+    network_control::DISCONNECTNODE,
+    network_control::GETADDEDNODEINFO,
     network::GETCONNECTIONCOUNT,
     network::GETNETTOTALS,
     network::GETNETWORKINFO,
+    network_control::GETNODEADDRESSES,
     network::GETPEERINFO,
+    network_control::LISTBANNED,
+    network_control::SETBAN,
     rawtransaction::GETRAWTRANSACTION,
 ];
 

@@ -325,6 +325,74 @@ fn write_peer(out: &mut Vec<u8>, peer: &PeerInfo) {
 mod tests {
     use super::*;
 
+    fn peer() -> PeerInfo {
+        PeerInfo {
+            id: 3,
+            address: "127.0.0.1:18444".to_owned(),
+            address_bind: None,
+            address_local: Some("1.2.3.4:18444".to_owned()),
+            network: "not_publicly_routable".to_owned(),
+            mapped_as: None,
+            services: 9,
+            relay_transactions: false,
+            last_send_seconds: 1,
+            last_receive_seconds: 2,
+            last_transaction_seconds: 0,
+            last_block_seconds: 3,
+            bytes_sent: 4,
+            bytes_received: 5,
+            connected_seconds: 6,
+            time_offset_seconds: -7,
+            ping_seconds: None,
+            min_ping_seconds: None,
+            ping_wait_seconds: Some(0.5),
+            version: 70016,
+            subversion: "/Ibex:0.1.0/".to_owned(),
+            inbound: true,
+            bip152_high_bandwidth_to: false,
+            bip152_high_bandwidth_from: false,
+            starting_height: -1,
+            presynced_headers: -1,
+            synced_headers: 10,
+            synced_blocks: 9,
+            blocks_in_flight: vec![10, 11],
+            address_relay_enabled: true,
+            addresses_processed: 0,
+            addresses_rate_limited: 0,
+            permissions: vec![],
+            min_fee_filter_satoshis_per_kvb: 0,
+            bytes_sent_per_message: vec![],
+            bytes_received_per_message: vec![],
+            connection_type: "inbound".to_owned(),
+            transport_protocol_type: "v1".to_owned(),
+            session_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_peer_as_core_writes_it() {
+        let mut out = Vec::new();
+        write_peer(&mut out, &peer());
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"id":3,"addr":"127.0.0.1:18444","addrlocal":"1.2.3.4:18444","#,
+                r#""network":"not_publicly_routable","services":"0000000000000009","#,
+                r#""servicesnames":["NETWORK","WITNESS"],"relaytxes":false,"lastsend":1,"#,
+                r#""lastrecv":2,"last_transaction":0,"last_block":3,"bytessent":4,"#,
+                r#""bytesrecv":5,"conntime":6,"timeoffset":-7,"pingwait":0.5,"#,
+                r#""version":70016,"subver":"/Ibex:0.1.0/","inbound":true,"#,
+                r#""bip152_hb_to":false,"bip152_hb_from":false,"startingheight":-1,"#,
+                r#""presynced_headers":-1,"synced_headers":10,"synced_blocks":9,"#,
+                r#""inflight":[10,11],"addr_relay_enabled":true,"addr_processed":0,"#,
+                r#""addr_rate_limited":0,"permissions":[],"minfeefilter":0.00000000,"#,
+                r#""bytessent_per_msg":{},"bytesrecv_per_msg":{},"connection_type":"inbound","#,
+                r#""transport_protocol_type":"v1","session_id":""}"#
+            )
+        );
+    }
+
     #[test]
     fn service_names_as_core_prints_them() {
         let mut out = Vec::new();

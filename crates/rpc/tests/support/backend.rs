@@ -6,6 +6,7 @@
 //! tip (for the work queue), and networking can be off.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -13,10 +14,11 @@ use std::time::{Duration, Instant};
 use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher};
 use ibex_primitives::{Amount, BlockHash, ChainWork, OutPoint, Params};
 use ibex_rpc::backend::{
-    BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes,
-    DeploymentInfo, LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
-    PeerInfo, PeerRelay, SpentOutput, StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
-    UploadTarget,
+    AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, BlockData, BlockEntry,
+    BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
+    LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
+    NetworkRequestError, NodeAddress, PeerInfo, PeerRelay, PeerSelector, SpentOutput, StoredBlock,
+    TipRef, TxOutSetInfo, UnspentOutput, UploadTarget,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
 use ibex_rpc::{BackendError, NodeBackend};
@@ -456,7 +458,103 @@ impl NodeBackend for ChainBackend {
         Ok(1)
     }
 
+    // The network-control methods answer as a node connected to
+    // 127.0.0.1:18444 (peer 0, added with `addnode`) with 10.0.0.1 banned
+    // by hand; they change nothing.
+
+    fn add_node(
+        &self,
+        node: &str,
+        command: AddNodeCommand,
+        v2_transport: Option<bool>,
+    ) -> Result<(), BackendError> {
+        self.require_networking()?;
+        let added = node == MOCK_PEER;
+        match command {
+            _ if v2_transport == Some(false) && node == "v2only" => {
+                Err(NetworkRequestError::V2TransportDisabled.into())
+            }
+            AddNodeCommand::Add if added => Err(NetworkRequestError::NodeAlreadyAdded.into()),
+            AddNodeCommand::Remove if !added => Err(NetworkRequestError::NodeNotAdded.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn disconnect_peer(&self, peer: &PeerSelector) -> Result<(), BackendError> {
+        self.require_networking()?;
+        match peer {
+            PeerSelector::Address(address) if address == MOCK_PEER => Ok(()),
+            PeerSelector::Id(0) => Ok(()),
+            _ => Err(NetworkRequestError::NodeNotConnected.into()),
+        }
+    }
+
+    fn added_nodes(&self) -> Result<Vec<AddedNodeInfo>, BackendError> {
+        self.require_networking()?;
+        let connection = AddedNodeConnection { address: MOCK_PEER.to_owned(), inbound: false };
+        Ok(vec![
+            AddedNodeInfo { added_node: MOCK_PEER.to_owned(), connection: Some(connection) },
+            AddedNodeInfo { added_node: "example.invalid".to_owned(), connection: None },
+        ])
+    }
+
+    fn node_addresses(
+        &self,
+        count_max: usize,
+        network: Option<&str>,
+    ) -> Result<Vec<NodeAddress>, BackendError> {
+        self.require_networking()?;
+        let known =
+            [("1.2.3.4", "ipv4"), ("2a01::1", "ipv6")].map(|(address, network)| NodeAddress {
+                time_seconds: 1_700_000_000,
+                services: 1033,
+                address: address.to_owned(),
+                port: 8333,
+                network: network.to_owned(),
+            });
+        let wanted = if count_max == 0 { usize::MAX } else { count_max };
+        Ok(known
+            .into_iter()
+            .filter(|address| network.is_none_or(|name| address.network == name))
+            .take(wanted)
+            .collect())
+    }
+
+    fn ban(&self, address: IpAddr, _until_seconds: i64) -> Result<(), BackendError> {
+        self.require_networking()?;
+        if address == MOCK_BANNED {
+            return Err(NetworkRequestError::AlreadyBanned.into());
+        }
+        Ok(())
+    }
+
+    fn unban(&self, address: IpAddr) -> Result<(), BackendError> {
+        self.require_networking()?;
+        if address != MOCK_BANNED {
+            return Err(NetworkRequestError::NotBanned.into());
+        }
+        Ok(())
+    }
+
+    fn banned(&self) -> Result<Vec<BannedSubnet>, BackendError> {
+        self.require_networking()?;
+        Ok(vec![BannedSubnet {
+            subnet: format!("{MOCK_BANNED}/32"),
+            created_seconds: 1_700_000_000,
+            until_seconds: 1_700_086_400,
+        }])
+    }
+
+    fn clear_bans(&self) -> Result<(), BackendError> {
+        self.require_networking()
+    }
+
     fn request_shutdown(&self) {
         self.shutdown_requested.store(true, Ordering::SeqCst);
     }
 }
+
+/// The peer the mock is connected to (id 0, an added node).
+pub const MOCK_PEER: &str = "127.0.0.1:18444";
+/// The address the mock has banned.
+pub const MOCK_BANNED: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));

@@ -64,6 +64,7 @@ impl SyncLoop {
     /// refreshed, new tips announced, the state machines polled.
     pub(super) fn tick(&mut self) {
         self.update_gauges();
+        self.publish_peer_sync();
         if self.window_stale {
             self.read_window(self.download.tip_height(), self.window_best);
         }

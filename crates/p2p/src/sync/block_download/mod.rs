@@ -300,6 +300,18 @@ impl BlockDownload {
         self.peers.get(&peer).map_or(0, |state| state.queue_in_flight.len())
     }
 
+    /// Heights of the blocks in flight from `peer`, in request order
+    /// (Core's `vHeightInFlight`, `getpeerinfo`'s `inflight`); at most
+    /// [`BLOCKS_IN_FLIGHT_PER_PEER_MAX`].
+    pub fn in_flight_heights(&self, peer: PeerId) -> Vec<u32> {
+        let Some(state) = self.peers.get(&peer) else { return Vec::new() };
+        state
+            .queue_in_flight
+            .iter()
+            .filter_map(|hash| self.in_flight.get(hash).map(|entry| entry.height))
+            .collect()
+    }
+
     /// Blocks in flight from every peer.
     pub fn in_flight_total(&self) -> usize {
         self.in_flight.len()
