@@ -285,8 +285,9 @@ fn run_network(
         addresses,
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
-    let rpc_server = start_rpc_server(options, chainstate.reader(), shutdown.clone())
-        .map_err(EngineError::Rpc)?;
+    let rpc_server =
+        start_rpc_server(options, chainstate.reader(), service.control_sender(), shutdown.clone())
+            .map_err(EngineError::Rpc)?;
     if let Some(server) = &rpc_server {
         for address in server.local_addresses() {
             logger.log(&format!("Binding RPC on address {address}"));

@@ -4,7 +4,9 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use ibex_chainstate::ChainReader;
+use std::sync::mpsc::SyncSender;
+
+use ibex_chainstate::{ChainReader, EngineCommand};
 use ibex_rpc::server::config::ConfigError as RpcConfigError;
 use ibex_rpc::{rpc_bind_addresses, RpcServer, ServerConfig, ServerError, Subnet};
 
@@ -45,10 +47,12 @@ pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartErro
 }
 
 /// Starts the server over `reader` when `-server` is on; `stop` raises
-/// `shutdown`.
+/// `shutdown`, and `invalidateblock`/`reconsiderblock` go to the engine
+/// service through `engine_control` (its operator channel).
 pub fn start_rpc_server(
     options: &NodeOptions,
     reader: ChainReader,
+    engine_control: SyncSender<EngineCommand>,
     shutdown: Arc<AtomicBool>,
 ) -> Result<Option<RpcServer>, RpcStartError> {
     if !options.rpc.server {
@@ -60,7 +64,8 @@ pub fn start_rpc_server(
         options.params.clone(),
         options.blocks_directory.clone(),
         shutdown,
-    );
+    )
+    .with_engine_control(engine_control);
     let server = RpcServer::start(config, Arc::new(backend))?;
     // The chainstate is loaded and imported by the time the server starts.
     server.finish_warmup();

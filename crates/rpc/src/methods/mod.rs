@@ -10,6 +10,7 @@ pub mod error;
 
 pub(crate) mod blockchain;
 mod control;
+mod invalidate;
 mod network;
 pub(crate) mod params;
 mod wait;
@@ -128,6 +129,8 @@ pub(crate) static METHODS: &[Method] = &[
     control::HELP,
     control::STOP,
     control::UPTIME,
+    invalidate::INVALIDATEBLOCK,
+    invalidate::RECONSIDERBLOCK,
     network::GETCONNECTIONCOUNT,
     network::GETNETTOTALS,
     network::GETNETWORKINFO,
