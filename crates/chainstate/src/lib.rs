@@ -44,10 +44,11 @@ pub use database::{
 pub use engine::accept::AcceptOutcome;
 pub use engine::tips::ChainTip;
 pub use engine::{
-    engine_service, BestCandidateCheck, BlockSource, CandidateLeft, ChainEvent, ChainObserver,
-    ChainReader, ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, EngineCommand,
-    EngineNotice, EngineService, FlushReason, ReadError, ServiceEnd, TipSummary, TipUpdate,
-    ENGINE_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, PERIODIC_FLUSH_INTERVAL,
+    engine_service, BestCandidateCheck, BlockSource, CandidateLeft, ChainControlError,
+    ChainControlReply, ChainEvent, ChainObserver, ChainReader, ChainSnapshot, ChainStatistics,
+    Chainstate, ChainstateOptions, EngineCommand, EngineNotice, EngineService, FlushReason,
+    ReadError, ServiceEnd, TipSummary, TipUpdate, ENGINE_COMMANDS_WAITING_MAX,
+    ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, PERIODIC_FLUSH_INTERVAL,
     READ_QUERIES_WAITING_MAX,
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};

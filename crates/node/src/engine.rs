@@ -289,9 +289,14 @@ fn run_network(
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let network_rpc = network.rpc_network(chainstate.reader());
-    let rpc_server =
-        start_rpc_server(options, chainstate.reader(), Some(network_rpc), shutdown.clone())
-            .map_err(EngineError::Rpc)?;
+    let rpc_server = start_rpc_server(
+        options,
+        chainstate.reader(),
+        Some(network_rpc),
+        service.control_sender(),
+        shutdown.clone(),
+    )
+    .map_err(EngineError::Rpc)?;
     if let Some(server) = &rpc_server {
         crate::rpc_start::rpc_option_warnings(options).iter().for_each(|text| logger.log(text));
         for address in server.local_addresses() {

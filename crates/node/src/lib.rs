@@ -18,6 +18,7 @@ pub mod plot;
 pub mod progress;
 pub mod reindex_marker;
 pub mod rpc_backend;
+pub mod rpc_control;
 pub mod rpc_network;
 pub mod rpc_start;
 pub mod settings;

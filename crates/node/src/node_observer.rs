@@ -99,6 +99,16 @@ impl ChainObserver for NodeObserver {
                     feed.send(*hash);
                 }
             }
+            ChainEvent::BlockInvalidated { hash, height, disconnected_count } => {
+                self.logger.log(&format!(
+                    "InvalidateBlock: block={hash} height={height} marked invalid by the operator, {disconnected_count} blocks disconnected"
+                ));
+            }
+            ChainEvent::BlockReconsidered { hash, height, cleared_count } => {
+                self.logger.log(&format!(
+                    "ReconsiderBlock: block={hash} height={height}, invalid marks cleared on {cleared_count} blocks"
+                ));
+            }
             ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
                 self.logger.log(&format!(
                     "Reorganize: disconnected {disconnected_count} blocks back to height {fork_height}, switching to {new_best}"

@@ -1,7 +1,10 @@
 //! The RPC server's view of the node ([`NodeBackend`]) over the engine's
 //! [`ChainReader`]: the tip and block hashes by height from the published
 //! snapshots (no engine work), everything else as one query each, run on
-//! the engine's thread between blocks against a settled state.
+//! the engine's thread between blocks against a settled state. Commands
+//! that change the chain (`invalidateblock`, `reconsiderblock`) go to the
+//! engine service's operator channel ([`ChainBackend::with_engine_control`],
+//! see `rpc_control`).
 //!
 //! # Napkin math
 //! A snapshot read is a lock and a clone (~100 ns): `getblockcount` and
@@ -16,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ibex_chainstate::{ChainReader, Chainstate, EntryId, ReadError};
+use std::sync::mpsc::SyncSender;
+
+use ibex_chainstate::{ChainReader, Chainstate, EngineCommand, EntryId, ReadError};
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params};
 use ibex_rpc::backend::{
@@ -60,6 +65,8 @@ pub struct ChainBackend {
     cache_sizes: CacheSizes,
     /// The P2P side, when it runs (`None`: Core's -31 for network methods).
     network: Option<NetworkRpc>,
+    /// The engine service's operator channel, when the node runs one.
+    engine_control: Option<SyncSender<EngineCommand>>,
 }
 
 impl ChainBackend {
@@ -78,6 +85,7 @@ impl ChainBackend {
             initial_download_left: AtomicBool::new(false),
             cache_sizes: CacheSizes::from_dbcache(DBCACHE_MEBIBYTES_DEFAULT),
             network: None,
+            engine_control: None,
         }
     }
 
@@ -96,6 +104,14 @@ impl ChainBackend {
     /// The P2P side, or Core's "P2P disabled".
     fn network(&self) -> Result<&NetworkRpc, BackendError> {
         self.network.as_ref().ok_or(BackendError::P2pDisabled)
+    }
+
+    /// The backend sending `invalidateblock` and `reconsiderblock` to the
+    /// engine service through `control` (its
+    /// `EngineService::control_sender`).
+    pub fn with_engine_control(mut self, control: SyncSender<EngineCommand>) -> ChainBackend {
+        self.engine_control = Some(control);
+        self
     }
 
     fn query<R: Send + 'static>(
@@ -512,5 +528,17 @@ impl NodeBackend for ChainBackend {
 
     fn request_shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
+    }
+
+    fn invalidate_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
+        let control = self.engine_control.as_ref().ok_or(BackendError::ChainControlUnavailable)?;
+        let command = |hash, reply| EngineCommand::InvalidateBlock { hash, reply };
+        crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
+    }
+
+    fn reconsider_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
+        let control = self.engine_control.as_ref().ok_or(BackendError::ChainControlUnavailable)?;
+        let command = |hash, reply| EngineCommand::ReconsiderBlock { hash, reply };
+        crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
     }
 }

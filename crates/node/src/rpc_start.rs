@@ -4,7 +4,9 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use ibex_chainstate::ChainReader;
+use std::sync::mpsc::SyncSender;
+
+use ibex_chainstate::{ChainReader, EngineCommand};
 use ibex_rpc::server::config::ConfigError as RpcConfigError;
 use ibex_rpc::{rpc_bind_addresses, RpcServer, ServerConfig, ServerError, Subnet};
 
@@ -68,11 +70,14 @@ pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartErro
 }
 
 /// Starts the server over `reader` (and the P2P side's `network`, when it
-/// runs) when `-server` is on; `stop` raises `shutdown`.
+/// runs) when `-server` is on; `stop` raises `shutdown`, and
+/// `invalidateblock`/`reconsiderblock` go to the engine service through
+/// `engine_control` (its operator channel).
 pub fn start_rpc_server(
     options: &NodeOptions,
     reader: ChainReader,
     network: Option<NetworkRpc>,
+    engine_control: SyncSender<EngineCommand>,
     shutdown: Arc<AtomicBool>,
 ) -> Result<Option<RpcServer>, RpcStartError> {
     if !options.rpc.server {
@@ -85,7 +90,8 @@ pub fn start_rpc_server(
         options.blocks_directory.clone(),
         shutdown,
     )
-    .with_dbcache(options.dbcache_mebibytes);
+    .with_dbcache(options.dbcache_mebibytes)
+    .with_engine_control(engine_control);
     if let Some(network) = network {
         backend = backend.with_network(network);
     }

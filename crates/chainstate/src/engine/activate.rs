@@ -312,7 +312,7 @@ impl Chainstate {
     }
 
     /// Disconnects the tip with its undo data.
-    fn disconnect_tip(&mut self) -> Result<(), ChainstateError> {
+    pub(super) fn disconnect_tip(&mut self) -> Result<(), ChainstateError> {
         let Some(id) = self.chain.tip() else { return Ok(()) };
         let entry = self.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
@@ -325,8 +325,10 @@ impl Chainstate {
         self.chain.pop();
         self.statistics.blocks_disconnected += 1;
         // The disconnected block stays a valid candidate should the new
-        // branch fail.
-        self.selection.insert(&self.index, id);
+        // branch fail (unless `invalidateblock` marked it failed).
+        if !self.index.entry(id).status.is_failed() {
+            self.selection.insert(&self.index, id);
+        }
         if let Some(tip) = self.chain.tip() {
             let update = self.tip_update_for(tip, 0);
             self.emit(ChainEvent::TipUpdated(update));

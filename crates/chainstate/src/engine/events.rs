@@ -46,6 +46,27 @@ pub enum ChainEvent {
         /// Whether it was only rejected (a possibly mutated copy), not marked.
         marked: bool,
     },
+    /// An operator marked a block invalid (`invalidateblock`): it and its
+    /// descendants are marked, and the active chain was disconnected down
+    /// to its parent if it was on it (activation follows).
+    BlockInvalidated {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// Blocks disconnected from the active chain.
+        disconnected_count: u32,
+    },
+    /// An operator cleared the failure marks of a block, its descendants
+    /// and its ancestors (`reconsiderblock`; activation follows).
+    BlockReconsidered {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// Blocks whose marks were cleared.
+        cleared_count: usize,
+    },
     /// The chain switched branches.
     Reorganization {
         /// Blocks disconnected.

@@ -15,6 +15,9 @@
 //!   blocks, leaving the last blocks' scripts running.
 //! - [`Chainstate::check_best_candidate`] states whether that fixed point
 //!   holds (the startup and end-of-import check).
+//! - [`Chainstate::invalidate_block`] and [`Chainstate::reconsider_block`]
+//!   carry out an operator's verdict on a block (`invalidateblock`,
+//!   `reconsiderblock`, see [`invalidate`]).
 //! - [`Chainstate::flush`] makes it all durable in Core's order: block and
 //!   undo files, then the block index, then the coins (see [`flush`]).
 //!
@@ -27,6 +30,7 @@ pub mod events;
 pub mod fixed_point;
 pub mod flush;
 mod headers;
+pub mod invalidate;
 pub mod open;
 pub mod reader;
 pub mod recovery;
@@ -43,10 +47,11 @@ use ibex_primitives::{BlockHash, Params};
 pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
+pub use invalidate::ChainControlError;
 pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
 pub use service::{
-    engine_service, EngineCommand, EngineNotice, EngineService, ServiceEnd,
-    ENGINE_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
+    engine_service, ChainControlReply, EngineCommand, EngineNotice, EngineService, ServiceEnd,
+    ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
 };
 
 use crate::cache::CoinsCache;

@@ -23,15 +23,29 @@
 //! commands (its own task or thread): the engine waits on a full notice
 //! queue, and a sender that waits on a full command queue while nobody
 //! drains notices would stall both.
+//!
+//! An operator's commands (`invalidateblock`, `reconsiderblock` from the
+//! RPC server) come through a second, small channel
+//! ([`EngineService::control_sender`], at most
+//! [`ENGINE_CONTROL_COMMANDS_WAITING_MAX`] waiting) and answer through the
+//! reply channel they carry, never as notices: the network side counts its
+//! notices against its commands. The engine looks at that channel before
+//! each command from the main one, so an operator never waits behind a
+//! download's queue, and it never keeps the service running: only the
+//! main channel's senders do. When the service returns, the channel is
+//! closed and the commands still waiting are dropped (their askers see
+//! their reply channel close).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ibex_primitives::{BlockHash, Header};
 
 use super::accept::AcceptOutcome;
 use super::api::BlockSource;
+use super::invalidate::ChainControlError;
 use super::Chainstate;
 use crate::error::ChainstateError;
 use crate::prepared::PreparedBlock;
@@ -40,6 +54,12 @@ use crate::prepared::PreparedBlock;
 pub const ENGINE_COMMANDS_WAITING_MAX: usize = 64;
 /// Notices that may wait for the network side.
 pub const ENGINE_NOTICES_WAITING_MAX: usize = 2 * ENGINE_COMMANDS_WAITING_MAX;
+/// An operator's commands (through [`EngineService::control_sender`]) that
+/// may wait for the engine.
+pub const ENGINE_CONTROL_COMMANDS_WAITING_MAX: usize = 8;
+
+/// The answer to an operator's command, through its reply channel.
+pub type ChainControlReply = Result<(), ChainControlError>;
 
 /// Work for the engine's thread.
 #[derive(Debug)]
@@ -58,6 +78,23 @@ pub enum EngineCommand {
         block: Box<PreparedBlock>,
         /// Who sent it.
         source: BlockSource,
+    },
+    /// Mark this block invalid ([`Chainstate::invalidate_block`]); the
+    /// answer goes to `reply`, not to the notices.
+    InvalidateBlock {
+        /// The block.
+        hash: BlockHash,
+        /// Where the answer goes (a channel of one is enough; a reply
+        /// nobody waits for any more is dropped).
+        reply: SyncSender<ChainControlReply>,
+    },
+    /// Clear this block's failure marks ([`Chainstate::reconsider_block`]);
+    /// the answer goes to `reply`, not to the notices.
+    ReconsiderBlock {
+        /// The block.
+        hash: BlockHash,
+        /// Where the answer goes.
+        reply: SyncSender<ChainControlReply>,
     },
     /// Settle every verdict and return.
     Stop,
@@ -100,6 +137,9 @@ pub enum ServiceEnd {
 pub struct EngineService {
     commands: Receiver<EngineCommand>,
     notices: SyncSender<EngineNotice>,
+    /// The operator's channel; `None` once the service has returned.
+    control: Mutex<Option<Receiver<EngineCommand>>>,
+    control_sender: SyncSender<EngineCommand>,
     /// How long to wait for a command before answering reads and checking
     /// the stop flag.
     pub idle_poll: Duration,
@@ -117,21 +157,68 @@ pub const PAUSE_BEFORE_SETTLE: Duration = Duration::from_millis(100);
 pub fn engine_service() -> (SyncSender<EngineCommand>, Receiver<EngineNotice>, EngineService) {
     let (command_sender, commands) = sync_channel(ENGINE_COMMANDS_WAITING_MAX);
     let (notices, notice_receiver) = sync_channel(ENGINE_NOTICES_WAITING_MAX);
+    let (control_sender, control) = sync_channel(ENGINE_CONTROL_COMMANDS_WAITING_MAX);
     let service = EngineService {
         commands,
         notices,
+        control: Mutex::new(Some(control)),
+        control_sender,
         idle_poll: Duration::from_millis(20),
         pause_before_settle: PAUSE_BEFORE_SETTLE,
     };
     (command_sender, notice_receiver, service)
 }
 
+impl EngineService {
+    /// A sender for an operator's commands
+    /// ([`EngineCommand::InvalidateBlock`],
+    /// [`EngineCommand::ReconsiderBlock`]): they are served before the
+    /// main channel's and answer through their reply channel (see the
+    /// module docs). Holding one does not keep the service running.
+    pub fn control_sender(&self) -> SyncSender<EngineCommand> {
+        self.control_sender.clone()
+    }
+
+    /// The next operator's command, if one waits.
+    fn next_control(&self) -> Option<EngineCommand> {
+        let control = self.control.lock().unwrap_or_else(PoisonError::into_inner);
+        control.as_ref().and_then(|receiver| receiver.try_recv().ok())
+    }
+
+    /// Closes the operator's channel: later sends fail, and the commands
+    /// still waiting are dropped with their reply channels.
+    fn close_control(&self) {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
+/// What became of one command.
+enum Handled {
+    /// Answer the network side with this notice.
+    Notice(EngineNotice),
+    /// Answered through the command's own reply channel.
+    Replied,
+    /// The service ends.
+    Stopped,
+}
+
 impl Chainstate {
     /// Runs `service` until a stop: offers what the commands carry,
-    /// answers each with a notice, serves reads between them, and reaches
-    /// the fixed point before it returns (unless interrupted, when it only
-    /// settles the pending verdicts).
+    /// answers each with a notice (an operator's command through its reply
+    /// channel), serves reads between them, and reaches the fixed point
+    /// before it returns (unless interrupted, when it only settles the
+    /// pending verdicts). The operator's channel is closed when it returns.
     pub fn run_service(
+        &mut self,
+        service: &EngineService,
+        stop: &AtomicBool,
+    ) -> Result<ServiceEnd, ChainstateError> {
+        let end = self.serve_commands(service, stop);
+        service.close_control();
+        end
+    }
+
+    fn serve_commands(
         &mut self,
         service: &EngineService,
         stop: &AtomicBool,
@@ -149,27 +236,20 @@ impl Chainstate {
                 self.activate_best_chain()?;
                 return Ok(ServiceEnd::StopHeight);
             }
-            let wait_started = Instant::now();
-            let received = service.commands.recv_timeout(service.idle_poll);
-            command_wait += wait_started.elapsed();
-            self.statistics.command_wait_ms =
-                u64::try_from(command_wait.as_millis()).unwrap_or(u64::MAX);
-            let notice = match received {
-                Ok(EngineCommand::OfferHeaders { headers, source }) => {
-                    last_command_at = Instant::now();
-                    let added = self.offer_headers(&headers)?;
-                    EngineNotice::HeadersOffered { source, added }
+            let received = match service.next_control() {
+                Some(command) => Ok(command),
+                None => {
+                    let wait_started = Instant::now();
+                    let received = service.commands.recv_timeout(service.idle_poll);
+                    command_wait += wait_started.elapsed();
+                    self.statistics.command_wait_ms =
+                        u64::try_from(command_wait.as_millis()).unwrap_or(u64::MAX);
+                    received
                 }
-                Ok(EngineCommand::OfferBlock { block, source }) => {
-                    last_command_at = Instant::now();
-                    let hash = block.hash();
-                    let outcome = self.offer_block(*block, source)?;
-                    EngineNotice::BlockOffered { source, hash, outcome }
-                }
-                Ok(EngineCommand::Stop) | Err(RecvTimeoutError::Disconnected) => {
-                    self.activate_best_chain()?;
-                    return Ok(ServiceEnd::Stopped);
-                }
+            };
+            let command = match received {
+                Ok(command) => command,
+                Err(RecvTimeoutError::Disconnected) => EngineCommand::Stop,
                 Err(RecvTimeoutError::Timeout) => {
                     // A pause in the stream: settle what is pending once it
                     // lasts, and answer readers at every poll.
@@ -183,9 +263,63 @@ impl Chainstate {
                     continue;
                 }
             };
-            // A network side that went away stops nothing here: the next
-            // receive sees its senders gone.
-            let _ = service.notices.send(notice);
+            last_command_at = Instant::now();
+            match self.handle_command(command)? {
+                // A network side that went away stops nothing here: the
+                // next receive sees its senders gone.
+                Handled::Notice(notice) => {
+                    let _ = service.notices.send(notice);
+                }
+                Handled::Replied => {}
+                Handled::Stopped => return Ok(ServiceEnd::Stopped),
+            }
+        }
+    }
+
+    /// Carries out one command.
+    fn handle_command(&mut self, command: EngineCommand) -> Result<Handled, ChainstateError> {
+        match command {
+            EngineCommand::OfferHeaders { headers, source } => {
+                let added = self.offer_headers(&headers)?;
+                Ok(Handled::Notice(EngineNotice::HeadersOffered { source, added }))
+            }
+            EngineCommand::OfferBlock { block, source } => {
+                let hash = block.hash();
+                let outcome = self.offer_block(*block, source)?;
+                Ok(Handled::Notice(EngineNotice::BlockOffered { source, hash, outcome }))
+            }
+            EngineCommand::InvalidateBlock { hash, reply } => {
+                let result = self.invalidate_block(&hash);
+                answer_control(&reply, result)
+            }
+            EngineCommand::ReconsiderBlock { hash, reply } => {
+                let result = self.reconsider_block(&hash);
+                answer_control(&reply, result)
+            }
+            EngineCommand::Stop => {
+                self.activate_best_chain()?;
+                Ok(Handled::Stopped)
+            }
+        }
+    }
+}
+
+/// Sends an operator's command its answer. An engine failure is answered
+/// [`ChainControlError::EngineStopped`] and returned, so the service ends
+/// with it as with any other engine failure.
+fn answer_control(
+    reply: &SyncSender<ChainControlReply>,
+    result: ChainControlReply,
+) -> Result<Handled, ChainstateError> {
+    // The asker may have given up waiting: its answer is dropped.
+    match result {
+        Err(ChainControlError::Chainstate(error)) => {
+            let _ = reply.try_send(Err(ChainControlError::EngineStopped));
+            Err(error)
+        }
+        other => {
+            let _ = reply.try_send(other);
+            Ok(Handled::Replied)
         }
     }
 }

@@ -104,6 +104,12 @@ impl BlockStatus {
         self.0 |= Self::FAILED_CHILD;
     }
 
+    /// Clears both failure marks (Core's `ResetBlockFailureFlags`, which
+    /// `reconsiderblock` runs); the validity level and storage flags stay.
+    pub fn clear_failure(&mut self) {
+        self.0 &= !Self::FAILED_MASK;
+    }
+
     /// Raises the validity level to `level` (never lowers it); false if failed.
     pub fn raise_validity(&mut self, level: u32) -> bool {
         if self.is_failed() {
@@ -211,6 +217,12 @@ mod tests {
         let mut marked = BlockStatus::new_header(None);
         marked.mark_failed_child();
         assert!(marked.is_failed() && !marked.has(BlockStatus::FAILED_VALID));
+
+        let mut cleared = failed;
+        cleared.mark_failed_child();
+        cleared.clear_failure();
+        assert!(!cleared.is_failed());
+        assert_eq!(cleared.bits(), BlockStatus::VALID_TREE | BlockStatus::HAVE_DATA);
 
         let healthy = BlockStatus::new_header(Some(BlockStatus::new_header(None)));
         assert_eq!(healthy.bits(), BlockStatus::VALID_TREE);

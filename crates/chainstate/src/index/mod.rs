@@ -250,6 +250,27 @@ impl BlockIndex {
         descendants
     }
 
+    /// Clears the failure marks of `id`, of its descendants and of its
+    /// ancestors (Core's `ResetBlockFailureFlags`, for `reconsiderblock`);
+    /// other branches below a cleared ancestor keep theirs. Returns the
+    /// ids changed. One pass over the index.
+    pub fn reset_failure_flags(&mut self, id: EntryId) -> Vec<EntryId> {
+        let height = self.entry(id).height;
+        let related: Vec<EntryId> = self
+            .ids()
+            .filter(|&other| {
+                let entry = self.entry(other);
+                entry.status.is_failed()
+                    && (self.ancestor(other, height) == Some(id)
+                        || self.ancestor(id, entry.height) == Some(other))
+            })
+            .collect();
+        for &cleared in &related {
+            self.entry_mut(cleared).status.clear_failure();
+        }
+        related
+    }
+
     /// The chain work of `id`.
     pub fn chain_work(&self, id: EntryId) -> ChainWork {
         self.entry(id).chain_work

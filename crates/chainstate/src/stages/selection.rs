@@ -50,9 +50,11 @@ impl ChainSelection {
         selection.insert_from_index(index);
         for id in index.ids() {
             let entry = index.entry(id);
-            let waiting = entry.status.has(BlockStatus::HAVE_DATA)
-                && !entry.status.is_failed()
-                && !entry.has_chain_data();
+            // Failed blocks wait too (as in Core's `LoadBlockIndex`): a
+            // `reconsiderblock` may clear their marks before their parent's
+            // data arrives, and linking never makes a failed block a
+            // candidate.
+            let waiting = entry.status.has(BlockStatus::HAVE_DATA) && !entry.has_chain_data();
             if let Some(parent) = entry.parent.filter(|_| waiting) {
                 selection.unlinked.entry(parent).or_default().push(id);
             }
@@ -145,6 +147,26 @@ impl ChainSelection {
         }
     }
 
+    /// After `reconsiderblock` cleared the failure marks of `cleared`:
+    /// those usable and better than `tip` become candidates again, and the
+    /// best header is found again (Core's `ResetBlockFailureFlags` and
+    /// `RecalculateBestHeader`).
+    pub(crate) fn reconsider(
+        &mut self,
+        index: &BlockIndex,
+        cleared: &[EntryId],
+        tip: Option<EntryId>,
+    ) {
+        let bar = tip.map(|tip| Candidate::of(index, tip));
+        for &id in cleared {
+            let better = bar.is_none_or(|bar| Candidate::of(index, id) < bar);
+            if better && is_usable(index, id) {
+                self.insert(index, id);
+            }
+        }
+        self.best_header = best_valid_header(index);
+    }
+
     /// Makes `id` the best header if it has more work and is not failed.
     pub(crate) fn consider_header(&mut self, index: &BlockIndex, id: EntryId) {
         let entry = index.entry(id);
@@ -162,17 +184,22 @@ impl ChainSelection {
     pub(crate) fn insert_from_index(&mut self, index: &BlockIndex) -> usize {
         let mut added = 0;
         for id in index.ids() {
-            let entry = index.entry(id);
-            let usable = entry.status.has(BlockStatus::HAVE_DATA)
-                && !entry.status.is_failed()
-                && entry.has_chain_data()
-                && entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS);
-            if usable {
+            if is_usable(index, id) {
                 added += usize::from(self.insert(index, id));
             }
         }
         added
     }
+}
+
+/// Whether block `id` could be a candidate: its chain's data is here, its
+/// transactions passed the checks, and it is not marked failed.
+fn is_usable(index: &BlockIndex, id: EntryId) -> bool {
+    let entry = index.entry(id);
+    entry.status.has(BlockStatus::HAVE_DATA)
+        && !entry.status.is_failed()
+        && entry.has_chain_data()
+        && entry.status.is_valid(BlockStatus::VALID_TRANSACTIONS)
 }
 
 /// The most-work header not marked failed, by a scan of the index; the
@@ -262,6 +289,49 @@ mod tests {
         // A descendant of a failed block never becomes a candidate again.
         assert_eq!(selection.insert_from_index(&index), 0);
         assert_eq!(selection.best(), Some(second));
+    }
+
+    #[test]
+    fn reconsidering_clears_the_branch_and_its_ancestors_but_not_other_branches() {
+        let (mut index, mut selection, [root, first, second]) = fork();
+        let above = header(&mut index, Some(first), 4);
+        for id in [root, first, second, above] {
+            selection.consider_header(&index, id);
+            data(&mut selection, &mut index, id);
+        }
+        selection.mark_invalid(&mut index, root);
+        assert_eq!(selection.best(), None);
+        assert_eq!(selection.best_header(), None);
+        // Reconsidering `above` clears it, its ancestors `first` and the
+        // root, but not the root's other child.
+        let mut cleared = index.reset_failure_flags(above);
+        cleared.sort();
+        assert_eq!(cleared, vec![root, first, above]);
+        selection.reconsider(&index, &cleared, None);
+        assert!(index.entry(second).status.has(BlockStatus::FAILED_CHILD));
+        assert_eq!(selection.best(), Some(above));
+        assert_eq!(selection.best_header(), Some(above));
+        assert_eq!(selection.candidate_count(), 3, "root, first and above");
+        // Against a tip at `first`, only the better `above` comes back.
+        let mut fresh = ChainSelection::default();
+        fresh.reconsider(&index, &cleared, Some(first));
+        assert_eq!(fresh.candidate_count(), 1);
+    }
+
+    #[test]
+    fn a_failed_block_without_its_parents_data_waits_after_a_reload() {
+        let (mut index, mut selection, [root, first, _]) = fork();
+        let above = header(&mut index, Some(first), 4);
+        data(&mut selection, &mut index, root);
+        data(&mut selection, &mut index, above);
+        selection.mark_invalid(&mut index, above);
+        let mut reloaded = ChainSelection::from_index(&index);
+        data(&mut reloaded, &mut index, first);
+        assert_eq!(index.entry(above).chain_transaction_count, 3, "linked while failed");
+        assert_eq!(reloaded.best(), Some(first), "linking a failed block makes no candidate");
+        let cleared = index.reset_failure_flags(above);
+        reloaded.reconsider(&index, &cleared, Some(first));
+        assert_eq!(reloaded.best(), Some(above));
     }
 
     #[test]

@@ -20,6 +20,11 @@
 //!   3 costs the engine one pause, not three.
 //! - **network**: the P2P side's counters; [`BackendError::P2pDisabled`] when
 //!   the node runs without networking.
+//! - **engine command**: a change of the chain an operator asks for
+//!   (`invalidateblock`, `reconsiderblock`), sent to the engine's thread,
+//!   which carries it out between blocks and answers when the best chain
+//!   is active again; [`BackendError::ChainControlUnavailable`] from a node
+//!   that takes no such command.
 
 mod chain;
 mod network;
@@ -79,6 +84,24 @@ pub enum BackendError {
     /// Reading the node's storage failed.
     #[error("reading the node's storage failed")]
     Storage {
+        /// What failed underneath.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The block is not in the node's block index (Core's "Block not
+    /// found").
+    #[error("block {block_hash} is not known")]
+    BlockNotFound {
+        /// The block asked for.
+        block_hash: BlockHash,
+    },
+    /// The node takes no command that changes the chain.
+    #[error("this node takes no command that changes the chain")]
+    ChainControlUnavailable,
+    /// The engine failed while changing the chain (Core's
+    /// `RPC_DATABASE_ERROR` with the validation state).
+    #[error("changing the chain failed")]
+    ChainChangeFailed {
         /// What failed underneath.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
@@ -250,4 +273,24 @@ pub trait NodeBackend: Send + Sync + 'static {
     /// Asks the node to shut down (`stop`). Returns at once; the node later
     /// stops the server itself.
     fn request_shutdown(&self);
+
+    /// Marks block `hash` invalid with its descendants and activates the
+    /// best valid chain left (`invalidateblock`); returns once it is
+    /// active. [`BackendError::BlockNotFound`] for a block the index does
+    /// not know; the genesis block is left alone without an error, as
+    /// Core does. **Engine command.** The default: a node that takes none.
+    fn invalidate_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
+        let _ = hash;
+        Err(BackendError::ChainControlUnavailable)
+    }
+
+    /// Clears the failure marks of block `hash`, its descendants and its
+    /// ancestors and activates the best valid chain (`reconsiderblock`);
+    /// returns once it is active. [`BackendError::BlockNotFound`] for a
+    /// block the index does not know. **Engine command.** The default: a
+    /// node that takes none.
+    fn reconsider_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
+        let _ = hash;
+        Err(BackendError::ChainControlUnavailable)
+    }
 }

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use super::invalidate::HIDDEN_CATEGORY;
 use super::params::{integer, string, ArgSpec, ArgType};
 use super::wait::WAIT_SLICE_MS;
 use super::{arg, find, Method, MethodContext, METHODS};
@@ -122,11 +123,13 @@ pub(crate) fn synopsis(method: &Method) -> String {
 }
 
 /// Every method's synopsis under its category, categories apart by a
-/// blank line (Core's `CRPCTable::help("")`).
+/// blank line (Core's `CRPCTable::help("")`, which leaves out the hidden
+/// ones; `help <name>` still describes them).
 fn method_list() -> String {
     let mut text = String::new();
     let mut category = "";
-    for method in METHODS {
+    let listed = METHODS.iter().filter(|method| method.category != HIDDEN_CATEGORY);
+    for method in listed {
         if method.category != category {
             if !category.is_empty() {
                 text.push('\n');
@@ -203,5 +206,7 @@ mod tests {
         assert!(list.contains("\ngetpeerinfo\n"));
         assert_eq!(line("addnode"), "addnode \"node\" \"command\" ( v2transport )");
         assert_eq!(line("disconnectnode"), "disconnectnode ( \"address\" nodeid )");
+        assert!(!list.contains("invalidateblock") && !list.contains("Hidden"));
+        assert_eq!(line("invalidateblock"), "invalidateblock \"blockhash\"");
     }
 }

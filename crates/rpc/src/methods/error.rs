@@ -27,6 +27,8 @@ pub enum RpcErrorCode {
     InvalidParameter,
     /// -9: not connected, or shutting down.
     ClientNotConnected,
+    /// -20: the database failed (a chain change that could not be made).
+    DatabaseError,
     /// -28: still warming up.
     InWarmup,
     /// -31: no networking.
@@ -56,6 +58,7 @@ impl RpcErrorCode {
             RpcErrorCode::InvalidAddressOrKey => -5,
             RpcErrorCode::InvalidParameter => -8,
             RpcErrorCode::ClientNotConnected => -9,
+            RpcErrorCode::DatabaseError => -20,
             RpcErrorCode::InWarmup => -28,
             RpcErrorCode::ClientP2pDisabled => -31,
             RpcErrorCode::InvalidParams => -32602,
@@ -114,6 +117,11 @@ impl From<BackendError> for RpcError {
             }
             BackendError::BlockDataUnavailable { pruned: false, .. } => {
                 RpcError::new(RpcErrorCode::MiscError, "Block not available (not fully downloaded)")
+            }
+            BackendError::BlockNotFound { .. } => RpcError::block_not_found(),
+            // Core's `RPC_DATABASE_ERROR` with the validation state's text.
+            BackendError::ChainChangeFailed { .. } => {
+                RpcError::with_message(RpcErrorCode::DatabaseError, error_chain(&error))
             }
             BackendError::P2pDisabled => RpcError::new(
                 RpcErrorCode::ClientP2pDisabled,

@@ -12,6 +12,7 @@ pub(crate) mod blockchain;
 mod blockstats;
 pub(crate) mod chainstate;
 mod control;
+mod invalidate;
 mod network;
 mod network_control;
 pub(crate) mod params;
@@ -140,6 +141,8 @@ pub(crate) static METHODS: &[Method] = &[
     control::HELP,
     control::STOP,
     control::UPTIME,
+    invalidate::INVALIDATEBLOCK,
+    invalidate::RECONSIDERBLOCK,
     network_control::ADDNODE,
     network_control::CLEARBANNED,
     network_control::DISCONNECTNODE,
