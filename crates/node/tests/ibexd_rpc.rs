@@ -121,3 +121,100 @@ fn ibexd_writes_a_cookie_that_authenticates_and_removes_it_at_exit() {
     assert!(wait_exit(&mut child, &datadir).success());
     assert!(!cookie_path.exists(), "the cookie outlived the node");
 }
+
+/// Runs `bitcoin-cli` from `directory` with `arguments`; its output.
+fn bitcoin_cli(directory: &Path, arguments: &[String]) -> std::process::Output {
+    std::process::Command::new(directory.join("bitcoin-cli")).args(arguments).output().unwrap()
+}
+
+/// What Core's users type: `bitcoin-cli -rpcwait` started before the node
+/// (it waits for the server, then for the warm-up), named arguments
+/// (`-named`), user/password auth, `stop`. Named parameters are also
+/// checked over plain HTTP on every run.
+#[test]
+fn bitcoin_cli_waits_for_ibexd_uses_named_arguments_and_stops_it() {
+    let root = tempfile::tempdir().unwrap();
+    let chain = root.path().join("chain");
+    generate_chain(&chain, "tiny", &BLOCKS.to_string(), "16", &[]);
+    let datadir = datadir_with_blocks(&root.path().join("node"), &chain);
+    let (rpc_port, p2p_port) = (free_port(), free_port());
+    let rpc_option = format!("-rpcport={rpc_port}");
+    let p2p_option = format!("-port={p2p_port}");
+    let options = [
+        "-reindex",
+        "-listen=1",
+        "-bind=127.0.0.1",
+        p2p_option.as_str(),
+        rpc_option.as_str(),
+        "-rpcuser=bob",
+        "-rpcpassword=hunter2",
+    ];
+    let core = std::env::var_os("IBEX_CORE_BIN").map(std::path::PathBuf::from);
+    let cli_base = vec![
+        "-regtest".to_owned(),
+        format!("-rpcport={rpc_port}"),
+        "-rpcuser=bob".to_owned(),
+        "-rpcpassword=hunter2".to_owned(),
+    ];
+    // Started before the node exists: -rpcwait retries until it answers.
+    let waiting = core.as_ref().map(|directory| {
+        let mut arguments = cli_base.clone();
+        arguments.extend(["-rpcwait".to_owned(), "-rpcwaittimeout=120".to_owned()]);
+        arguments.push("getblockcount".to_owned());
+        std::process::Command::new(directory.join("bitcoin-cli"))
+            .args(&arguments)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+    let mut child =
+        common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
+    wait_for_log(&datadir, "Binding RPC on address", &mut child);
+
+    let hash = post(rpc_port, "bob:hunter2", r#"{"method":"getblockhash","params":[1],"id":1}"#);
+    let hash = hash.split("\"result\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    let named = format!(
+        r#"{{"method":"getblock","params":{{"blockhash":"{hash}","verbosity":1}},"id":2}}"#
+    );
+    let block = post(rpc_port, "bob:hunter2", &named);
+    assert!(block.contains("\"height\":1,"), "{block}");
+    let unknown_name = r#"{"method":"getblockhash","params":{"tallness":1},"id":3}"#;
+    let refused = post(rpc_port, "bob:hunter2", unknown_name);
+    assert!(refused.contains("Unknown named parameter tallness"), "{refused}");
+
+    let Some(directory) = core else {
+        eprintln!(
+            "skipped: bitcoin-cli -rpcwait/-named/stop against ibexd (IBEX_CORE_BIN not set)"
+        );
+        return;
+    };
+    let waited = waiting.unwrap().wait_with_output().unwrap();
+    assert!(waited.status.success(), "{waited:?}");
+    assert_eq!(String::from_utf8_lossy(&waited.stdout).trim(), BLOCKS.to_string());
+
+    let mut arguments = cli_base.clone();
+    arguments.extend(
+        ["-named", "getblock", &format!("blockhash={hash}"), "verbosity=1"].map(String::from),
+    );
+    let output = bitcoin_cli(&directory, &arguments);
+    assert!(output.status.success(), "{output:?}");
+    let block: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(block["height"], 1);
+    assert_eq!(block["hash"], hash.as_str());
+
+    let mut arguments = cli_base.clone();
+    arguments.extend(
+        ["-named", "getblockheader", &format!("blockhash={hash}"), "verbose=false"]
+            .map(String::from),
+    );
+    let output = bitcoin_cli(&directory, &arguments);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim().len(), 160, "80 bytes of hex");
+
+    let mut arguments = cli_base;
+    arguments.push("stop".to_owned());
+    let output = bitcoin_cli(&directory, &arguments);
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("stopping"), "{output:?}");
+    assert!(wait_exit(&mut child, &datadir).success());
+}
