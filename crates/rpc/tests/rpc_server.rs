@@ -124,12 +124,16 @@ fn a_full_work_queue_answers_503() {
     let test = start_with(config, ChainBackend::new());
     test.backend.close_gate();
     let address = test.address;
-    let running = std::thread::spawn(move || post(address, std::str::from_utf8(CALL).unwrap()));
+    // Too long for the fast lane (a short `getblockcount` skips the queue).
+    let call = format!(r#"{{"method":"getblockcount","params":[],"id":"{}"}}"#, "x".repeat(600));
+    let calls = [call.clone(), call.clone(), call];
+    let [first, second, third] = calls;
+    let running = std::thread::spawn(move || post(address, &first));
     test.backend.wait_entered(1);
-    let queued = std::thread::spawn(move || post(address, std::str::from_utf8(CALL).unwrap()));
+    let queued = std::thread::spawn(move || post(address, &second));
     std::thread::sleep(Duration::from_millis(200));
     // The second request waits in the queue; a third finds it full.
-    let third = std::thread::spawn(move || post(address, std::str::from_utf8(CALL).unwrap()));
+    let third = std::thread::spawn(move || post(address, &third));
     std::thread::sleep(Duration::from_millis(200));
     test.backend.open_gate();
     let replies = [running, queued, third].map(|thread| thread.join().unwrap());
@@ -139,6 +143,32 @@ fn a_full_work_queue_answers_503() {
     assert_eq!(statuses, [200, 200, 503]);
     let refused = replies.iter().find(|reply| reply.status == 503).unwrap();
     assert_eq!(refused.text(), "Work queue depth exceeded");
+}
+
+/// Short requests for methods that read only the published snapshot or
+/// the clock (`uptime` here; `getblockcount` too) are answered while every
+/// worker is busy and the queue is full.
+#[test]
+fn snapshot_reads_skip_a_full_work_queue() {
+    let mut config = test_config();
+    config.threads = 1;
+    config.work_queue_depth = 1;
+    let test = start_with(config, ChainBackend::new());
+    let address = test.address;
+    let slow = format!(r#"{{"method":"getblockcount","params":[],"id":"{}"}}"#, "x".repeat(600));
+    let (first, second) = (slow.clone(), slow);
+    test.backend.close_gate();
+    let running = std::thread::spawn(move || post(address, &first));
+    test.backend.wait_entered(1);
+    let queued = std::thread::spawn(move || post(address, &second));
+    std::thread::sleep(Duration::from_millis(200));
+    let fast = post(address, r#"{"method":"uptime","id":1}"#);
+    assert_eq!(fast.status, 200, "{}", fast.text());
+    assert!(fast.text().contains("\"result\":"), "{}", fast.text());
+    assert!(!running.is_finished() && !queued.is_finished(), "the gate let them through");
+    test.backend.open_gate();
+    assert_eq!(running.join().unwrap().status, 200);
+    assert_eq!(queued.join().unwrap().status, 200);
 }
 
 #[test]

@@ -110,7 +110,8 @@ pub enum BackendError {
 
 /// The node as the RPC and REST server sees it. Implemented by the node
 /// crate over `ChainReader` and its networking handle; the server calls it
-/// from worker threads only (see the module docs).
+/// from worker threads, and the **Snapshot** methods also from its HTTP
+/// threads: those must answer at once, without blocking.
 pub trait NodeBackend: Send + Sync + 'static {
     /// The active tip's hash and height. **Snapshot.**
     fn tip(&self) -> Result<TipRef, BackendError>;

@@ -8,10 +8,13 @@
 //! limits, then the work goes to the queue (503 "Work queue depth
 //! exceeded" when full) and the reply comes back on a oneshot channel.
 //!
-//! Differences from Core, both cheaper under load: credentials are checked
+//! Differences from Core, all cheaper under load: credentials are checked
 //! before the body is read and before the work queue (Core reads the body,
-//! queues, then checks), and the 250 ms penalty is a timer on the HTTP
-//! thread, not a sleeping worker.
+//! queues, then checks), the 250 ms penalty is a timer on the HTTP
+//! thread, not a sleeping worker, and a single small request for a method
+//! that reads only the published snapshot (`getblockcount`, ...) is
+//! answered on the HTTP thread instead of queueing behind slow work
+//! (`jsonrpc::is_fast_lane`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -119,6 +122,10 @@ async fn json_rpc(shared: &Shared, request: Request<Incoming>) -> Response<Reply
         Ok(read) => read,
         Err(response) => return response,
     };
+    if jsonrpc::is_fast_lane(&body) {
+        // Snapshot reads only: microseconds, never blocking.
+        return reply(jsonrpc::handle(&shared.context, &body));
+    }
     submit(shared, move |context| {
         let reply = jsonrpc::handle(context, &body);
         drop(reservation);

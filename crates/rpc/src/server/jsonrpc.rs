@@ -254,6 +254,38 @@ fn error_http_reply(envelope: &Envelope, error: &RpcError) -> HttpReply {
     HttpReply::json(error_status(error), body)
 }
 
+/// Methods that read only the engine's published snapshot
+/// ([`crate::NodeBackend::tip`], [`crate::NodeBackend::block_hash_at`]) or
+/// the clock. A single request for one of them is answered on the HTTP
+/// thread, not queued behind slow work: with every worker writing a 12 MB
+/// block of JSON (REST at 12 clients), a queued `getblockcount` waited
+/// 156 ms at the median and 237 ms at the 99th percentile; Core, which
+/// queues everything, 68 and 160 ms.
+const FAST_LANE_METHODS: [&str; 4] =
+    ["getblockcount", "getbestblockhash", "getblockhash", "uptime"];
+/// Bodies longer than this always go to the work queue.
+const FAST_LANE_BODY_BYTES_MAX: usize = 512;
+
+/// Whether `body` is one small request for a [`FAST_LANE_METHODS`] method.
+/// Bodies with a backslash (an escaped key could hide a second `method`)
+/// or more than one `"method"` go to the queue, so the method the parser
+/// in [`handle`] picks is the one checked here.
+pub(crate) fn is_fast_lane(body: &[u8]) -> bool {
+    if body.len() > FAST_LANE_BODY_BYTES_MAX || body.contains(&b'\\') {
+        return false;
+    }
+    if body.windows(8).filter(|window| *window == b"\"method\"").count() != 1 {
+        return false;
+    }
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(request)) => request
+            .get("method")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|method| FAST_LANE_METHODS.contains(&method)),
+        _ => false,
+    }
+}
+
 /// Answers a JSON-RPC POST body.
 pub(crate) fn handle(context: &MethodContext, body: &[u8]) -> HttpReply {
     let legacy = Envelope::legacy();
@@ -335,6 +367,22 @@ fn handle_batch(context: &MethodContext, request: &[u8]) -> HttpReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_single_small_snapshot_requests_take_the_fast_lane() {
+        assert!(is_fast_lane(br#"{"method":"getblockcount","id":1}"#));
+        assert!(is_fast_lane(br#"{"jsonrpc":"2.0","method":"getblockhash","params":[5]}"#));
+        assert!(!is_fast_lane(br#"{"method":"getblock","params":["00"]}"#));
+        assert!(!is_fast_lane(br#"[{"method":"getblockcount"}]"#), "batches queue");
+        // A second method key (the parser keeps the first) or an escaped
+        // one could differ from what is checked here: queued.
+        assert!(!is_fast_lane(br#"{"method":"getblock","method":"getblockcount"}"#));
+        assert!(!is_fast_lane(br#"{"\u006dethod":"getblock","method":"getblockcount"}"#));
+        let padding = "x".repeat(600);
+        let long = format!(r#"{{"method":"getblockcount","id":"{padding}"}}"#);
+        assert!(!is_fast_lane(long.as_bytes()));
+        assert!(!is_fast_lane(b"not json"));
+    }
 
     #[test]
     fn ids_are_echoed_as_written() {
