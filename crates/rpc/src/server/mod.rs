@@ -70,6 +70,7 @@ mod request;
 mod rest;
 mod rest_utxos;
 mod work_queue;
+mod worker_priority;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;

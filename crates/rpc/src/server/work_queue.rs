@@ -101,6 +101,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A worker's loop: take the oldest job, run it, until stopped and empty.
 fn run(shared: &Shared) {
+    super::worker_priority::lower_this_thread();
     loop {
         let job = {
             let mut state = lock(&shared.state);
