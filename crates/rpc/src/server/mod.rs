@@ -3,13 +3,16 @@
 //! `httprpc.cpp` and `rest.cpp` do (see `http`, `jsonrpc`, `rest`).
 //!
 //! # Shape
-//! One thread (`ibex-rpc-http`) runs a current-thread tokio runtime that
-//! accepts connections and drives HTTP/1.1 (keep-alive, Core's 8 KiB header
-//! limit, `-rpcservertimeout` for idle and slow clients); `-rpcthreads`
-//! worker threads run the methods from a queue of at most `-rpcworkqueue`
-//! waiting jobs (`work_queue`), because the node may block them (engine
-//! queries, block files, `waitfornewblock`). The same split as Core's one
-//! libevent thread and its `httpworker` threads.
+//! A tokio runtime of [`HTTP_THREADS`] threads (`ibex-rpc-io`, driven from
+//! `ibex-rpc-http`) accepts connections and drives HTTP/1.1 (keep-alive,
+//! Core's 8 KiB header limit, `-rpcservertimeout` for idle and slow
+//! clients); `-rpcthreads` worker threads, five nice levels lower, run the
+//! methods from a queue of at most `-rpcworkqueue` waiting jobs
+//! (`work_queue`), because the node may block them (engine queries, block
+//! files, `waitfornewblock`). The same split as Core's libevent thread and
+//! its `httpworker` threads, except that single requests for the
+//! snapshot-only methods are answered on the HTTP threads (the fast lane,
+//! `jsonrpc::is_fast_lane`).
 //!
 //! # Why hyper and not axum
 //! Routing here is two rules (`/` exactly, or a `/rest/` prefix) and the
@@ -22,8 +25,9 @@
 //! # Napkin math
 //! Small calls (`getblockcount`, `getbestblockhash`, `getblockhash`) answer
 //! from the engine's snapshot: a read lock, no engine round trip. Their
-//! cost is HTTP parsing (~1-2 us in hyper), a queue hand-off to a worker
-//! and back (two thread wake-ups, ~5-10 us each) and a ~100-byte reply: the
+//! cost is HTTP parsing (~1-2 us in hyper) and a ~100-byte reply, with no
+//! queue hand-off (the fast lane; batches and long bodies pay two thread
+//! wake-ups, ~5-10 us each): the
 //! target is over 20,000 requests/s on keep-alive connections on one of the
 //! two cores, and the worker hand-off, not JSON, is the bound. A client
 //! opening a connection per call (`bitcoin-cli`) adds a TCP handshake on
@@ -69,6 +73,9 @@ mod jsonrpc;
 mod request;
 mod rest;
 mod rest_utxos;
+/// Threads of the HTTP runtime (connections, parsing, replies to sockets).
+const HTTP_THREADS: usize = 2;
+
 mod work_queue;
 mod worker_priority;
 
@@ -207,7 +214,14 @@ impl RpcServer {
         let context = Arc::new(MethodContext::new(backend, config.network, config.started_at));
         let body_budget = Arc::new(Semaphore::new(http::BODY_KIB_IN_FLIGHT_MAX as usize));
         let shared = Arc::new(Shared { body_budget, context, authenticator, queue, config });
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        // Two threads: one can answer a short request while the other
+        // copies a large reply to its socket (a 12 MB block of JSON takes
+        // milliseconds); with one, `getblockcount` waited behind them.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(HTTP_THREADS)
+            .thread_name("ibex-rpc-io")
+            .enable_all()
+            .build()?;
         let (stop, stopped) = watch::channel(false);
         let for_thread = shared.clone();
         let http_thread = std::thread::Builder::new()
