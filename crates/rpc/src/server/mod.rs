@@ -6,7 +6,7 @@
 //! A tokio runtime of [`HTTP_THREADS`] threads (`ibex-rpc-io`, driven from
 //! `ibex-rpc-http`) accepts connections and drives HTTP/1.1 (keep-alive,
 //! Core's 8 KiB header limit, `-rpcservertimeout` for idle and slow
-//! clients); `-rpcthreads` worker threads, five nice levels lower, run the
+//! clients); `-rpcthreads` worker threads, ten nice levels lower, run the
 //! methods from a queue of at most `-rpcworkqueue` waiting jobs
 //! (`work_queue`), because the node may block them (engine queries, block
 //! files, `waitfornewblock`). The same split as Core's libevent thread and

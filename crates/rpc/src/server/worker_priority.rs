@@ -1,16 +1,19 @@
-//! The workers run a little below the HTTP thread's priority: five nice
-//! levels (a CPU weight of about a third). Workers do the long jobs (a
+//! The workers run below the HTTP threads' priority: ten nice levels (a
+//! CPU weight of about a tenth; they still take every core nobody else
+//! wants). Workers do the long jobs (a
 //! block's JSON is milliseconds to hundreds of milliseconds); the HTTP
 //! thread does short ones (parsing, the fast lane's snapshot reads,
 //! copying replies to sockets). On a machine whose cores the workers keep
 //! busy, equal priorities made a `getblockcount` wait for the scheduler:
 //! at 12 REST clients on 2 cores its 99th percentile was 16.8 ms (p50
-//! 1.3 ms). Linux only (per-thread nice values); elsewhere a no-op.
+//! 1.3 ms); 9.2 ms five levels lower, 5.5 ms ten levels lower with two HTTP
+//! threads (docs/benchmarks.md). Linux only (per-thread nice values);
+//! elsewhere a no-op.
 
 #![allow(unsafe_code)]
 
 /// Nice levels the workers run below the thread that starts them.
-const WORKER_NICE_OFFSET: libc::c_int = 5;
+const WORKER_NICE_OFFSET: libc::c_int = 10;
 
 /// Lowers the calling thread's priority by [`WORKER_NICE_OFFSET`]; a
 /// failure (not permitted, say) leaves it as it was.
@@ -38,7 +41,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_worker_runs_five_levels_below_its_starter() {
+    fn a_worker_runs_ten_levels_below_its_starter() {
         // SAFETY: as above.
         let nice_of_this_thread = || unsafe {
             libc::getpriority(libc::PRIO_PROCESS, libc::id_t::try_from(libc::gettid()).unwrap())
