@@ -412,10 +412,17 @@ impl SyncLoop {
                 let source = BlockSource::Peer(peer.0);
                 self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
             }
-            Err(_undecodable) => {
-                // Core cannot deserialise it either and drops the peer.
-                let actions = self.download.on_block_mutated(peer, hash, Instant::now());
-                self.carry_out(actions);
+            Err(undecodable) => {
+                // Core's `ProcessMessages` catches the failed deserialisation,
+                // logs it and drops the message without punishing the
+                // peer. The request is released so the block is asked for
+                // again (Core's stays in flight until the stall timeout).
+                self.logger.log(&format!(
+                    "ProcessMessages(block, peer={}): undecodable block {hash}: {}",
+                    peer.0, undecodable.reason
+                ));
+                self.download.forget_block(&hash, Instant::now());
+                self.download_due = true;
             }
         }
     }
