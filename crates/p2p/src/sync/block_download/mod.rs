@@ -78,7 +78,6 @@ use ibex_primitives::{BlockHash, HEADER_BYTES};
 
 use crate::sync::action::{Action, DisconnectReason, PeerId};
 use crate::sync::locator::{ChainView, HashChain};
-use crate::sync::misbehavior::Misbehavior;
 
 /// The best header chain, as the scheduler reads it.
 pub trait HeaderChain {
@@ -250,19 +249,6 @@ impl BlockDownload {
             self.received_bytes += size;
         }
         vec![Action::OfferBlock { peer, hash, bytes }]
-    }
-
-    /// The block `hash` from `peer` failed the merkle or witness commitment
-    /// check: the request is dropped (the block may be asked of another
-    /// peer) and the peer reported (Core: "mutated block").
-    pub fn on_block_mutated(&mut self, peer: PeerId, hash: BlockHash, now: Instant) -> Vec<Action> {
-        if self.in_flight.get(&hash).is_some_and(|entry| entry.peer == peer) {
-            self.remove_request(&hash, now);
-        }
-        if let Some(block) = self.received.remove(&hash) {
-            self.received_bytes = self.received_bytes.saturating_sub(block.bytes);
-        }
-        vec![Action::Misbehaving { peer, reason: Misbehavior::MutatedBlock { hash } }]
     }
 
     /// Time passed (call it after every event, and at least every 100 ms):
