@@ -10,19 +10,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command};
 
 use common::{
-    datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, spawn_node, wait_exit,
-    wait_for_log, NodeProcess,
+    datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, spawn_node, terminate,
+    wait_exit, wait_for_log, NodeProcess,
 };
 
 const BLOCKS: u32 = 120;
-
-fn terminate(child: &Child) {
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-}
 
 fn stop(mut node: NodeProcess, datadir: &Path) {
     terminate(&node);

@@ -7,18 +7,12 @@
 
 mod common;
 
-use std::process::{Child, Command};
 use std::time::Instant;
 
 use common::{
-    datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, utxo_hash, wait_exit,
-    wait_for_log,
+    datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, terminate, utxo_hash,
+    wait_exit, wait_for_log,
 };
-
-fn terminate(child: &Child) {
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-}
 
 /// A serves a generated chain of `blocks` blocks; B (with `b_extra`) syncs
 /// it and stops at its tip (after a SIGTERM once past `b_interrupted_at`

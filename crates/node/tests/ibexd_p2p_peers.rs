@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::{
     datadir_with_blocks, debug_log, free_port, generate_chain, log_or_empty, quiet_ibexd,
-    spawn_node, utxo_hash, wait_exit, wait_for_log, NodeProcess, REGTEST_QUIET,
+    spawn_node, terminate, utxo_hash, wait_exit, wait_for_log, NodeProcess, REGTEST_QUIET,
 };
 
 /// The generated chain's manifest.
@@ -42,12 +42,6 @@ fn spawn_syncing(datadir: &Path, options: &[String]) -> NodeProcess {
     std::fs::create_dir_all(datadir).unwrap();
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
     spawn_node(&mut quiet_ibexd(datadir, &REGTEST_QUIET, &options))
-}
-
-fn terminate(node: &NodeProcess) {
-    let status =
-        std::process::Command::new("kill").args(["-TERM", &node.id().to_string()]).status();
-    assert!(status.unwrap().success());
 }
 
 #[test]

@@ -203,6 +203,12 @@ impl Drop for NodeProcess {
     }
 }
 
+/// Sends SIGTERM to `child` (a node shutting down as on Ctrl-C).
+pub fn terminate(child: &Child) {
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill -TERM {}", child.id());
+}
+
 /// Starts `command` as a [`NodeProcess`].
 pub fn spawn_node(command: &mut Command) -> NodeProcess {
     NodeProcess(command.spawn().unwrap())
