@@ -55,4 +55,5 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("rpccookiefile", "=<loc>", "Authentication cookie file, relative to the chain directory (default: .cookie)"),
     ("rpcthreads", "=<n>", "Threads that service RPC calls (default: 16)"),
     ("rpcworkqueue", "=<n>", "Depth of the queue of RPC calls waiting for a thread (default: 64)"),
+    ("rpcservertimeout", "=<n>", "Timeout during HTTP requests, in seconds (default: 30)"),
 ];

@@ -30,6 +30,8 @@ pub const MAX_CONNECTIONS_DEFAULT: usize = 125;
 pub const RPC_THREADS_DEFAULT: usize = 16;
 /// Core's `DEFAULT_HTTP_WORKQUEUE`.
 pub const RPC_WORK_QUEUE_DEFAULT: usize = 64;
+/// Core's `DEFAULT_HTTP_SERVER_TIMEOUT`, seconds.
+pub const RPC_SERVER_TIMEOUT_SECONDS_DEFAULT: u64 = 30;
 /// The networks `-onlynet` accepts (Core's `ParseNetwork` names).
 pub const ONLY_NET_NAMES: [&str; 5] = ["ipv4", "ipv6", "onion", "i2p", "cjdns"];
 
@@ -117,6 +119,9 @@ pub struct RpcOptions {
     pub threads: usize,
     /// `-rpcworkqueue` (at least 1, default 64).
     pub work_queue: usize,
+    /// `-rpcservertimeout` in seconds (at least 1, default 30): how long an
+    /// idle keep-alive connection, or a request's headers or body, may take.
+    pub server_timeout_seconds: u64,
 }
 
 /// Reads an option's last value for the chain in use.
@@ -237,6 +242,12 @@ pub(crate) fn rpc_options(
         cookie_file,
         threads: count(source, "rpcthreads", RPC_THREADS_DEFAULT, 1),
         work_queue: count(source, "rpcworkqueue", RPC_WORK_QUEUE_DEFAULT, 1),
+        server_timeout_seconds: count(
+            source,
+            "rpcservertimeout",
+            RPC_SERVER_TIMEOUT_SECONDS_DEFAULT as usize,
+            1,
+        ) as u64,
     })
 }
 
@@ -348,6 +359,12 @@ mod tests {
         let rpc = Given::default().with("rpcthreads", "0").with("rpcworkqueue", "-5");
         let rpc = rpc_options(&rpc, Network::Regtest).unwrap();
         assert_eq!((rpc.threads, rpc.work_queue), (1, 1));
+        let timeouts = |given: Given| rpc_options(&given, Network::Regtest).unwrap();
+        assert_eq!(timeouts(Given::default()).server_timeout_seconds, 30);
+        let given = Given::default().with("rpcservertimeout", "5");
+        assert_eq!(timeouts(given).server_timeout_seconds, 5);
+        let given = Given::default().with("rpcservertimeout", "0");
+        assert_eq!(timeouts(given).server_timeout_seconds, 1);
         let no_cookie = rpc_options(&Given::default().negated("rpccookiefile"), Network::Main);
         assert_eq!(no_cookie.unwrap().cookie_file, None);
         let no_server = rpc_options(&Given::default().with("server", "0"), Network::Main);

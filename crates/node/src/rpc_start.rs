@@ -65,6 +65,7 @@ pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartErro
     };
     config.threads = rpc.threads;
     config.work_queue_depth = rpc.work_queue;
+    config.server_timeout = std::time::Duration::from_secs(rpc.server_timeout_seconds);
     config.rest = rpc.rest;
     Ok(config)
 }

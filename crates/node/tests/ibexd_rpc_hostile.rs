@@ -28,6 +28,8 @@ const WRONG_CREDENTIALS_BASE64: &str = "YWxpY2U6d3Jvbmc=";
 /// 32 MiB a chunked body may be read to, the 32 MiB reply of a large batch
 /// and their copies.
 const HOSTILE_MEMORY_BYTES_MAX: u64 = 256 << 20;
+/// `-rpcservertimeout` for the node under test, seconds.
+const SERVER_TIMEOUT_SECONDS: u64 = 5;
 
 /// A generated chain, imported by a node that stays up with its RPC server.
 struct Node {
@@ -292,7 +294,25 @@ fn slow_clients_do_not_hold_up_others(port: u16) {
         assert_eq!(reply.status, 200);
         assert!(started.elapsed() < Duration::from_secs(1), "served beside slow clients");
     }
-    drop((slow_headers, slow_body, idle));
+    drop((slow_body, idle));
+    slow_headers_are_dropped_at_the_server_timeout(slow_headers);
+}
+
+/// The node runs with `-rpcservertimeout=SERVER_TIMEOUT_SECONDS`: a client
+/// that never finishes its headers is disconnected after about that long
+/// (Core's libevent timeout), not held forever.
+fn slow_headers_are_dropped_at_the_server_timeout(mut slow_headers: TcpStream) {
+    let started = Instant::now();
+    slow_headers.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut reply = Vec::new();
+    // Whatever the server answers before closing (a 408, or nothing), the
+    // read ends with end of file or a reset once it drops the connection.
+    let _ = slow_headers.read_to_end(&mut reply);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(SERVER_TIMEOUT_SECONDS + 5),
+        "the slow client was dropped after {waited:?}"
+    );
 }
 
 #[test]
@@ -300,7 +320,8 @@ fn hostile_requests_get_clear_errors_and_memory_stays_bounded() {
     let root = tempfile::tempdir().unwrap();
     let chain = root.path().join("chain");
     generate_chain(&chain, "tiny", "150", "3", &[]);
-    let mut node = start_node(root.path(), &chain, "node", &[]);
+    let timeout = format!("-rpcservertimeout={SERVER_TIMEOUT_SECONDS}");
+    let mut node = start_node(root.path(), &chain, "node", &[&timeout]);
     let port = node.port;
     let pid = node.process.id();
     let before = peak_memory_bytes(pid);
