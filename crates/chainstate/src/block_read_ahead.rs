@@ -33,6 +33,7 @@ use ibex_primitives::{BlockBuffers, BlockHash};
 use crate::error::ChainstateError;
 use crate::import_reader::InFlightBytes;
 use crate::index::EntryId;
+use crate::metrics::QueueGauge;
 use crate::prepared::PreparedBlock;
 
 /// Serialised bytes of blocks read ahead at most, for a coins cache of
@@ -80,14 +81,15 @@ pub(crate) struct BlockReadAhead {
 
 impl BlockReadAhead {
     /// Starts reading `blocks` in order, holding at most `bytes_max` of
-    /// them at a time.
+    /// them at a time (counted in `gauge` too).
     pub(crate) fn start(
         files: BlockFiles,
         blocks: Vec<BlockToRead>,
         bytes_max: usize,
+        gauge: Arc<QueueGauge>,
     ) -> Result<BlockReadAhead, ChainstateError> {
         let (sender, receiver) = sync_channel(READ_AHEAD_BLOCKS_MAX);
-        let in_flight = Arc::new(InFlightBytes::new(bytes_max));
+        let in_flight = Arc::new(InFlightBytes::with_gauge(bytes_max, gauge));
         let budget = in_flight.clone();
         let thread = std::thread::Builder::new()
             .name("ibex-read-ahead".to_owned())
@@ -202,9 +204,14 @@ mod tests {
         chainstate.flush(crate::FlushReason::Shutdown, crate::FlushMode::KeepCoins).unwrap();
         let to_read = stored_blocks(&chainstate, &blocks);
         // A budget of one byte: one block at a time, never a deadlock.
-        let mut read_ahead = BlockReadAhead::start(files(&chainstate), to_read.clone(), 1).unwrap();
+        let gauge = Arc::new(QueueGauge::default());
+        let mut read_ahead =
+            BlockReadAhead::start(files(&chainstate), to_read.clone(), 1, gauge.clone()).unwrap();
         // Asked out of order, it gives nothing and keeps the block.
         assert!(read_ahead.take(to_read[1].id).is_none());
+        // The block kept is held in the budget: the gauge counts it.
+        assert_eq!(gauge.blocks(), 1);
+        assert_eq!(gauge.bytes(), blocks[0].len() as u64);
         for (block, bytes) in to_read.iter().zip(&blocks) {
             let read = read_ahead.take(block.id).unwrap().unwrap();
             assert_eq!(read.hash(), block.hash);
@@ -213,6 +220,8 @@ mod tests {
         }
         // Past the end: nothing.
         assert!(read_ahead.take(to_read[0].id).is_none());
+        drop(read_ahead);
+        assert_eq!((gauge.bytes(), gauge.blocks()), (0, 0));
     }
 
     #[test]
@@ -225,7 +234,8 @@ mod tests {
         to_read[2].position = to_read[3].position;
         let expected = to_read[2].hash;
         let mut read_ahead =
-            BlockReadAhead::start(files(&chainstate), to_read.clone(), 1 << 20).unwrap();
+            BlockReadAhead::start(files(&chainstate), to_read.clone(), 1 << 20, Arc::default())
+                .unwrap();
         assert!(read_ahead.take(to_read[0].id).unwrap().is_ok());
         assert!(read_ahead.take(to_read[1].id).unwrap().is_ok());
         let error = read_ahead.take(to_read[2].id).unwrap().unwrap_err();

@@ -128,7 +128,10 @@ pub fn import_blocks(
     let directory = chainstate.blocks_directory().to_path_buf();
     let obfuscation = *chainstate.obfuscation();
     let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
-    let in_flight = InFlightBytes::new(import_queue_bytes(chainstate.cache().cache_bytes_max()));
+    let in_flight = InFlightBytes::with_gauge(
+        import_queue_bytes(chainstate.cache().cache_bytes_max()),
+        chainstate.metrics.import_queue.clone(),
+    );
     std::thread::scope(|scope| {
         let reader_params = &params;
         let output = ReaderOutput { sender, in_flight: &in_flight, shutdown };

@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use ibex_blockstore::{BlockPosition, Obfuscation, OwnedRecord, RecordStream};
 use ibex_primitives::{BlockBuffers, Params};
@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use crate::error::ChainstateError;
 use crate::import::{source_files, ImportSource};
 use crate::import_diagnosis::{diagnose, FileWithoutBlocks};
+use crate::metrics::QueueGauge;
 use crate::prepared::PreparedBlock;
 
 /// Bytes of blocks read but not yet taken by the connecting thread, at most.
@@ -58,30 +59,41 @@ pub(crate) enum ReaderMessage {
 
 /// A count of bytes in flight with a limit: the reader takes bytes before
 /// reading a record and the connecting thread gives them back when it
-/// takes the block.
+/// takes the block. What it holds is also counted in a [`QueueGauge`] for
+/// monitoring (given back whole when it is dropped).
 #[derive(Debug)]
 pub(crate) struct InFlightBytes {
     state: Mutex<InFlightState>,
     changed: Condvar,
     bytes_max: usize,
+    gauge: Arc<QueueGauge>,
 }
 
 #[derive(Debug, Default)]
 struct InFlightState {
     bytes: usize,
+    blocks: usize,
     closed: bool,
 }
 
 impl InFlightBytes {
+    /// A budget of `bytes_max`, counted in a gauge of its own.
+    #[cfg(test)]
     pub(crate) fn new(bytes_max: usize) -> Self {
-        InFlightBytes { state: Mutex::default(), changed: Condvar::new(), bytes_max }
+        Self::with_gauge(bytes_max, Arc::default())
+    }
+
+    /// A budget of `bytes_max` whose blocks and bytes held are also
+    /// counted in `gauge`.
+    pub(crate) fn with_gauge(bytes_max: usize, gauge: Arc<QueueGauge>) -> Self {
+        InFlightBytes { state: Mutex::default(), changed: Condvar::new(), bytes_max, gauge }
     }
 
     /// Takes `bytes` if that stays within the limit (or nothing is in
     /// flight, so one block larger than the limit still passes).
     fn try_acquire(&self, bytes: usize) -> bool {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Self::take_if_room(&mut state, bytes, self.bytes_max)
+        self.take_if_room(&mut state, bytes)
     }
 
     /// Waits until `bytes` fit and takes them; false once closed.
@@ -91,25 +103,32 @@ impl InFlightBytes {
             if state.closed {
                 return false;
             }
-            if Self::take_if_room(&mut state, bytes, self.bytes_max) {
+            if self.take_if_room(&mut state, bytes) {
                 return true;
             }
             state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
     }
 
-    fn take_if_room(state: &mut InFlightState, bytes: usize, bytes_max: usize) -> bool {
-        if state.bytes == 0 || state.bytes + bytes <= bytes_max {
+    /// Takes one block's `bytes` if they fit (see [`Self::try_acquire`]).
+    fn take_if_room(&self, state: &mut InFlightState, bytes: usize) -> bool {
+        if state.bytes == 0 || state.bytes + bytes <= self.bytes_max {
             state.bytes += bytes;
+            state.blocks += 1;
+            self.gauge.add_block(bytes as u64);
             return true;
         }
         false
     }
 
-    /// Gives back `bytes` taken by [`InFlightBytes::acquire`].
+    /// Gives back one block's `bytes` taken by [`InFlightBytes::acquire`].
     pub(crate) fn release(&self, bytes: usize) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.bytes = state.bytes.saturating_sub(bytes);
+        let released = bytes.min(state.bytes);
+        let blocks = usize::from(state.blocks > 0);
+        state.bytes -= released;
+        state.blocks -= blocks;
+        self.gauge.remove(released as u64, blocks as u64);
         self.changed.notify_all();
     }
 
@@ -124,6 +143,14 @@ impl InFlightBytes {
     #[cfg(test)]
     fn bytes(&self) -> usize {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).bytes
+    }
+}
+
+impl Drop for InFlightBytes {
+    /// Blocks still held (read but never taken) leave the gauge with it.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        self.gauge.remove(state.bytes as u64, state.blocks as u64);
     }
 }
 
@@ -243,7 +270,6 @@ fn send_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn in_flight_bytes_block_until_released_and_stop_when_closed() {
@@ -274,6 +300,25 @@ mod tests {
         assert_eq!(import_queue_bytes(8 << 20), IMPORT_QUEUE_BYTES_MIN);
         assert_eq!(import_queue_bytes(96 << 20), 16 << 20);
         assert_eq!(import_queue_bytes(440 << 20), IMPORT_QUEUE_BYTES_MAX);
+    }
+
+    #[test]
+    fn the_gauge_counts_blocks_held_until_taken_or_dropped() {
+        let gauge = Arc::new(QueueGauge::default());
+        let in_flight = InFlightBytes::with_gauge(100, gauge.clone());
+        assert!(in_flight.try_acquire(30));
+        assert!(in_flight.try_acquire(20));
+        assert_eq!((gauge.bytes(), gauge.blocks()), (50, 2));
+        in_flight.release(30);
+        assert_eq!((gauge.bytes(), gauge.blocks()), (20, 1));
+        // A second budget on the same gauge adds to it.
+        let other = InFlightBytes::with_gauge(100, gauge.clone());
+        assert!(other.try_acquire(7));
+        assert_eq!((gauge.bytes(), gauge.blocks()), (27, 2));
+        drop(in_flight);
+        assert_eq!((gauge.bytes(), gauge.blocks()), (7, 1));
+        drop(other);
+        assert_eq!((gauge.bytes(), gauge.blocks()), (0, 0));
     }
 
     #[test]

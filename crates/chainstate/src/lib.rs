@@ -26,6 +26,7 @@ pub mod import;
 pub mod import_diagnosis;
 pub mod import_reader;
 pub mod index;
+pub mod metrics;
 pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
@@ -58,6 +59,9 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+pub use metrics::{
+    ChainMetrics, ChainMetricsReading, FlushDurationReading, QueueGauge, FLUSH_DURATION_BUCKETS_MS,
+};
 pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;

@@ -16,6 +16,7 @@ use ibex_primitives::{BlockHash, ChainWork, U256};
 
 pub use crate::config_error::{ConfigError, ConfigWarning};
 use crate::config_file::{self, interpret_key};
+use crate::metrics::options::{metrics_options, MetricsOptions};
 use crate::network_options::{
     network_options, rpc_options, NetworkOptions, OptionSource, RpcOptions,
 };
@@ -126,6 +127,8 @@ pub struct NodeOptions {
     pub network_options: NetworkOptions,
     /// The RPC server's options.
     pub rpc: RpcOptions,
+    /// The metrics endpoint's options (`-metrics`).
+    pub metrics: MetricsOptions,
     /// Configuration file values: section (empty for the top level), name,
     /// value written as in `command_line`.
     pub config_file_arguments: Vec<(String, String, String)>,
@@ -274,6 +277,7 @@ impl CommandLine {
             shrink_debug_log: typed.boolean("shrinkdebugfile", true),
             network_options: network_options(&typed, &params)?,
             rpc: rpc_options(&typed, network)?,
+            metrics: metrics_options(&typed, network)?,
             params,
             command_line: log_entries(&settings.command_line)
                 .map(|(name, value)| (name.to_owned(), value))

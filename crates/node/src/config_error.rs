@@ -216,4 +216,12 @@ pub enum ConfigError {
     /// A `-testactivationheight` value Core refuses.
     #[error(transparent)]
     TestActivationHeight(#[from] TestActivationHeightError),
+    /// `-metrics` on an address other machines reach, without
+    /// `-metricsallowremote=1` (as Core refuses a non-local `-rpcbind`
+    /// without `-rpcallowip`).
+    #[error("-metrics={address} is not a loopback address: refusing to serve metrics to other machines without -metricsallowremote=1")]
+    MetricsNotLoopback {
+        /// The address asked for.
+        address: std::net::SocketAddr,
+    },
 }

@@ -56,4 +56,6 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("rpcthreads", "=<n>", "Threads that service RPC calls (default: 16)"),
     ("rpcworkqueue", "=<n>", "Depth of the queue of RPC calls waiting for a thread (default: 64)"),
     ("rpcservertimeout", "=<n>", "Timeout during HTTP requests, in seconds (default: 30)"),
+    ("metrics", "=<[addr:]port>", "Serve Prometheus metrics at http://<addr>:<port>/metrics; -metrics or -metrics=1 listens on 127.0.0.1 at the chain's default port (9338, testnet3: 19338, testnet4: 49338, signet: 39338, regtest: 29338), -metrics=<port> on 127.0.0.1 at that port (default: 0, off)"),
+    ("metricsallowremote", "", "Allow -metrics on an address other than loopback, which other machines may reach (default: 0)"),
 ];

@@ -10,6 +10,7 @@ pub mod daemon;
 pub mod directory_lock;
 pub mod engine;
 pub mod logging;
+pub mod metrics;
 pub mod network_options;
 pub mod node_observer;
 pub mod numeric_options;

@@ -139,7 +139,8 @@ impl Chainstate {
         }
         let files = self.persistence.block_files();
         let bytes_max = read_ahead_bytes(self.connector.cache().cache_bytes_max());
-        self.connector.start_read_ahead(files, blocks, bytes_max)
+        let gauge = self.metrics.stored_block_read_ahead.clone();
+        self.connector.start_read_ahead(files, blocks, bytes_max, gauge)
     }
 
     /// Drops candidates worse than the settled tip (Core's

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::{ChainEvent, Chainstate, FlushReason};
 use crate::cache::FlushMode;
+use crate::database::FlushStats;
 use crate::error::ChainstateError;
 use crate::stages::persistence::BackgroundFlushInfo;
 
@@ -33,7 +34,7 @@ impl Chainstate {
         } else {
             duration_ms
         };
-        self.record_flush(duration_ms, stall_ms);
+        self.record_flush(duration_ms, stall_ms, &stats);
         self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
         Ok(())
     }
@@ -76,7 +77,7 @@ impl Chainstate {
         let Some(info) = self.persistence.background_flush.take() else { return Ok(()) };
         let duration_ms = elapsed_ms(info.started);
         let stall_ms = if collect == Collect::AtShutdown { 0 } else { elapsed_ms(waited) };
-        self.record_flush(duration_ms, stall_ms);
+        self.record_flush(duration_ms, stall_ms, &stats);
         self.emit(ChainEvent::Flushed {
             stats,
             index_records: info.index_records,
@@ -100,11 +101,12 @@ impl Chainstate {
         Ok(self.chain.tip().map(|tip| (self.index.entry(tip).hash, index_records)))
     }
 
-    fn record_flush(&mut self, duration_ms: u64, stall_ms: u64) {
+    fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
         self.statistics.flushes += 1;
         self.statistics.longest_flush_ms = self.statistics.longest_flush_ms.max(duration_ms);
         self.statistics.longest_flush_stall_ms =
             self.statistics.longest_flush_stall_ms.max(stall_ms);
+        self.metrics.flush_finished(self.statistics.flushes, duration_ms, stats.batch_bytes);
     }
 
     /// Writes only the block index (and syncs the files it names): cheap,

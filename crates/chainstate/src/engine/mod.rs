@@ -39,6 +39,7 @@ pub mod settle;
 pub mod tips;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ibex_blockstore::Obfuscation;
@@ -56,6 +57,7 @@ pub use service::{
 
 use crate::cache::CoinsCache;
 use crate::index::{ActiveChain, BlockIndex};
+use crate::metrics::{ChainMetrics, PublishedLevels};
 use crate::stages::connector::Connector;
 use crate::stages::persistence::Persistence;
 use crate::stages::script_queue::ScriptQueue;
@@ -109,6 +111,8 @@ pub struct Chainstate {
     pub(crate) statistics: ChainStatistics,
     /// Snapshots published for readers and their queries.
     pub(crate) reads: reader::ReadService,
+    /// Counters and levels published for monitoring.
+    pub(crate) metrics: Arc<ChainMetrics>,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -206,6 +210,28 @@ impl Chainstate {
     /// Counters since open.
     pub fn statistics(&self) -> ChainStatistics {
         self.statistics
+    }
+
+    /// The counters and levels this engine publishes for other threads
+    /// (see [`crate::metrics`]).
+    pub fn metrics(&self) -> Arc<ChainMetrics> {
+        self.metrics.clone()
+    }
+
+    /// Copies the counters and levels to [`Self::metrics`], with the
+    /// settled tip at `tip_height` (a few relaxed stores: see
+    /// [`crate::metrics`]).
+    pub(crate) fn publish_metrics(&self, tip_height: Option<u32>) {
+        let cache = self.connector.cache();
+        let levels = PublishedLevels {
+            tip_height,
+            best_header_height: self.selection.best_header().map(|id| self.index.entry(id).height),
+            cache_bytes: cache.memory_bytes(),
+            cache_coins: cache.entry_count(),
+            cache_bytes_max: cache.cache_bytes_max(),
+            script_pipeline_blocks: self.scripts.len(),
+        };
+        self.metrics.publish(&self.statistics, &levels);
     }
 
     /// The tip's hash and height.

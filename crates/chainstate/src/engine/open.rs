@@ -52,6 +52,7 @@ impl Chainstate {
             observer,
             statistics: ChainStatistics::default(),
             reads: super::reader::ReadService::new(persistence_files),
+            metrics: Arc::default(),
         };
         chainstate.recover()?;
         chainstate.publish(chainstate.chain.tip());

@@ -309,6 +309,8 @@ impl Chainstate {
         published.active_hashes.truncate(keep);
         published.active_hashes.extend(missing.into_iter().rev());
         published.snapshot = snapshot;
+        drop(published);
+        self.publish_metrics(tip.map(|id| self.index.entry(id).height));
     }
 
     /// Publishes again with the same settled tip (a new best header).

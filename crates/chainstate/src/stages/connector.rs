@@ -95,16 +95,17 @@ impl Connector {
     }
 
     /// Starts reading `blocks` ahead, in the order they will be connected,
-    /// holding at most `bytes_max` of them unread (any earlier read-ahead
-    /// is stopped).
+    /// holding at most `bytes_max` of them unread, counted in `gauge` (any
+    /// earlier read-ahead is stopped).
     pub(crate) fn start_read_ahead(
         &mut self,
         files: BlockFiles,
         blocks: Vec<BlockToRead>,
         bytes_max: usize,
+        gauge: std::sync::Arc<crate::metrics::QueueGauge>,
     ) -> Result<(), ChainstateError> {
         self.read_ahead = None;
-        self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max)?);
+        self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max, gauge)?);
         Ok(())
     }
 
