@@ -1,6 +1,7 @@
 //! The `ibexd` node and the `ibex` command-line tools: option parsing, logging,
 //! progress, and the tool subcommands.
 
+pub mod bench;
 pub mod block_summary;
 pub mod config;
 pub mod config_error;

@@ -29,6 +29,8 @@ enum Command {
     Gen(ibex_generator::cli::GenArguments),
     /// Plot IBD progress from Bitcoin Core's or Ibex's debug.log files (SVG and CSV).
     Plot(ibex_node::plot::command::PlotArguments),
+    /// Benchmark nodes end to end (`ibex bench ibd`: IBD timed hyperfine style).
+    Bench(ibex_node::bench::arguments::BenchArguments),
 }
 
 fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
@@ -60,6 +62,9 @@ fn main() -> ExitCode {
         Command::Gen(arguments) => ibex_generator::cli::run(arguments),
         Command::Plot(arguments) => {
             ibex_node::plot::command::run(arguments).map_err(|error| error.to_string())
+        }
+        Command::Bench(arguments) => {
+            ibex_node::bench::command::run(arguments).map_err(|error| error.to_string())
         }
     };
     print_result(result)
