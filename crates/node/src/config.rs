@@ -118,6 +118,8 @@ pub struct NodeOptions {
     pub debug_log_file: Option<PathBuf>,
     /// `-shrinkdebugfile` (default true).
     pub shrink_debug_log: bool,
+    /// `-logtimemicros` (default false).
+    pub log_time_micros: bool,
     /// The chain's parameters, with `-testactivationheight` and `-test=bip94`.
     pub params: Params,
     /// Command-line values by name in name order, each as Core's startup log
@@ -275,6 +277,7 @@ impl CommandLine {
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
             print_to_console: typed.boolean("printtoconsole", true),
             shrink_debug_log: typed.boolean("shrinkdebugfile", true),
+            log_time_micros: typed.boolean("logtimemicros", false),
             network_options: network_options(&typed, &params)?,
             rpc: rpc_options(&typed, network)?,
             metrics: metrics_options(&typed, network)?,

@@ -56,6 +56,8 @@ struct LoggerState {
     file: Mutex<Option<LogFile>>,
     print_to_console: bool,
     reopen_requested: Arc<AtomicBool>,
+    /// `-logtimemicros`: timestamps with microseconds.
+    time_micros: AtomicBool,
 }
 
 /// Core's logger: cheap to clone, shareable between threads.
@@ -93,11 +95,18 @@ impl Logger {
     /// starting with Core's five blank lines that set this run apart.
     pub fn open(options: &NodeOptions) -> Result<Logger, LogError> {
         create_directory(&options.chain_directory)?;
-        Logger::open_file(
+        let logger = Logger::open_file(
             options.debug_log_file.as_deref(),
             options.print_to_console,
             options.shrink_debug_log,
-        )
+        )?;
+        logger.set_time_micros(options.log_time_micros);
+        Ok(logger)
+    }
+
+    /// Core's `-logtimemicros`: stamps lines `...T22:10:43.123456Z`.
+    pub fn set_time_micros(&self, on: bool) {
+        self.state.time_micros.store(on, Ordering::Relaxed);
     }
 
     /// Opens a logger on `path` (none: console only).
@@ -129,6 +138,7 @@ impl Logger {
             file: Mutex::new(file),
             print_to_console,
             reopen_requested: Arc::new(AtomicBool::new(false)),
+            time_micros: AtomicBool::new(false),
         };
         Ok(Logger { state: Arc::new(state) })
     }
@@ -141,7 +151,11 @@ impl Logger {
     /// Writes `message` with the current UTC time. A failing write is
     /// dropped, as Core drops it: logging never stops the node.
     pub fn log(&self, message: &str) {
-        let line = format_log_line(unix_time_seconds(), message);
+        let line = if self.state.time_micros.load(Ordering::Relaxed) {
+            format_log_line_micros(unix_time_micros(), message)
+        } else {
+            format_log_line(unix_time_seconds(), message)
+        };
         let mut file = self.file();
         if self.state.reopen_requested.swap(false, Ordering::AcqRel) {
             if let Some(current) = file.as_mut() {
@@ -205,6 +219,22 @@ fn unix_time_seconds() -> i64 {
         Ok(elapsed) => i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX),
         Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
     }
+}
+
+fn unix_time_micros() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(elapsed) => i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_micros()).unwrap_or(i64::MAX),
+    }
+}
+
+/// [`format_log_line`] with microseconds (`-logtimemicros`): Core puts
+/// `.ffffff` between the seconds and the `Z`.
+pub fn format_log_line_micros(unix_micros: i64, message: &str) -> String {
+    let message = message.strip_suffix('\n').unwrap_or(message);
+    let stamp = format_iso8601(unix_micros.div_euclid(1_000_000));
+    let stamp = stamp.strip_suffix('Z').unwrap_or(&stamp);
+    format!("{stamp}.{:06}Z {message}\n", unix_micros.rem_euclid(1_000_000))
 }
 
 /// One log line: timestamp, space, message, newline (one newline at the end
@@ -413,6 +443,11 @@ mod tests {
             assert_eq!(parse_iso8601(&format_iso8601(seconds)), seconds);
         }
         assert_eq!(format_log_line(1_296_688_602, "hello\n"), "2011-02-02T23:16:42Z hello\n");
+        assert_eq!(
+            format_log_line_micros(1_296_688_602_000_042, "hello"),
+            "2011-02-02T23:16:42.000042Z hello\n"
+        );
+        assert_eq!(format_log_line_micros(-1, "x"), "1969-12-31T23:59:59.999999Z x\n");
     }
 
     /// Every `UpdateTip` line of Core's regtest log rebuilt from its fields:
