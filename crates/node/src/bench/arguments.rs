@@ -88,7 +88,7 @@ pub fn parse_node_specification(text: &str) -> Result<NodeSpecification, String>
 #[command(after_help = "\
 Each run starts the node on a fresh data directory under DIR/work with \
 -chain, -dbcache, -stopatheight, -assumevalid (when given), -server=0, \
--listen=0, -dnsseed=0, -fixedseeds=0 and -printtoconsole=0, plus -reindex \
+-listen=0, -dnsseed=0, -fixedseeds=0, -printtoconsole=0 and -logtimemicros, plus -reindex \
 -connect=0, -reindex-chainstate -connect=0, or -connect=127.0.0.1:PORT. \
 The chain's block files are linked (the last one copied) and never written: \
 their lengths and times are checked after every run. Warm-up runs come \

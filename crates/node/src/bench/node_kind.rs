@@ -128,6 +128,9 @@ pub fn common_options(
         format!("-datadir={}", datadir.display()),
         format!("-chain={}", network.name()),
         "-printtoconsole=0".to_owned(),
+        // Microsecond timestamps: short runs plot as curves, not steps of
+        // a second.
+        "-logtimemicros".to_owned(),
         format!("-dbcache={}", arguments.dbcache_mebibytes),
         format!("-stopatheight={stop_height}"),
         "-server=0".to_owned(),
@@ -237,6 +240,7 @@ mod tests {
             "-datadir=/tmp/run",
             "-chain=regtest",
             "-printtoconsole=0",
+            "-logtimemicros",
             "-dbcache=100",
             "-stopatheight=200",
             "-server=0",
