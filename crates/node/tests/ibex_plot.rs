@@ -95,7 +95,9 @@ fn plots_two_runs_against_a_baseline() {
         assert!(svg.contains("ibex-run"), "{chart} has no legend for ibex-run");
     }
     let sync = std::fs::read_to_string(charts.join("ibd-sync-time.svg")).unwrap();
-    assert!(sync.contains("core (0.06 h)"), "the legend gives the final time");
+    assert!(sync.contains("core (3.3 min)"), "the legend gives the final time");
+    assert!(sync.contains("ibex-run (100.0 s)"), "in units that suit it");
+    assert!(sync.contains("elapsed minutes"), "the axis in the longest run's unit");
 }
 
 #[test]

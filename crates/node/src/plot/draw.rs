@@ -12,7 +12,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::metrics::{hours, rate_window_blocks, rates, speedups, thin, RatePoint};
+use super::metrics::{
+    format_duration, rate_window_blocks, rates, speedups, thin, time_unit, RatePoint,
+    MICROS_PER_HOUR,
+};
 use super::parse::RunSeries;
 
 /// The most points drawn per series: enough for a smooth line on a
@@ -66,36 +69,41 @@ fn color(index: usize) -> RGBColor {
     RGBColor(red, green, blue)
 }
 
-/// Sync time by height: elapsed hours against height, one line per run,
-/// the final time in the legend.
+/// Sync time by height: elapsed time against height (in seconds, minutes
+/// or hours, as the longest run suits), one line per run, the final time
+/// in the legend.
 pub fn draw_sync_time(path: &Path, runs: &[RunSeries]) -> DrawResult {
     let root = SVGBackend::new(path, CHART_SIZE_PIXELS).into_drawing_area();
     root.fill(&WHITE)?;
-    let hours_max = axis_max(
-        runs.iter().flat_map(|run| run.final_point()).map(|point| hours(point.elapsed_micros)),
+    let longest_micros =
+        runs.iter().flat_map(|run| run.final_point()).map(|point| point.elapsed_micros).max();
+    let (unit_micros, unit_name) = time_unit(longest_micros.unwrap_or(0));
+    let in_unit = |micros: i64| micros as f64 / unit_micros;
+    let time_max = axis_max(
+        runs.iter().flat_map(|run| run.final_point()).map(|point| in_unit(point.elapsed_micros)),
     );
     let mut chart = ChartBuilder::on(&root)
         .caption("IBD: sync time by block height", ("sans-serif", 26))
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)
-        .build_cartesian_2d(height_range(runs), 0.0..hours_max)?;
+        .build_cartesian_2d(height_range(runs), 0.0..time_max)?;
     chart
         .configure_mesh()
         .label_style(LABEL_FONT)
         .axis_desc_style(AXIS_FONT)
         .x_label_formatter(&format_height)
         .x_desc("block height")
-        .y_desc("elapsed hours")
+        .y_desc(format!("elapsed {unit_name}"))
         .draw()?;
     for (index, run) in runs.iter().enumerate() {
-        let final_hours = run.final_point().map_or(0.0, |point| hours(point.elapsed_micros));
+        let final_time = format_duration(run.final_point().map_or(0, |point| point.elapsed_micros));
         let line = thin(&run.points, SERIES_POINTS_MAX)
             .into_iter()
-            .map(|point| (f64::from(point.height), hours(point.elapsed_micros)));
+            .map(|point| (f64::from(point.height), in_unit(point.elapsed_micros)));
         chart
             .draw_series(LineSeries::new(line, color(index).stroke_width(2)))?
-            .label(format!("{} ({final_hours:.2} h)", run.name))
+            .label(format!("{} ({final_time})", run.name))
             .legend(legend_line(color(index)));
     }
     draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
@@ -112,7 +120,14 @@ pub fn draw_speedup(path: &Path, runs: &[RunSeries], baseline: &RunSeries) -> Dr
         runs.iter().enumerate().filter(|(_, run)| run.name != baseline.name).collect();
     let curves: Vec<Vec<(f64, f64)>> =
         others.iter().map(|(_, run)| thin(&speedups(run, baseline), SERIES_POINTS_MAX)).collect();
-    let hours_max = axis_max(curves.iter().flatten().map(|&(hours, _)| hours));
+    let longest_hours = curves.iter().flatten().map(|&(hours, _)| hours).fold(0.0, f64::max);
+    let (unit_micros, unit_name) = time_unit((longest_hours * MICROS_PER_HOUR) as i64);
+    let to_unit = MICROS_PER_HOUR / unit_micros;
+    let curves: Vec<Vec<(f64, f64)>> = curves
+        .into_iter()
+        .map(|curve| curve.into_iter().map(|(hours, ratio)| (hours * to_unit, ratio)).collect())
+        .collect();
+    let hours_max = axis_max(curves.iter().flatten().map(|&(time, _)| time));
     let ratio_max = axis_max(curves.iter().flatten().map(|&(_, ratio)| ratio).chain([1.0]));
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("IBD: speed-up over {}", baseline.name), ("sans-serif", 26))
@@ -124,7 +139,7 @@ pub fn draw_speedup(path: &Path, runs: &[RunSeries], baseline: &RunSeries) -> Dr
         .configure_mesh()
         .label_style(LABEL_FONT)
         .axis_desc_style(AXIS_FONT)
-        .x_desc("elapsed hours of the run")
+        .x_desc(format!("elapsed {unit_name} of the run"))
         .y_desc(format!("{} time / run time at the same height", baseline.name))
         .draw()?;
     chart.draw_series(LineSeries::new([(0.0, 1.0), (hours_max, 1.0)], BLACK.mix(0.4)))?;

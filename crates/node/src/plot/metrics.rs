@@ -34,6 +34,32 @@ pub fn format_seconds(elapsed_micros: i64) -> String {
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
+/// A run's length for a legend: seconds under two minutes, minutes under
+/// two hours, hours beyond (`32.5 s`, `12.3 min`, `7.41 h`).
+pub fn format_duration(elapsed_micros: i64) -> String {
+    let seconds = elapsed_micros as f64 / MICROS_PER_SECOND;
+    if seconds < 120.0 {
+        format!("{seconds:.1} s")
+    } else if seconds < 7_200.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{:.2} h", seconds / 3_600.0)
+    }
+}
+
+/// The unit a chart's time axis uses, chosen from its longest time as
+/// [`format_duration`] chooses: `(microseconds per unit, unit name)`.
+pub fn time_unit(longest_micros: i64) -> (f64, &'static str) {
+    let seconds = longest_micros as f64 / MICROS_PER_SECOND;
+    if seconds < 120.0 {
+        (MICROS_PER_SECOND, "seconds")
+    } else if seconds < 7_200.0 {
+        (60.0 * MICROS_PER_SECOND, "minutes")
+    } else {
+        (MICROS_PER_HOUR, "hours")
+    }
+}
+
 /// The smoothing window for a run ending at `final_height`, in blocks:
 /// [`RATE_WINDOW_PERCENT_OF_HEIGHT`] % of the height, at least 1 and at
 /// most [`RATE_WINDOW_BLOCKS_MAX`].
@@ -52,23 +78,46 @@ pub struct RatePoint {
     pub transactions_per_second: f64,
 }
 
+/// The shortest time a rate window spans when the log's timestamps are
+/// whole seconds (no `-logtimemicros`), in microseconds: over a few seconds
+/// the one-second steps would make a 12-block window read 4, 6 or 12
+/// blocks/s; over 30 s they move a rate by at most ~3 %.
+pub const COARSE_RATE_WINDOW_MICROS_MIN: i64 = 30_000_000;
+
+/// Whether every tip of `points` was logged at a whole second after the
+/// first (a log without `-logtimemicros`).
+fn has_whole_second_timestamps(points: &[TipPoint]) -> bool {
+    points.iter().all(|point| point.elapsed_micros % 1_000_000 == 0)
+}
+
 /// Blocks/s and transactions/s at each tip, each over the window from the
-/// last tip at or below `window_blocks` blocks earlier. Tips whose window spans no time (the
-/// log's one-second resolution) are left out.
+/// last tip at or below `window_blocks` blocks earlier, or, in a log with
+/// whole-second timestamps, from further back if that spans less than
+/// [`COARSE_RATE_WINDOW_MICROS_MIN`]. Tips whose window spans no time are
+/// left out.
 pub fn rates(points: &[TipPoint], window_blocks: u32) -> Vec<RatePoint> {
+    let time_span_min_micros =
+        if has_whole_second_timestamps(points) { COARSE_RATE_WINDOW_MICROS_MIN } else { 0 };
     let mut result = Vec::new();
-    let mut start_index = 0;
+    let (mut height_start_index, mut time_start_index) = (0, 0);
     for point in points {
         let window_start = point.height.saturating_sub(window_blocks);
-        // The window starts at the last tip at or below `window_start`.
-        while points.get(start_index + 1).is_some_and(|next| next.height <= window_start) {
-            start_index += 1;
+        // The window starts at the last tip at or below `window_start`...
+        while points.get(height_start_index + 1).is_some_and(|next| next.height <= window_start) {
+            height_start_index += 1;
         }
-        let Some(start) = points.get(start_index) else {
+        // ...or at the last tip at least the shortest span earlier, if
+        // that is further back.
+        let time_start = point.elapsed_micros - time_span_min_micros;
+        while points.get(time_start_index + 1).is_some_and(|next| next.elapsed_micros <= time_start)
+        {
+            time_start_index += 1;
+        }
+        let Some(start) = points.get(height_start_index.min(time_start_index)) else {
             continue;
         };
         let duration_micros = point.elapsed_micros - start.elapsed_micros;
-        if duration_micros <= 0 || point.height == start.height {
+        if duration_micros <= 0 || point.height <= start.height {
             continue;
         }
         let seconds = duration_micros as f64 / MICROS_PER_SECOND;
@@ -221,7 +270,9 @@ mod tests {
 
     #[test]
     fn rates_are_averaged_over_the_window() {
-        let series = run("a", &[(0, 0, 1), (10, 10, 101), (20, 20, 301), (20, 21, 302)]);
+        let mut series = run("a", &[(0, 0, 1), (10, 10, 101), (20, 20, 301), (20, 21, 302)]);
+        // A microsecond log: no shortest time span.
+        series.points[3].elapsed_micros += 1;
         let points = rates(&series.points, 10);
         assert_eq!(points.len(), 3);
         assert_eq!(
@@ -230,10 +281,36 @@ mod tests {
         );
         assert_eq!(points[1].transactions_per_second, 20.0);
         assert_eq!(points[2].height, 21);
-        assert_eq!(points[2].blocks_per_second, 1.1);
+        assert!((points[2].blocks_per_second - 11.0 / 10.000001).abs() < 1e-9);
         assert_eq!(rate_window_blocks(50), 1);
         assert_eq!(rate_window_blocks(50_000), 500);
         assert_eq!(rate_window_blocks(900_000), 1_000);
+    }
+
+    #[test]
+    fn whole_second_logs_are_averaged_over_at_least_thirty_seconds() {
+        // One block a second for 60 s, logged in whole seconds; tips 1 s
+        // apart, with the odd-numbered ones at the same second as the next.
+        let tips: Vec<(i64, u32, u64)> =
+            (0..=60u32).map(|height| (i64::from(height / 2 * 2), height, 0)).collect();
+        let series = run("coarse", &tips);
+        let points = rates(&series.points, 2);
+        // A 2-block window would read 2 or 0 (left out) blocks/s; once 30 s
+        // have passed, the 30 s span reads 1 within the steps' 1/30.
+        let settled = points.iter().filter(|point| point.height >= 30);
+        assert!(settled.clone().count() == 31, "{points:?}");
+        assert!(settled.into_iter().all(|point| (point.blocks_per_second - 1.0).abs() < 0.04));
+        assert_eq!(points.last().map(|point| point.height), Some(60));
+    }
+
+    #[test]
+    fn durations_in_readable_units() {
+        assert_eq!(format_duration(32_481_000), "32.5 s");
+        assert_eq!(format_duration(264_941_000), "4.4 min");
+        assert_eq!(format_duration(26_676_000_000), "7.41 h");
+        assert_eq!(time_unit(32_481_000), (1_000_000.0, "seconds"));
+        assert_eq!(time_unit(264_941_000).1, "minutes");
+        assert_eq!(time_unit(26_676_000_000).1, "hours");
     }
 
     #[test]
