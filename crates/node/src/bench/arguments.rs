@@ -163,6 +163,13 @@ pub struct IbdArguments {
     /// perf record's sampling frequency, in Hz.
     #[arg(long = "perf-frequency-hz", value_name = "HZ", default_value_t = 99)]
     pub perf_frequency_hertz: u32,
+    /// How perf unwinds stacks (`perf record --call-graph`): `fp` needs
+    /// frame pointers (a release build has none, so stacks are shallow);
+    /// `dwarf` unwinds a build with debug information, such as Ibex's
+    /// `--profile profiling`, at a larger recording.
+    #[arg(long = "perf-call-graph", value_name = "MODE", default_value = "fp",
+          value_parser = ["fp", "dwarf", "lbr"])]
+    pub perf_call_graph: String,
     /// Keep the runs' data directories (DIR/work); by default each is
     /// removed once its log is saved.
     #[arg(long)]

@@ -176,7 +176,7 @@ fn profile_node(bench: &Bench<'_>, index: usize) -> Result<(PathBuf, PathBuf), F
         "record".into(),
         "-F".into(),
         bench.arguments.perf_frequency_hertz.to_string().into(),
-        "-g".into(),
+        format!("--call-graph={}", bench.arguments.perf_call_graph).into(),
         "-o".into(),
         perf_data.clone().into(),
         "--".into(),
