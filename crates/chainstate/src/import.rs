@@ -26,6 +26,7 @@ use ibex_primitives::{BlockBuffers, BlockHash, Header};
 use crate::engine::accept::AcceptOutcome;
 use crate::engine::{BlockSource, ChainEvent, Chainstate};
 use crate::error::ChainstateError;
+use crate::import_plan::ImportPlan;
 use crate::import_reader::{
     import_queue_bytes, read_source, InFlightBytes, ReaderMessage, ReaderOutput,
     IMPORT_QUEUE_BLOCKS_MAX,
@@ -92,28 +93,38 @@ fn scan_headers(
     path: &Path,
     magic: [u8; 4],
     obfuscation: Obfuscation,
-    headers: &mut Vec<Header>,
+    records: &mut Vec<(Header, u32)>,
 ) -> Result<(), ChainstateError> {
     for record in RecordHeaders::open(path, magic, obfuscation)? {
-        headers.push(record?.header);
+        let record = record?;
+        // A record's length is its frame's 32-bit field.
+        records.push((record.header, u32::try_from(record.block_bytes).unwrap_or(u32::MAX)));
     }
     Ok(())
 }
 
-/// Indexes every header of `source` before its blocks are read.
+/// Indexes every header of `source` before its blocks are read, then tells
+/// the observer what the import is about to connect
+/// ([`ChainEvent::ImportPlanned`]).
 fn index_headers_first(
     chainstate: &mut Chainstate,
     source: &ImportSource,
 ) -> Result<usize, ChainstateError> {
     let directory = chainstate.blocks_directory().to_path_buf();
     let magic = chainstate.params().message_start;
-    let mut headers = Vec::new();
+    let mut records = Vec::new();
     for (file_number, path) in source_files(source, &directory) {
         let key =
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
-        scan_headers(&path, magic, key, &mut headers)?;
+        scan_headers(&path, magic, key, &mut records)?;
     }
-    chainstate.offer_headers(&headers)
+    let headers: Vec<Header> = records.iter().map(|(header, _)| *header).collect();
+    let added = chainstate.offer_headers(&headers)?;
+    drop(headers);
+    if let Some(plan) = ImportPlan::build(chainstate, &records) {
+        chainstate.emit(ChainEvent::ImportPlanned(plan));
+    }
+    Ok(added)
 }
 
 /// Imports every block of `source` into `chainstate`, connecting as it

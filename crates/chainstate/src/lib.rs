@@ -24,6 +24,7 @@ pub mod hasher;
 pub mod heap;
 pub mod import;
 pub mod import_diagnosis;
+pub mod import_plan;
 pub mod import_reader;
 pub mod index;
 pub mod metrics;
@@ -57,6 +58,7 @@ pub use heap::bound_heap_retention;
 pub use ibex_consensus::BlockRejection;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
+pub use import_plan::ImportPlan;
 pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use metrics::{

@@ -367,3 +367,52 @@ fn loadblock_files_out_of_order_reach_the_same_tip_and_utxo_set() {
         assert!(invalid_events(&node.events()).is_empty());
     }
 }
+
+/// The import's plan (`ChainEvent::ImportPlanned`), sent once its headers
+/// are indexed: the best header chain's block sizes from the records, the
+/// fork blocks left out; the tip updates carry the best header's height;
+/// an import continued after a stop plans only the blocks above the tip.
+#[test]
+fn the_import_plans_the_best_header_chains_bytes() {
+    let chain = with_forks();
+    let manifest = &chain.manifest;
+    let plans = |node: &Node| -> Vec<ibex_chainstate::ImportPlan> {
+        let events = node.events();
+        let plans = events.iter().filter_map(|event| match event {
+            ChainEvent::ImportPlanned(plan) => Some(plan.clone()),
+            _ => None,
+        });
+        plans.collect()
+    };
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    let half = manifest.block_count / 2;
+    chainstate.set_stop_at_height(Some(half));
+    import(&mut chainstate);
+    let first = plans(&node);
+    assert_eq!(first.len(), 1, "one plan per import");
+    let plan = &first[0];
+    assert_eq!(plan.best_header_height, manifest.block_count);
+    assert!(plan.first_height <= 1, "from genesis or the block after it");
+    let above_genesis = &plan.block_bytes[(1 - plan.first_height) as usize..];
+    assert_eq!(above_genesis.len() as u32, manifest.block_count);
+    let bytes: u64 = above_genesis.iter().map(|&bytes| u64::from(bytes)).sum();
+    assert_eq!(bytes, manifest.total_bytes, "the best chain's blocks, forks left out");
+    assert!(above_genesis.iter().all(|&bytes| bytes > 80), "every block is in the files");
+    for event in node.events() {
+        if let ChainEvent::TipUpdated(update) = event {
+            assert_eq!(update.best_header_height, manifest.block_count);
+        }
+    }
+    chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+    drop(chainstate);
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    let second = plans(&node);
+    assert_eq!(second.len(), 2);
+    let rest = &second[1];
+    assert_eq!(rest.first_height, half + 1, "only the blocks above the tip");
+    let skip = (half + 1 - plan.first_height) as usize;
+    assert_eq!(rest.block_bytes, plan.block_bytes[skip..]);
+    assert_eq!(tip_hex(&chainstate), chain.tip());
+}

@@ -114,6 +114,9 @@ pub struct NodeOptions {
     pub load_blocks: Vec<PathBuf>,
     /// `-printtoconsole` (default true).
     pub print_to_console: bool,
+    /// `-progressinterval`: milliseconds between plain progress lines
+    /// (when stderr is not a terminal), at least 100.
+    pub progress_interval_ms: u64,
     /// `-debuglogfile`, absolute; `None` for `-nodebuglogfile`.
     pub debug_log_file: Option<PathBuf>,
     /// `-shrinkdebugfile` (default true).
@@ -276,6 +279,7 @@ impl CommandLine {
             reindex_chainstate: typed.boolean("reindex-chainstate", false),
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
             print_to_console: typed.boolean("printtoconsole", true),
+            progress_interval_ms: numbers.progress_interval_ms,
             shrink_debug_log: typed.boolean("shrinkdebugfile", true),
             log_time_micros: typed.boolean("logtimemicros", false),
             network_options: network_options(&typed, &params)?,
@@ -383,6 +387,7 @@ struct Numbers {
     database_crash_ratio: u64,
     script_threads: usize,
     stop_at_height: Option<u32>,
+    progress_interval_ms: u64,
 }
 
 /// Core's `uint256::FromUserHex`: an optional `0x`, then up to 64 hex
@@ -459,6 +464,7 @@ impl Typed<'_> {
             numeric_options::read_integer("dbcrashratio", crash_ratio.as_ref(), 0, warnings);
         let par = self.given("par");
         let stop_at_height = self.given("stopatheight");
+        let interval = self.given("progressinterval");
         Numbers {
             dbcache_mebibytes,
             database_crash_ratio: u64::try_from(crash_ratio).unwrap_or(0),
@@ -468,6 +474,10 @@ impl Typed<'_> {
                 warnings,
             ),
             stop_at_height: numeric_options::stop_at_height(stop_at_height.as_ref(), warnings),
+            progress_interval_ms: numeric_options::progress_interval_ms(
+                interval.as_ref(),
+                warnings,
+            ),
         }
     }
 

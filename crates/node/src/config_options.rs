@@ -29,6 +29,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),
     ("printtoconsole", "", "Write the log to standard output as well (default: 1)"),
     ("logtimemicros", "", "Add microsecond precision to debug timestamps (default: 0)"),
+    ("progressinterval", "=<ms>", "Milliseconds between progress lines on standard error when it is not a terminal (at least 100, default: 10000)"),
     ("debuglogfile", "=<file>", "Log file, relative to the chain directory; -nodebuglogfile writes none (default: debug.log)"),
     ("shrinkdebugfile", "", "Keep only the last 10 MB of the log file when it has grown past 11 MB (default: 1)"),
     ("testactivationheight", "=<name>@<height>", "Activate segwit, bip34, dersig, cltv or csv at this height (regtest only, repeatable)"),

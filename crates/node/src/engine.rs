@@ -17,6 +17,7 @@ use ibex_chainstate::{
     engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
     DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd, PERIODIC_FLUSH_INTERVAL,
 };
+use ibex_primitives::params::Network;
 
 use crate::config::NodeOptions;
 use crate::daemon::CacheSizes;
@@ -28,6 +29,7 @@ use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
 use crate::p2p_node::invalid_blocks::{invalid_block_feed, InvalidBlockReceiver};
 use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
+use crate::progress_estimate::SyncEstimator;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
 use crate::rpc_start::{start_rpc_server, RpcStartError};
 
@@ -165,13 +167,19 @@ pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
 }
 
 /// A progress display that does not fight the console log: a bar only
-/// when the log is not printed to the same terminal.
+/// when the log is not printed to the same terminal. Its target stops at
+/// `-stopatheight`; on networks with real chain statistics (not regtest)
+/// Core's progress estimate tells a sync from peers how many transactions
+/// are left.
 fn progress_display(options: &NodeOptions) -> Progress {
+    let transaction_forecast = options.network != Network::Regtest;
+    let estimator = SyncEstimator::new(options.stop_at_height, transaction_forecast);
+    let interval_ms = options.progress_interval_ms;
     let console_log_on_terminal = options.print_to_console && std::io::stdout().is_terminal();
     if console_log_on_terminal {
-        Progress::plain(None, 10_000, Box::new(std::io::stderr()))
+        Progress::plain(estimator, interval_ms, Box::new(std::io::stderr()))
     } else {
-        Progress::new(None)
+        Progress::new(estimator, interval_ms)
     }
 }
 
@@ -205,10 +213,11 @@ pub fn run_engine(
     let observer = NodeObserver::new(
         logger.clone(),
         progress.clone(),
-        options.network,
+        &options.params,
         chainstate_options.cache_bytes_max as u64,
     )
-    .with_invalid_block_feed(invalid_sender);
+    .with_invalid_block_feed(invalid_sender)
+    .with_mock_time(options.mock_time);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);

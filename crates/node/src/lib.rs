@@ -18,6 +18,7 @@ pub mod numeric_options;
 pub mod p2p_node;
 pub mod plot;
 pub mod progress;
+pub mod progress_estimate;
 pub mod reindex_marker;
 pub mod rpc_backend;
 pub mod rpc_control;

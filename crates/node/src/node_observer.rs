@@ -5,19 +5,24 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ibex_chainstate::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
-use ibex_primitives::Network;
+use ibex_primitives::params::Params;
 
 use crate::logging::{
-    format_update_tip, verification_progress, ChainTransactionData, Logger, UpdateTipFields,
+    format_update_tip, verification_progress_near_tip, ChainTransactionData, Logger, TipHeights,
+    UpdateTipFields,
 };
 use crate::p2p_node::invalid_blocks::InvalidBlockSender;
-use crate::progress::Progress;
+use crate::progress::{Progress, TipProgress};
 
 /// The node's [`ChainObserver`]: the log and the progress display.
 pub struct NodeObserver {
     logger: Logger,
     progress: Arc<Progress>,
     transaction_data: ChainTransactionData,
+    target_spacing_seconds: i64,
+    /// `-mocktime`: the clock Core's progress estimate reads, as Core's
+    /// `NodeClock` is mocked.
+    mock_time: Option<i64>,
     cache_bytes_max: u64,
     /// Where blocks marked invalid go for the P2P side to punish their
     /// senders.
@@ -25,17 +30,20 @@ pub struct NodeObserver {
 }
 
 impl NodeObserver {
-    /// An observer writing to `logger` and `progress`.
+    /// An observer writing to `logger` and `progress`, for the chain of
+    /// `params`.
     pub fn new(
         logger: Logger,
         progress: Arc<Progress>,
-        network: Network,
+        params: &Params,
         cache_bytes_max: u64,
     ) -> NodeObserver {
         NodeObserver {
             logger,
             progress,
-            transaction_data: ChainTransactionData::for_network(network),
+            transaction_data: ChainTransactionData::for_network(params.network),
+            target_spacing_seconds: params.pow_target_spacing_seconds,
+            mock_time: None,
             cache_bytes_max,
             invalid_blocks: None,
         }
@@ -47,10 +55,32 @@ impl NodeObserver {
         self
     }
 
+    /// Reads `-mocktime` (regtest only) for now in the progress estimate.
+    pub fn with_mock_time(mut self, mock_time: Option<i64>) -> NodeObserver {
+        self.mock_time = mock_time;
+        self
+    }
+
     fn tip_updated(&self, update: &TipUpdate) {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX));
+        let now = self.mock_time.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
+        });
+        // Core v30's `GuessVerificationProgress`, as `UpdateTipLog` calls
+        // it: exactly 1 once the tip is the best header and its time is
+        // within two hours of now; counted from its time otherwise (so an
+        // old regtest chain ends below 1 in Core too).
+        let heights =
+            TipHeights { height: update.height, best_header_height: update.best_header_height };
+        let progress = verification_progress_near_tip(
+            update.chain_transaction_count,
+            update.time,
+            heights,
+            self.target_spacing_seconds,
+            now,
+            &self.transaction_data,
+        );
         let fields = UpdateTipFields {
             block_hash: update.hash,
             height: update.height,
@@ -58,23 +88,20 @@ impl NodeObserver {
             log2_work: update.log2_work,
             chain_transaction_count: update.chain_transaction_count,
             block_time: update.time,
-            progress: verification_progress(
-                update.chain_transaction_count,
-                update.time,
-                now,
-                &self.transaction_data,
-            ),
+            progress,
             cache_bytes: update.cache_bytes as u64,
             cache_coins: update.cache_coin_count as u64,
             warnings: Vec::new(),
         };
         self.logger.log(&format_update_tip(&fields));
-        self.progress.update(
-            update.height,
-            update.chain_transaction_count,
-            update.cache_bytes as u64,
-            self.cache_bytes_max,
-        );
+        self.progress.update(TipProgress {
+            height: update.height,
+            chain_transactions: update.chain_transaction_count,
+            best_header_height: update.best_header_height,
+            verification_progress: progress,
+            cache_bytes: update.cache_bytes as u64,
+            cache_bytes_max: self.cache_bytes_max,
+        });
     }
 }
 
@@ -131,6 +158,15 @@ impl ChainObserver for NodeObserver {
                 self.logger.log(&format!(
                     "Replaying blocks after an interrupted flush: rolled back {rolled_back}, rolled forward {rolled_forward}"
                 ));
+            }
+            ChainEvent::ImportPlanned(plan) => {
+                self.logger.log(&format!(
+                    "Import plan: {} blocks to height {}, {:.1} MiB of block data",
+                    plan.block_bytes.len(),
+                    plan.best_header_height,
+                    plan.total_bytes() as f64 / (1024.0 * 1024.0)
+                ));
+                self.progress.set_import_plan(plan);
             }
             ChainEvent::BlockFileWithoutBlocks(file) => {
                 self.logger.log(&format!(

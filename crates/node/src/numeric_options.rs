@@ -218,6 +218,19 @@ pub fn stop_at_height(
     }
 }
 
+/// The shortest `-progressinterval`, in milliseconds (a shorter one is
+/// raised to it).
+pub const PROGRESS_INTERVAL_MS_MIN: u64 = 100;
+
+/// `-progressinterval` (an Ibex option): milliseconds between plain
+/// progress lines, [`crate::progress::PLAIN_INTERVAL_MS_DEFAULT`] unless
+/// given, at least [`PROGRESS_INTERVAL_MS_MIN`].
+pub fn progress_interval_ms(given: Option<&GivenValue>, warnings: &mut Vec<ConfigWarning>) -> u64 {
+    let default = crate::progress::PLAIN_INTERVAL_MS_DEFAULT as i64;
+    let read = read_integer("progressinterval", given, default, warnings);
+    u64::try_from(read).unwrap_or(0).max(PROGRESS_INTERVAL_MS_MIN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +426,9 @@ mod tests {
     #[test]
     fn read_integer_warns_only_for_text_that_is_not_a_number() {
         let mut warnings = Vec::new();
+        assert_eq!(progress_interval_ms(None, &mut warnings), 10_000);
+        assert_eq!(progress_interval_ms(Some(&given("1000")), &mut warnings), 1_000);
+        assert_eq!(progress_interval_ms(Some(&given("-5")), &mut warnings), 100);
         assert_eq!(read_integer("dbcrashratio", None, 0, &mut warnings), 0);
         assert_eq!(read_integer("dbcrashratio", Some(&given("5")), 0, &mut warnings), 5);
         assert!(warnings.is_empty());

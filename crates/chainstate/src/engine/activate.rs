@@ -341,6 +341,8 @@ impl Chainstate {
     /// The `UpdateTip` fields for block `id` as the tip.
     pub(crate) fn tip_update_for(&self, id: EntryId, input_count: usize) -> TipUpdate {
         let entry = self.index.entry(id);
+        let best_header_height =
+            self.selection.best_header().map_or(entry.height, |best| self.index.entry(best).height);
         TipUpdate {
             hash: entry.hash,
             height: entry.height,
@@ -351,6 +353,7 @@ impl Chainstate {
             cache_bytes: self.connector.cache().memory_bytes(),
             cache_coin_count: self.connector.cache().entry_count(),
             input_count,
+            best_header_height,
         }
     }
 

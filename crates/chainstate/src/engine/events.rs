@@ -5,6 +5,7 @@ use ibex_primitives::BlockHash;
 
 use crate::database::FlushStats;
 use crate::import_diagnosis::FileWithoutBlocks;
+use crate::import_plan::ImportPlan;
 
 /// The new tip after a block is connected or disconnected (the fields of
 /// Core's `UpdateTip` log line).
@@ -28,6 +29,9 @@ pub struct TipUpdate {
     pub cache_coin_count: usize,
     /// Inputs of the tip block (coinbase included).
     pub input_count: usize,
+    /// The best header's height (Core's `m_best_header`; the tip's own
+    /// height when there is none), for Core's progress estimate.
+    pub best_header_height: u32,
 }
 
 /// Something worth logging.
@@ -99,6 +103,9 @@ pub enum ChainEvent {
     /// An import read a block file to its end and found no block in it (a
     /// wrong `xor.dat` key, a file that is not a block file...).
     BlockFileWithoutBlocks(FileWithoutBlocks),
+    /// An import indexed its files' headers and is about to read their
+    /// blocks: what it will connect, for progress estimates.
+    ImportPlanned(ImportPlan),
 }
 
 /// Why a flush happened.

@@ -6,8 +6,10 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
-use super::draw::{draw_rates, draw_speedup, draw_sync_time, DrawResult};
+use super::draw::{Chart, DrawResult};
+use super::font::{chart_font, FONT_VARIABLE};
 use super::metrics::{summary, write_csv};
+use super::output::{write_png, write_svg};
 use super::parse::{read_series, ParseOptions, RunSeries};
 use super::PlotError;
 
@@ -21,11 +23,13 @@ Writes PREFIX-sync-time.svg (elapsed hours by height, one line per run), \
 PREFIX-speedup.svg (with --baseline: baseline time / run time at each height, \
 against the run's hours), PREFIX-rates.svg (blocks/s and transactions/s by \
 height over a moving window of 1 % of the final height, at most 1,000 blocks; \
-UTXO cache MiB by height with flushes marked) and PREFIX.csv (one line per \
-run: name,elapsed_seconds:height,...), and prints the time to each 10 % of the \
-final height. Charts are SVG only: PNG would need a font library; convert \
-with rsvg-convert or a browser. After a reorganisation each height keeps the \
-time it was first reached.")]
+UTXO cache MiB by height with flushes marked), each also as .png, and \
+PREFIX.csv (one line per run: name,elapsed_seconds:height,...), and prints the \
+time to each 10 % of the final height. PNG text needs a TrueType or OpenType \
+font from the system: the file IBEX_PLOT_FONT names, else DejaVu Sans (Debian: \
+fonts-dejavu-core) or another usual sans-serif font, else fontconfig's choice; \
+without one, only SVG is written, and the summary says so. After a \
+reorganisation each height keeps the time it was first reached.")]
 pub struct PlotArguments {
     /// The logs (`debug.log` of Bitcoin Core or Ibex), each `PATH` or
     /// `NAME=PATH`; a run is named after its file (or, for `debug.log`,
@@ -118,6 +122,22 @@ fn drawn(path: PathBuf, result: DrawResult) -> Result<PathBuf, PlotError> {
     result.map(|()| path.clone()).map_err(|source| PlotError::Draw { path, source })
 }
 
+/// Writes `chart` as `PREFIX-NAME.svg` and, with a font, `.png`; returns
+/// the files written.
+fn write_chart(
+    prefix: &Path,
+    chart: &Chart<'_>,
+    with_font: bool,
+) -> Result<Vec<PathBuf>, PlotError> {
+    let svg_path = output_path(prefix, &format!("-{}.svg", chart.name()));
+    let mut written = vec![drawn(svg_path.clone(), write_svg(chart, &svg_path, with_font))?];
+    if with_font {
+        let png_path = output_path(prefix, &format!("-{}.png", chart.name()));
+        written.push(drawn(png_path.clone(), write_png(chart, &png_path))?);
+    }
+    Ok(written)
+}
+
 /// Runs `ibex plot`: writes the charts and the CSV, and returns the summary.
 pub fn run(arguments: &PlotArguments) -> Result<String, PlotError> {
     let runs = read_runs(arguments)?;
@@ -138,16 +158,23 @@ pub fn run(arguments: &PlotArguments) -> Result<String, PlotError> {
     let csv_file = File::create(&csv_path).map_err(write_error)?;
     write_csv(&runs, BufWriter::new(csv_file)).map_err(write_error)?;
     let mut written = vec![csv_path.clone()];
-    let sync_path = output_path(&arguments.out, "-sync-time.svg");
-    written.push(drawn(sync_path.clone(), draw_sync_time(&sync_path, &runs))?);
+    let font = chart_font();
+    let mut charts = vec![Chart::SyncTime(&runs)];
     if let Some(baseline) = baseline.filter(|_| runs.len() > 1) {
-        let speedup_path = output_path(&arguments.out, "-speedup.svg");
-        written.push(drawn(speedup_path.clone(), draw_speedup(&speedup_path, &runs, baseline))?);
+        charts.push(Chart::Speedup(&runs, baseline));
     }
-    let rates_path = output_path(&arguments.out, "-rates.svg");
-    written.push(drawn(rates_path.clone(), draw_rates(&rates_path, &runs))?);
+    charts.push(Chart::Rates(&runs));
+    for chart in &charts {
+        written.extend(write_chart(&arguments.out, chart, font.is_ok())?);
+    }
     let files: Vec<String> = written.iter().map(|path| path.display().to_string()).collect();
-    Ok(format!("{}\nwrote {}", summary(&runs, baseline), files.join(", ")))
+    let mut report = format!("{}\nwrote {}", summary(&runs, baseline), files.join(", "));
+    if let Err(error) = font {
+        report.push_str(&format!(
+            "\nPNG charts not written (font: {error}); install a TrueType font (Debian: fonts-dejavu-core) or set {FONT_VARIABLE} to one"
+        ));
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

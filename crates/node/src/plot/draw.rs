@@ -1,16 +1,14 @@
-//! Drawing the runs as SVG charts with `plotters`.
-//!
-//! SVG only: plotters' bitmap backend rasterises text itself and so needs a
-//! font library (`ttf`: font-kit and the system's fontconfig) or a font file
-//! shipped with the program (`ab_glyph`); without either it panics on the
-//! first label. SVG leaves the text to the viewer, builds from crates.io
-//! alone, and converts to PNG with any SVG tool (`rsvg-convert`, a browser).
+//! Drawing the runs as charts with `plotters`, on any backend: SVG, and PNG
+//! when a font is found ([`super::output`], [`super::font`]). The legends
+//! are drawn here rather than by plotters' series labels, which measure
+//! their text with the font directly; these measure through the backend,
+//! so an SVG chart needs no font.
 
 use std::error::Error;
-use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::metrics::{
     format_duration, rate_window_blocks, rates, speedups, thin, time_unit, RatePoint,
@@ -18,13 +16,55 @@ use super::metrics::{
 };
 use super::parse::RunSeries;
 
+/// A chart `ibex plot` draws.
+#[derive(Debug, Clone, Copy)]
+pub enum Chart<'a> {
+    /// Sync time by height ([`draw_sync_time`]).
+    SyncTime(&'a [RunSeries]),
+    /// Speed-up over the baseline, the second field ([`draw_speedup`]).
+    Speedup(&'a [RunSeries], &'a RunSeries),
+    /// Rates and cache by height ([`draw_rates`]).
+    Rates(&'a [RunSeries]),
+}
+
+impl Chart<'_> {
+    /// The chart's name in its file names (`PREFIX-NAME.svg`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Chart::SyncTime(_) => "sync-time",
+            Chart::Speedup(..) => "speedup",
+            Chart::Rates(_) => "rates",
+        }
+    }
+
+    /// Its size in pixels.
+    pub fn size_pixels(&self) -> (u32, u32) {
+        match self {
+            Chart::Rates(_) => RATES_SIZE_PIXELS,
+            _ => CHART_SIZE_PIXELS,
+        }
+    }
+
+    /// Draws it on `root` (already filled, presented by the caller).
+    pub fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        match self {
+            Chart::SyncTime(runs) => draw_sync_time(root, runs),
+            Chart::Speedup(runs, baseline) => draw_speedup(root, runs, baseline),
+            Chart::Rates(runs) => draw_rates(root, runs),
+        }
+    }
+}
+
 /// The most points drawn per series: enough for a smooth line on a
 /// 1,200-pixel-wide chart, small enough to keep a mainnet SVG under a few MB.
 pub const SERIES_POINTS_MAX: usize = 3_000;
 /// Chart size in pixels.
-const CHART_SIZE_PIXELS: (u32, u32) = (1_200, 700);
+pub const CHART_SIZE_PIXELS: (u32, u32) = (1_200, 700);
 /// The three-panel rates chart's size in pixels.
-const RATES_SIZE_PIXELS: (u32, u32) = (1_200, 1_500);
+pub const RATES_SIZE_PIXELS: (u32, u32) = (1_200, 1_500);
 
 /// Tick labels' and legends' font.
 const LABEL_FONT: (&str, u32) = ("sans-serif", 16);
@@ -54,10 +94,6 @@ fn height_range(runs: &[RunSeries]) -> std::ops::Range<f64> {
     low..high.max(low + 1.0)
 }
 
-fn legend_line(color: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-}
-
 /// A height tick's label, without decimals.
 fn format_height(height: &f64) -> String {
     format!("{height:.0}")
@@ -69,12 +105,23 @@ fn color(index: usize) -> RGBColor {
     RGBColor(red, green, blue)
 }
 
+/// A legend's corner of the plotting area.
+#[derive(Debug, Clone, Copy)]
+enum Corner {
+    UpperLeft,
+    UpperRight,
+}
+
 /// Sync time by height: elapsed time against height (in seconds, minutes
 /// or hours, as the longest run suits), one line per run, the final time
 /// in the legend.
-pub fn draw_sync_time(path: &Path, runs: &[RunSeries]) -> DrawResult {
-    let root = SVGBackend::new(path, CHART_SIZE_PIXELS).into_drawing_area();
-    root.fill(&WHITE)?;
+pub fn draw_sync_time<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    runs: &[RunSeries],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let longest_micros =
         runs.iter().flat_map(|run| run.final_point()).map(|point| point.elapsed_micros).max();
     let (unit_micros, unit_name) = time_unit(longest_micros.unwrap_or(0));
@@ -82,7 +129,7 @@ pub fn draw_sync_time(path: &Path, runs: &[RunSeries]) -> DrawResult {
     let time_max = axis_max(
         runs.iter().flat_map(|run| run.final_point()).map(|point| in_unit(point.elapsed_micros)),
     );
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption("IBD: sync time by block height", ("sans-serif", 26))
         .margin(20)
         .x_label_area_size(50)
@@ -96,26 +143,28 @@ pub fn draw_sync_time(path: &Path, runs: &[RunSeries]) -> DrawResult {
         .x_desc("block height")
         .y_desc(format!("elapsed {unit_name}"))
         .draw()?;
+    let mut legend = Vec::with_capacity(runs.len());
     for (index, run) in runs.iter().enumerate() {
         let final_time = format_duration(run.final_point().map_or(0, |point| point.elapsed_micros));
         let line = thin(&run.points, SERIES_POINTS_MAX)
             .into_iter()
             .map(|point| (f64::from(point.height), in_unit(point.elapsed_micros)));
-        chart
-            .draw_series(LineSeries::new(line, color(index).stroke_width(2)))?
-            .label(format!("{} ({final_time})", run.name))
-            .legend(legend_line(color(index)));
+        chart.draw_series(LineSeries::new(line, color(index).stroke_width(2)))?;
+        legend.push((format!("{} ({final_time})", run.name), color(index)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-    root.present()?;
-    Ok(())
+    draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperLeft)
 }
 
 /// Speed-up over the baseline as each run goes: baseline time / run time at
 /// each height both reached, against the run's elapsed hours.
-pub fn draw_speedup(path: &Path, runs: &[RunSeries], baseline: &RunSeries) -> DrawResult {
-    let root = SVGBackend::new(path, CHART_SIZE_PIXELS).into_drawing_area();
-    root.fill(&WHITE)?;
+pub fn draw_speedup<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    runs: &[RunSeries],
+    baseline: &RunSeries,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let others: Vec<(usize, &RunSeries)> =
         runs.iter().enumerate().filter(|(_, run)| run.name != baseline.name).collect();
     let curves: Vec<Vec<(f64, f64)>> =
@@ -129,7 +178,7 @@ pub fn draw_speedup(path: &Path, runs: &[RunSeries], baseline: &RunSeries) -> Dr
         .collect();
     let hours_max = axis_max(curves.iter().flatten().map(|&(time, _)| time));
     let ratio_max = axis_max(curves.iter().flatten().map(|&(_, ratio)| ratio).chain([1.0]));
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption(format!("IBD: speed-up over {}", baseline.name), ("sans-serif", 26))
         .margin(20)
         .x_label_area_size(50)
@@ -143,23 +192,24 @@ pub fn draw_speedup(path: &Path, runs: &[RunSeries], baseline: &RunSeries) -> Dr
         .y_desc(format!("{} time / run time at the same height", baseline.name))
         .draw()?;
     chart.draw_series(LineSeries::new([(0.0, 1.0), (hours_max, 1.0)], BLACK.mix(0.4)))?;
+    let mut legend = Vec::with_capacity(others.len());
     for ((index, run), curve) in others.iter().zip(curves) {
-        chart
-            .draw_series(LineSeries::new(curve, color(*index).stroke_width(2)))?
-            .label(run.name.as_str())
-            .legend(legend_line(color(*index)));
+        chart.draw_series(LineSeries::new(curve, color(*index).stroke_width(2)))?;
+        legend.push((run.name.clone(), color(*index)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-    root.present()?;
-    Ok(())
+    draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperRight)
 }
 
 /// Three panels against height: blocks/s and transactions/s (smoothed over
 /// [`rate_window_blocks`] of each run's final height), and the UTXO cache
 /// size with each flush marked by a cross.
-pub fn draw_rates(path: &Path, runs: &[RunSeries]) -> DrawResult {
-    let root = SVGBackend::new(path, RATES_SIZE_PIXELS).into_drawing_area();
-    root.fill(&WHITE)?;
+pub fn draw_rates<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    runs: &[RunSeries],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let panels = root.split_evenly((3, 1));
     let rate_series: Vec<Vec<RatePoint>> = runs
         .iter()
@@ -175,17 +225,19 @@ pub fn draw_rates(path: &Path, runs: &[RunSeries]) -> DrawResult {
         draw_rate_panel(transactions_panel, runs, &rate_series, "transactions/s", transactions)?;
         draw_cache_panel(cache_panel, runs)?;
     }
-    root.present()?;
     Ok(())
 }
 
-fn draw_rate_panel(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
+fn draw_rate_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
     runs: &[RunSeries],
     rate_series: &[Vec<RatePoint>],
     unit: &str,
     value: impl Fn(&RatePoint) -> f64,
-) -> DrawResult {
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let value_max = axis_max(rate_series.iter().flatten().map(&value));
     let mut chart = ChartBuilder::on(area)
         .caption(format!("{unit} by height (moving window)"), ("sans-serif", 22))
@@ -201,17 +253,22 @@ fn draw_rate_panel(
         .x_desc("block height")
         .y_desc(unit)
         .draw()?;
+    let mut legend = Vec::with_capacity(runs.len());
     for (index, (run, points)) in runs.iter().zip(rate_series).enumerate() {
         let line = points.iter().map(|point| (f64::from(point.height), value(point)));
-        chart
-            .draw_series(LineSeries::new(line, color(index).stroke_width(2)))?
-            .label(run.name.as_str())
-            .legend(legend_line(color(index)));
+        chart.draw_series(LineSeries::new(line, color(index).stroke_width(2)))?;
+        legend.push((run.name.clone(), color(index)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+    draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperRight)
 }
 
-fn draw_cache_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[RunSeries]) -> DrawResult {
+fn draw_cache_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    runs: &[RunSeries],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let cache_max =
         axis_max(runs.iter().flat_map(|run| &run.points).map(|point| point.cache_mebibytes));
     let mut chart = ChartBuilder::on(area)
@@ -228,14 +285,13 @@ fn draw_cache_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[RunSeries
         .x_desc("block height")
         .y_desc("cache MiB")
         .draw()?;
+    let mut legend = Vec::with_capacity(runs.len());
     for (index, run) in runs.iter().enumerate() {
         let line = thin(&run.points, SERIES_POINTS_MAX)
             .into_iter()
             .map(|point| (f64::from(point.height), point.cache_mebibytes));
-        chart
-            .draw_series(LineSeries::new(line, color(index).stroke_width(2)))?
-            .label(format!("{} ({} flushes)", run.name, run.flushes.len()))
-            .legend(legend_line(color(index)));
+        chart.draw_series(LineSeries::new(line, color(index).stroke_width(2)))?;
+        legend.push((format!("{} ({} flushes)", run.name, run.flushes.len()), color(index)));
         // A flush is marked at the cache size of the tip it followed.
         let marks = thin(&run.flushes, SERIES_POINTS_MAX).into_iter().filter_map(|flush| {
             let at = run.points.partition_point(|point| point.height < flush.height);
@@ -244,26 +300,57 @@ fn draw_cache_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[RunSeries
         });
         chart.draw_series(marks)?;
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperLeft)
 }
 
-fn draw_legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
-    position: SeriesLabelPosition,
+/// Pixels between a legend and the plotting area's edge, and around its
+/// entries.
+const LEGEND_PADDING_PIXELS: i32 = 10;
+/// The length of a legend's line sample, in pixels.
+const LEGEND_SAMPLE_PIXELS: i32 = 20;
+
+/// A legend in `corner` of `area` (the plotting area in pixels): a framed
+/// box with a line sample and the label of each entry, sized by the
+/// backend's measure of the labels.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, RGBColor)],
+    corner: Corner,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font(LABEL_FONT)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let style = TextStyle::from(LABEL_FONT.into_font()).color(&BLACK);
+    let mut text_width = 0i32;
+    let mut line_height = 0i32;
+    for (label, _) in entries {
+        let (width, height) = area.estimate_text_size(label, &style)?;
+        text_width = text_width.max(i32::try_from(width).unwrap_or(i32::MAX));
+        line_height = line_height.max(i32::try_from(height).unwrap_or(0) + 6);
+    }
+    let padding = LEGEND_PADDING_PIXELS;
+    let box_width = padding * 3 + LEGEND_SAMPLE_PIXELS + text_width;
+    let box_height = padding * 2 + line_height * entries.len() as i32;
+    let (area_width, _) = area.dim_in_pixel();
+    let left = match corner {
+        Corner::UpperLeft => padding,
+        Corner::UpperRight => i32::try_from(area_width).unwrap_or(0) - padding - box_width,
+    };
+    let top = padding;
+    let frame = [(left, top), (left + box_width, top + box_height)];
+    area.draw(&Rectangle::new(frame, WHITE.mix(0.85).filled()))?;
+    area.draw(&Rectangle::new(frame, BLACK))?;
+    for (row, (label, color)) in entries.iter().enumerate() {
+        let middle = top + padding + line_height * row as i32 + line_height / 2;
+        let sample_left = left + padding;
+        let sample = vec![(sample_left, middle), (sample_left + LEGEND_SAMPLE_PIXELS, middle)];
+        area.draw(&PathElement::new(sample, color.stroke_width(2)))?;
+        let anchor = Pos::new(HPos::Left, VPos::Center);
+        let text_left = sample_left + LEGEND_SAMPLE_PIXELS + padding;
+        area.draw_text(label, &style.pos(anchor), (text_left, middle))?;
+    }
     Ok(())
 }

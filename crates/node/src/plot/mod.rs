@@ -4,12 +4,16 @@
 //! by height, plus a CSV and a text summary.
 //!
 //! [`parse`] is a pure parser of log lines into one run's series,
-//! [`metrics`] derives the figures, [`draw`] renders SVG charts, and
-//! [`command`] ties them to the command line.
+//! [`metrics`] derives the figures, [`draw`] draws the charts on any
+//! plotters backend, [`output`] writes them as SVG and PNG (with the font
+//! [`font`] finds on the system), and [`command`] ties them to the command
+//! line.
 
 pub mod command;
 pub mod draw;
+pub mod font;
 pub mod metrics;
+pub mod output;
 pub mod parse;
 
 use std::path::PathBuf;
