@@ -29,11 +29,11 @@ use crate::wallet::{Coin, Wallet};
 
 pub use ibex_consensus::limits::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX};
 /// Weight kept free for the header, the coinbase and the transaction count.
-const BLOCK_WEIGHT_RESERVED: usize = 4_000;
+pub(crate) const BLOCK_WEIGHT_RESERVED: usize = 4_000;
 /// Sigops cost kept free for the coinbase.
-const BLOCK_SIGOPS_RESERVED: u64 = 400;
+pub(crate) const BLOCK_SIGOPS_RESERVED: u64 = 400;
 /// Planning stops after this many transactions in a row did not fit.
-const PLAN_FAILURES_MAX: u32 = 8;
+pub(crate) const PLAN_FAILURES_MAX: u32 = 8;
 /// A block spends at most 1/this of the spendable coins.
 const SPENDABLE_SHARE_DIVISOR: usize = 4;
 /// The wallet wants one spendable coin per this much block weight (a full
@@ -59,15 +59,20 @@ pub struct ChainState {
 
 impl ChainState {
     /// A chain holding only `params`' genesis block (whose coinbase can never
-    /// be spent, so the wallet starts empty).
-    pub fn from_genesis(params: &Regtest, rng: DeterministicRng) -> ChainState {
+    /// be spent, so the wallet starts empty), whose wallet keeps coins as
+    /// `mix` needs (by age for the `utxo-heavy` profile).
+    pub fn from_genesis(params: &Regtest, rng: DeterministicRng, mix: &TrafficMix) -> ChainState {
         let time = params.genesis.header.time;
+        let wallet = match &mix.utxo_heavy {
+            Some(heavy) => Wallet::with_ages(heavy.spend_ages.clone()),
+            None => Wallet::new(),
+        };
         ChainState {
             height: 0,
             tip_hash: params.genesis_hash,
             times: vec![time],
             median_time_past: vec![i64::from(time)],
-            wallet: Wallet::new(),
+            wallet,
             rng,
         }
     }
@@ -144,8 +149,12 @@ pub struct SignedTransactions {
 
 impl BlockMaker<'_> {
     /// Plans the transactions of the block at `state.height + 1`, filling
-    /// toward the target weight within the sigops limit.
+    /// toward the target weight within the sigops limit (the `utxo-heavy`
+    /// profile's way when its mix says so, see [`crate::utxo_heavy`]).
     pub fn plan_block(&self, state: &mut ChainState) -> Vec<PlannedTransaction> {
+        if let Some(heavy) = &self.mix.utxo_heavy {
+            return crate::utxo_heavy::plan_block(self, heavy, state);
+        }
         let height = state.height + 1;
         state.wallet.release_matured(height);
         let weight_budget =

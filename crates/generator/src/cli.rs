@@ -12,7 +12,8 @@ use crate::siblings::{parse_classes, SiblingTail};
 #[derive(Debug, Clone, Args)]
 pub struct GenArguments {
     /// Size and shape: tiny (seconds, unit tests), small (~2,000 blocks,
-    /// ~50 MB), bench (several GB, millions of coins).
+    /// ~50 MB), bench (several GB, millions of coins), utxo-heavy (batch
+    /// payouts to a UTXO set of more than 25 M coins).
     #[arg(long, default_value = "tiny")]
     pub profile: String,
     /// Seed of every random choice: same seed and options, same bytes.
@@ -55,8 +56,9 @@ pub struct GenArguments {
 
 /// Runs `ibex gen`; returns the text to print (a summary) or an error message.
 pub fn run(arguments: &GenArguments) -> Result<String, String> {
-    let profile = Profile::from_name(&arguments.profile)
-        .ok_or_else(|| format!("unknown profile {:?} (tiny, small, bench)", arguments.profile))?;
+    let profile = Profile::from_name(&arguments.profile).ok_or_else(|| {
+        format!("unknown profile {:?} (tiny, small, bench, utxo-heavy)", arguments.profile)
+    })?;
     let mut options = GeneratorOptions::new(profile, arguments.seed, arguments.out.clone());
     options.blocks = arguments.blocks;
     options.target_weight = arguments.target_weight;

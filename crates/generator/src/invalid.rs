@@ -12,7 +12,7 @@ use crate::chain::{coinbase_value, BlockMaker, ChainState};
 use crate::error::GeneratorError;
 pub use crate::invalid_class::InvalidClass;
 use crate::locks::{unmet_height_lock, SEQUENCE_LOCKTIME_ONLY};
-use crate::planner::{missing_outpoint, PlannedOutput, PlannedTransaction};
+use crate::planner::{missing_outpoint, PlannedOutput, PlannedTransaction, Shape};
 use crate::script_kind::{ScriptKind, OP_CHECKSIG};
 use crate::wallet::{Coin, Wallet};
 
@@ -75,6 +75,7 @@ fn single_spend(maker: &BlockMaker<'_>, coin: Coin, key_index: u32) -> PlannedTr
         lock_time: 0,
     };
     PlannedTransaction {
+        shape: Shape::Payment,
         transaction,
         spent: vec![coin],
         outputs: vec![PlannedOutput::Spendable { kind: ScriptKind::P2wpkh, key_index }],

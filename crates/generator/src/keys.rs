@@ -15,7 +15,7 @@ use crate::error::GeneratorError;
 use crate::random::DeterministicRng;
 use crate::script_kind::{
     multisig_2_of_3_script, p2pk_script, p2pkh_script, p2sh_script, tapscript_checksig,
-    witness_program_script, ScriptKind, OP_0, OP_1,
+    witness_program_script, ScriptKind, OP_0, OP_1, SCRIPT_KIND_COUNT,
 };
 
 /// RIPEMD-160 of SHA-256 (Core's `Hash160`).
@@ -46,7 +46,7 @@ pub struct KeyEntry {
     /// over this key and the next two.
     pub multisig_script: Vec<u8>,
     /// scriptPubKey per [`ScriptKind`], indexed by [`ScriptKind::index`].
-    pub script_pubkeys: [Vec<u8>; 8],
+    pub script_pubkeys: [Vec<u8>; SCRIPT_KIND_COUNT],
 }
 
 /// Keys derived from the seed, looked up by index.
@@ -125,6 +125,7 @@ fn entry(
         witness_program_script(OP_0, &sha256(&multisig_script)),
         witness_program_script(OP_1, &key_path_keypair.x_only_public_key().0.serialize()),
         witness_program_script(OP_1, &script_path_output.serialize()),
+        multisig_script.clone(),
     ];
     Ok(KeyEntry {
         secret_key: base.secret_key,

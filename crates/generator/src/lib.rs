@@ -13,6 +13,7 @@
 //! the `kernel-oracle` feature's tests hand them to Bitcoin Core's own
 //! validation (libbitcoinkernel).
 
+pub mod aged_coins;
 pub mod block_builder;
 pub mod chain;
 pub mod cli;
@@ -34,7 +35,9 @@ pub mod replay;
 pub mod script_kind;
 pub mod siblings;
 pub mod signer;
+pub mod spend_age;
 pub mod statistics;
+pub mod utxo_heavy;
 pub mod wallet;
 
 pub use error::GeneratorError;

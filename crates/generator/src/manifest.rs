@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use crate::options::RecordedOptions;
-use crate::statistics::{ChainStatistics, NamedCounts};
+use crate::statistics::{ChainStatistics, NamedCounts, ShapeCounts};
 
 /// Version of the generator, recorded so a chain can be regenerated.
 pub const GENERATOR_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -76,6 +78,12 @@ pub struct Manifest {
     pub relative_lock_inputs: u64,
     /// Spent coins by age in blocks (`00001-00001` = spent in the next block).
     pub spend_age_blocks: NamedCounts,
+    /// Spent coins by age in five ranges: `00000-00001` (the same or the
+    /// next block), `00002-00010`, `00011-00100`, `00101-01000`, `01001+`.
+    pub spend_age_histogram: NamedCounts,
+    /// Transactions, inputs, outputs and spend ages per shape (payment,
+    /// batch payout, consolidation); coinbases not included.
+    pub shapes: BTreeMap<String, ShapeCounts>,
     /// `xor.dat` as hex.
     pub obfuscation_key: String,
     /// Invalid blocks, in file order.
@@ -95,5 +103,7 @@ impl Manifest {
         self.lock_time_transactions = statistics.lock_time_transactions;
         self.relative_lock_inputs = statistics.relative_lock_inputs;
         self.spend_age_blocks = statistics.spend_ages_named();
+        self.spend_age_histogram = statistics.spend_age_ranges.named();
+        self.shapes = statistics.shapes_named();
     }
 }

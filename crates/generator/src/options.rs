@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::planner::TrafficMix;
 use crate::siblings::{SiblingTail, SiblingTailRecord};
+use crate::utxo_heavy::UtxoHeavyMix;
 
 /// A preset size and shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -17,6 +18,9 @@ pub enum Profile {
     Small,
     /// Several GB and millions of coins, full blocks, for benchmarks.
     Bench,
+    /// Full blocks of batch payouts: a UTXO set of more than 25 M coins,
+    /// spent with the main chain's ages (see [`crate::utxo_heavy`]).
+    UtxoHeavy,
 }
 
 impl Profile {
@@ -26,6 +30,7 @@ impl Profile {
             "tiny" => Some(Profile::Tiny),
             "small" => Some(Profile::Small),
             "bench" => Some(Profile::Bench),
+            "utxo-heavy" => Some(Profile::UtxoHeavy),
             _ => None,
         }
     }
@@ -36,6 +41,7 @@ impl Profile {
             Profile::Tiny => 260,
             Profile::Small => 2_000,
             Profile::Bench => 2_400,
+            Profile::UtxoHeavy => 2_000,
         }
     }
 
@@ -45,6 +51,7 @@ impl Profile {
             Profile::Tiny => 40_000,
             Profile::Small => 80_000,
             Profile::Bench => 3_990_000,
+            Profile::UtxoHeavy => 3_990_000,
         }
     }
 
@@ -53,7 +60,7 @@ impl Profile {
         match self {
             Profile::Tiny => 64,
             Profile::Small => 512,
-            Profile::Bench => 4_096,
+            Profile::Bench | Profile::UtxoHeavy => 4_096,
         }
     }
 
@@ -71,6 +78,16 @@ impl Profile {
             // more, to a few million by the tip, as an IBD benchmark needs.
             Profile::Bench => mix.shape_weights = [1_000, 55, 3],
             Profile::Small => {}
+            // Every kind; bare multisig and P2PK rare (each output of
+            // either costs sigops). Bare multisig's 105-byte script is kept
+            // whole in the coins database (Core compresses only P2PKH, P2SH
+            // and P2PK), and neither it nor P2PK's 67 bytes fit the
+            // cache's 34-byte inline scripts.
+            Profile::UtxoHeavy => {
+                mix.kind_weights = [5, 180, 40, 80, 420, 60, 170, 30, 5];
+                mix.fee_rate_satoshis_per_vbyte = (1, 8);
+                mix.utxo_heavy = Some(UtxoHeavyMix::mainnet_like());
+            }
         }
         mix
     }

@@ -10,7 +10,8 @@ use ibex_primitives::{Amount, OutPoint, Transaction, TxInput, TxOutput};
 
 use crate::locks::{choose_lock_policy, LockContext, LockPolicy};
 use crate::random::DeterministicRng;
-use crate::script_kind::{op_return_script, ScriptKind};
+use crate::script_kind::{op_return_script, ScriptKind, SCRIPT_KIND_COUNT};
+use crate::utxo_heavy::UtxoHeavyMix;
 use crate::wallet::{Coin, Wallet};
 
 /// Smallest output the generator creates, in satoshis (about the dust limit).
@@ -24,7 +25,7 @@ const OUTPUT_SHARE_MIN_FACTOR: i64 = 20;
 /// Coins under this value that fail to pay for a transaction are left as dust.
 const DUST_VALUE: Amount = Amount::from_sat_u32(20_000);
 /// Serialised size of an output paying to at most a 34-byte script, plus slack.
-const OUTPUT_WEIGHT_ESTIMATE: usize = (8 + 1 + 34) * 4;
+pub const OUTPUT_WEIGHT_ESTIMATE: usize = (8 + 1 + 34) * 4;
 
 /// What an output of a planned transaction is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,8 @@ pub enum PlannedOutput {
 /// An unsigned transaction with what signing and the wallet need.
 #[derive(Debug, Clone)]
 pub struct PlannedTransaction {
+    /// What kind of traffic it is.
+    pub shape: Shape,
     /// The transaction, scriptSigs and witnesses still empty.
     pub transaction: Transaction,
     /// The coin each input spends.
@@ -68,13 +71,32 @@ pub enum Shape {
     Consolidation,
 }
 
+impl Shape {
+    /// Every shape, in manifest order.
+    pub const ALL: [Shape; 3] = [Shape::Payment, Shape::BatchPayout, Shape::Consolidation];
+
+    /// The manifest's name for the shape.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Shape::Payment => "payment",
+            Shape::BatchPayout => "batch_payout",
+            Shape::Consolidation => "consolidation",
+        }
+    }
+
+    /// Position in [`Shape::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// How a profile mixes shapes and kinds.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TrafficMix {
     /// Relative weights of payment, batch payout and consolidation.
     pub shape_weights: [u64; 3],
     /// Relative weights of output script kinds, by [`ScriptKind::index`].
-    pub kind_weights: [u64; 8],
+    pub kind_weights: [u64; SCRIPT_KIND_COUNT],
     /// Outputs of a batch payout: lowest and highest.
     pub batch_outputs: (u64, u64),
     /// Inputs of a consolidation: lowest and highest.
@@ -83,19 +105,25 @@ pub struct TrafficMix {
     pub op_return_per_mille: u64,
     /// Fee rates in satoshis per virtual byte: lowest and highest.
     pub fee_rate_satoshis_per_vbyte: (u64, u64),
+    /// The `utxo-heavy` profile's own block shape (see [`crate::utxo_heavy`]);
+    /// the other profiles plan with the weights above alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub utxo_heavy: Option<UtxoHeavyMix>,
 }
 
 impl TrafficMix {
     /// The main chain's mix around 2023-2024: segwit v0 dominant, a fifth
-    /// legacy, a growing taproot share.
+    /// legacy, a growing taproot share; no bare multisig (its weight, last,
+    /// is zero, so these chains are drawn as before it existed).
     pub fn mainnet_like() -> TrafficMix {
         TrafficMix {
             shape_weights: [1_000, 30, 3],
-            kind_weights: [10, 190, 40, 80, 420, 60, 170, 30],
+            kind_weights: [10, 190, 40, 80, 420, 60, 170, 30, 0],
             batch_outputs: (50, 400),
             consolidation_inputs: (100, 400),
             op_return_per_mille: 60,
             fee_rate_satoshis_per_vbyte: (1, 12),
+            utxo_heavy: None,
         }
     }
 }
@@ -164,8 +192,7 @@ impl Planner<'_> {
     }
 
     fn output_kind(&self, rng: &mut DeterministicRng) -> PlannedOutput {
-        let kind = ScriptKind::ALL[rng.weighted(&self.mix.kind_weights)];
-        PlannedOutput::Spendable { kind, key_index: rng.below(u64::from(self.key_count)) as u32 }
+        draw_output(rng, self.mix, self.key_count)
     }
 
     /// Plans one transaction, or `None` when the wallet has too little to spend.
@@ -220,62 +247,89 @@ impl Planner<'_> {
             return None;
         };
         let values = split_value(rng, available, spendable_outputs);
-        Some(self.assemble(rng, keys, spent, outputs, values, lock, fee, weight))
+        let draft =
+            TransactionDraft { shape, spent, outputs, values, lock, fee, weight_estimate: weight };
+        Some(assemble(rng, keys, draft))
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        &self,
-        rng: &mut DeterministicRng,
-        keys: &crate::keys::KeyPool,
-        spent: Vec<Coin>,
-        outputs: Vec<PlannedOutput>,
-        values: Vec<i64>,
-        lock: LockPolicy,
-        fee: Amount,
-        weight_estimate: usize,
-    ) -> PlannedTransaction {
-        let inputs = spent
-            .iter()
-            .enumerate()
-            .map(|(index, coin)| TxInput {
-                previous_output: coin.outpoint,
-                script_sig: Vec::new(),
-                sequence: lock.sequence(index),
-                witness: Vec::new(),
-            })
-            .collect();
-        let mut values = values.into_iter();
-        let mut sigop_cost: u64 = spent.iter().map(|coin| coin.kind.spend_sigop_cost()).sum();
-        let tx_outputs = outputs
-            .iter()
-            .map(|output| match *output {
-                PlannedOutput::Spendable { kind, key_index } => {
-                    sigop_cost += kind.output_sigop_cost();
-                    TxOutput {
-                        value: values.next().unwrap_or(OUTPUT_VALUE_MIN_SATOSHIS),
-                        script_pubkey: keys.script_pubkey(kind, key_index).to_vec(),
-                    }
+/// A spendable output of a kind drawn from `mix`'s weights, to one of
+/// `key_count` keys.
+pub fn draw_output(rng: &mut DeterministicRng, mix: &TrafficMix, key_count: u32) -> PlannedOutput {
+    let kind = ScriptKind::ALL[rng.weighted(&mix.kind_weights)];
+    PlannedOutput::Spendable { kind, key_index: rng.below(u64::from(key_count)) as u32 }
+}
+
+/// A transaction decided but not yet built: its coins, outputs, values,
+/// locks and fee.
+#[derive(Debug, Clone)]
+pub struct TransactionDraft {
+    /// What kind of traffic it is.
+    pub shape: Shape,
+    /// The coins it spends, one per input.
+    pub spent: Vec<Coin>,
+    /// What each output is.
+    pub outputs: Vec<PlannedOutput>,
+    /// The value of each spendable output, in order (OP_RETURN outputs
+    /// carry nothing).
+    pub values: Vec<i64>,
+    /// Version, lock time and sequences.
+    pub lock: LockPolicy,
+    /// Inputs minus outputs.
+    pub fee: Amount,
+    /// Upper bound of the signed weight (tightened here to the exact
+    /// unsigned weight plus each input's largest unlocking data).
+    pub weight_estimate: usize,
+}
+
+/// Builds the unsigned transaction of `draft` (OP_RETURN data drawn from
+/// `rng`) with its weight bound and sigops cost.
+pub fn assemble(
+    rng: &mut DeterministicRng,
+    keys: &crate::keys::KeyPool,
+    draft: TransactionDraft,
+) -> PlannedTransaction {
+    let TransactionDraft { shape, spent, outputs, values, lock, fee, weight_estimate } = draft;
+    let inputs = spent
+        .iter()
+        .enumerate()
+        .map(|(index, coin)| TxInput {
+            previous_output: coin.outpoint,
+            script_sig: Vec::new(),
+            sequence: lock.sequence(index),
+            witness: Vec::new(),
+        })
+        .collect();
+    let mut values = values.into_iter();
+    let mut sigop_cost: u64 = spent.iter().map(|coin| coin.kind.spend_sigop_cost()).sum();
+    let tx_outputs = outputs
+        .iter()
+        .map(|output| match *output {
+            PlannedOutput::Spendable { kind, key_index } => {
+                sigop_cost += kind.output_sigop_cost();
+                TxOutput {
+                    value: values.next().unwrap_or(OUTPUT_VALUE_MIN_SATOSHIS),
+                    script_pubkey: keys.script_pubkey(kind, key_index).to_vec(),
                 }
-                PlannedOutput::OpReturn => {
-                    let mut data = vec![0u8; rng.between(8, 75) as usize];
-                    rng.fill(&mut data);
-                    TxOutput { value: 0, script_pubkey: op_return_script(&data) }
-                }
-            })
-            .collect();
-        let transaction = Transaction {
-            version: lock.version,
-            inputs,
-            outputs: tx_outputs,
-            lock_time: lock.lock_time,
-        };
-        // Exact unsigned weight plus each input's unlocking data at most.
-        let unlocking: usize =
-            spent.iter().map(|coin| coin.kind.input_weight_max() - UNSIGNED_INPUT_WEIGHT).sum();
-        let weight_estimate = weight_estimate.min(transaction.weight() + unlocking + 2);
-        PlannedTransaction { transaction, spent, outputs, fee, weight_estimate, sigop_cost }
-    }
+            }
+            PlannedOutput::OpReturn => {
+                let mut data = vec![0u8; rng.between(8, 75) as usize];
+                rng.fill(&mut data);
+                TxOutput { value: 0, script_pubkey: op_return_script(&data) }
+            }
+        })
+        .collect();
+    let transaction = Transaction {
+        version: lock.version,
+        inputs,
+        outputs: tx_outputs,
+        lock_time: lock.lock_time,
+    };
+    // Exact unsigned weight plus each input's unlocking data at most.
+    let unlocking: usize =
+        spent.iter().map(|coin| coin.kind.input_weight_max() - UNSIGNED_INPUT_WEIGHT).sum();
+    let weight_estimate = weight_estimate.min(transaction.weight() + unlocking + 2);
+    PlannedTransaction { shape, transaction, spent, outputs, fee, weight_estimate, sigop_cost }
 }
 
 /// Upper bound of the signed weight of a transaction spending `spent` into

@@ -11,7 +11,9 @@ pub use ibex_script::opcodes::{
 
 /// A spendable output type. Multisig is 2-of-3 throughout, like most of
 /// the main chain's multisig; the taproot script path is one leaf
-/// `<key> OP_CHECKSIG` under another internal key.
+/// `<key> OP_CHECKSIG` under another internal key. Bare multisig comes last
+/// so that profiles without it (weight zero) draw exactly as before it
+/// existed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScriptKind {
@@ -31,11 +33,18 @@ pub enum ScriptKind {
     P2trKeyPath,
     /// Taproot, spent by the script path.
     P2trScriptPath,
+    /// 2-of-3 multisig as the scriptPubKey itself (105 bytes, stored
+    /// uncompressed in the coins database; 80 sigops cost per output, as
+    /// Core counts `OP_CHECKMULTISIG` outside P2SH as 20 signatures).
+    BareMultisig,
 }
+
+/// Number of spendable kinds.
+pub const SCRIPT_KIND_COUNT: usize = 9;
 
 impl ScriptKind {
     /// Every spendable kind, in manifest order.
-    pub const ALL: [ScriptKind; 8] = [
+    pub const ALL: [ScriptKind; SCRIPT_KIND_COUNT] = [
         ScriptKind::P2pk,
         ScriptKind::P2pkh,
         ScriptKind::P2shMultisig,
@@ -44,6 +53,7 @@ impl ScriptKind {
         ScriptKind::P2wshMultisig,
         ScriptKind::P2trKeyPath,
         ScriptKind::P2trScriptPath,
+        ScriptKind::BareMultisig,
     ];
 
     /// The manifest's name for the kind.
@@ -57,6 +67,7 @@ impl ScriptKind {
             ScriptKind::P2wshMultisig => "p2wsh_multisig",
             ScriptKind::P2trKeyPath => "p2tr_key_path",
             ScriptKind::P2trScriptPath => "p2tr_script_path",
+            ScriptKind::BareMultisig => "bare_multisig",
         }
     }
 
@@ -67,7 +78,13 @@ impl ScriptKind {
 
     /// Whether spending it needs witness data.
     pub const fn has_witness(self) -> bool {
-        !matches!(self, ScriptKind::P2pk | ScriptKind::P2pkh | ScriptKind::P2shMultisig)
+        !matches!(
+            self,
+            ScriptKind::P2pk
+                | ScriptKind::P2pkh
+                | ScriptKind::P2shMultisig
+                | ScriptKind::BareMultisig
+        )
     }
 
     /// Upper bound of the weight one signed input of this kind adds (outpoint,
@@ -87,15 +104,19 @@ impl ScriptKind {
             ScriptKind::P2trKeyPath => 41 * 4 + 1 + 65,
             // witness: count, sig, script (34), control block (33).
             ScriptKind::P2trScriptPath => 41 * 4 + 1 + 65 + 36 + 34,
+            // OP_0 sig sig: 1 + 2 * 73.
+            ScriptKind::BareMultisig => (41 + 1 + 2 * 73) * 4,
         }
     }
 
     /// Signature operations cost (BIP141 units) of spending one output of
     /// this kind: P2SH multisig counts its redeem script's 3 keys times 4,
-    /// witness programs count unscaled, taproot counts nothing.
+    /// witness programs count unscaled, taproot counts nothing (nor does a
+    /// bare scriptSig of pushes).
     pub const fn spend_sigop_cost(self) -> u64 {
         match self {
             ScriptKind::P2pk | ScriptKind::P2pkh | ScriptKind::P2trKeyPath => 0,
+            ScriptKind::BareMultisig => 0,
             ScriptKind::P2trScriptPath => 0,
             ScriptKind::P2shMultisig => 12,
             ScriptKind::P2shP2wpkh | ScriptKind::P2wpkh => 1,
@@ -104,10 +125,12 @@ impl ScriptKind {
     }
 
     /// Signature operations cost of creating one output of this kind (legacy
-    /// sigops in scriptPubKeys count times 4).
+    /// sigops in scriptPubKeys count times 4; Core's legacy count takes an
+    /// `OP_CHECKMULTISIG` for 20).
     pub const fn output_sigop_cost(self) -> u64 {
         match self {
             ScriptKind::P2pk | ScriptKind::P2pkh => 4,
+            ScriptKind::BareMultisig => 20 * 4,
             _ => 0,
         }
     }
@@ -115,11 +138,25 @@ impl ScriptKind {
     /// Signatures needed to spend one output.
     pub const fn signatures(self) -> usize {
         match self {
-            ScriptKind::P2shMultisig | ScriptKind::P2wshMultisig => 2,
+            ScriptKind::P2shMultisig | ScriptKind::P2wshMultisig | ScriptKind::BareMultisig => 2,
             _ => 1,
         }
     }
 }
+
+/// The largest weight one signed input of any kind adds.
+pub const INPUT_WEIGHT_MAX: usize = {
+    let mut largest = 0;
+    let mut index = 0;
+    while index < SCRIPT_KIND_COUNT {
+        let weight = ScriptKind::ALL[index].input_weight_max();
+        if weight > largest {
+            largest = weight;
+        }
+        index += 1;
+    }
+    largest
+};
 
 /// `OP_DUP OP_HASH160 <20> OP_EQUALVERIFY OP_CHECKSIG`.
 pub fn p2pkh_script(key_hash: &[u8; 20]) -> Vec<u8> {

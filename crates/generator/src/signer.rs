@@ -151,15 +151,8 @@ impl Signer<'_> {
                 push_data_into(&entry.public_key_compressed, &mut script_sig);
                 Unlock { script_sig, witness: Vec::new() }
             }
-            ScriptKind::P2shMultisig => {
-                let redeem = &entry.multisig_script;
-                let sighash = legacy_sighash(view, index, redeem, i32::from(SIGHASH_ALL));
-                let second = self.keys.following(coin.key_index, 1);
-                let mut script_sig = vec![OP_0];
-                push_data_into(&self.ecdsa(sighash, &entry.secret_key), &mut script_sig);
-                push_data_into(&self.ecdsa(sighash, &second.secret_key), &mut script_sig);
-                push_data_into(redeem, &mut script_sig);
-                Unlock { script_sig, witness: Vec::new() }
+            ScriptKind::P2shMultisig | ScriptKind::BareMultisig => {
+                self.sign_legacy_multisig(view, index, coin)
             }
             ScriptKind::P2shP2wpkh | ScriptKind::P2wpkh => {
                 // BIP143's script code for a key hash is the P2PKH script of
@@ -191,6 +184,28 @@ impl Signer<'_> {
             ScriptKind::P2trScriptPath => self.sign_script_path(view, index, coin, data)?,
         };
         Ok(unlock)
+    }
+
+    /// 2-of-3 multisig spent by a scriptSig: `OP_0 <sig> <sig>` (the
+    /// leading OP_0 feeds OP_CHECKMULTISIG's extra pop), then the redeem
+    /// script for P2SH. The scriptCode is the multisig script either way.
+    fn sign_legacy_multisig(
+        &self,
+        view: &ibex_primitives::TransactionView<'_>,
+        index: usize,
+        coin: &Coin,
+    ) -> Unlock {
+        let entry = self.keys.entry(coin.key_index);
+        let script = &entry.multisig_script;
+        let sighash = legacy_sighash(view, index, script, i32::from(SIGHASH_ALL));
+        let second = self.keys.following(coin.key_index, 1);
+        let mut script_sig = vec![OP_0];
+        push_data_into(&self.ecdsa(sighash, &entry.secret_key), &mut script_sig);
+        push_data_into(&self.ecdsa(sighash, &second.secret_key), &mut script_sig);
+        if coin.kind == ScriptKind::P2shMultisig {
+            push_data_into(script, &mut script_sig);
+        }
+        Unlock { script_sig, witness: Vec::new() }
     }
 
     fn taproot_hash(

@@ -1,13 +1,14 @@
-//! What the manifest counts: transactions, inputs and outputs by script type,
-//! bytes and weight.
+//! What the manifest counts: transactions, inputs and outputs by script type
+//! and by shape, bytes and weight, and the ages of spent coins.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::chain::BuiltBlock;
-use crate::planner::PlannedOutput;
-use crate::script_kind::ScriptKind;
+use crate::planner::{PlannedOutput, Shape};
+use crate::script_kind::{ScriptKind, SCRIPT_KIND_COUNT};
+use crate::spend_age::SpendAgeHistogram;
 
 /// Counts over the blocks of the best chain (genesis excluded).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,11 +18,11 @@ pub struct ChainStatistics {
     /// Transactions, coinbases included.
     pub transactions: u64,
     /// Spent inputs per script type, by [`ScriptKind::index`].
-    pub inputs_by_kind: [u64; 8],
+    pub inputs_by_kind: [u64; SCRIPT_KIND_COUNT],
     /// Coinbase inputs.
     pub coinbase_inputs: u64,
     /// Created outputs per script type, by [`ScriptKind::index`].
-    pub outputs_by_kind: [u64; 8],
+    pub outputs_by_kind: [u64; SCRIPT_KIND_COUNT],
     /// OP_RETURN data outputs (witness commitments not included).
     pub op_return_outputs: u64,
     /// Witness commitment outputs.
@@ -39,6 +40,16 @@ pub struct ChainStatistics {
     pub spend_age_buckets: [u64; SPEND_AGE_BUCKETS],
     /// Oldest coin spent, in blocks.
     pub spend_age_max_blocks: u64,
+    /// Spends by age in the manifest's five ranges.
+    pub spend_age_ranges: SpendAgeHistogram,
+    /// The same per transaction shape, by [`Shape::index`].
+    pub spend_age_ranges_by_shape: [SpendAgeHistogram; 3],
+    /// Non-coinbase transactions per shape.
+    pub transactions_by_shape: [u64; 3],
+    /// Their inputs per shape.
+    pub inputs_by_shape: [u64; 3],
+    /// Their outputs per shape (OP_RETURN outputs included).
+    pub outputs_by_shape: [u64; 3],
 }
 
 /// Buckets of the spend-age histogram (the last holds 2^15 blocks and older).
@@ -62,9 +73,16 @@ impl ChainStatistics {
         }
         let transactions = built.block.transactions.iter().skip(1);
         for (plan, transaction) in built.planned.iter().zip(transactions) {
+            let shape = plan.shape.index();
+            self.transactions_by_shape[shape] += 1;
+            self.inputs_by_shape[shape] += plan.spent.len() as u64;
+            self.outputs_by_shape[shape] += plan.outputs.len() as u64;
             for coin in &plan.spent {
                 self.inputs_by_kind[coin.kind.index()] += 1;
-                let age = u64::from(built.height.saturating_sub(coin.height)).max(1);
+                let exact_age = u64::from(built.height.saturating_sub(coin.height));
+                self.spend_age_ranges.add(exact_age);
+                self.spend_age_ranges_by_shape[shape].add(exact_age);
+                let age = exact_age.max(1);
                 let bucket = (63 - age.leading_zeros() as usize).min(SPEND_AGE_BUCKETS - 1);
                 self.spend_age_buckets[bucket] += 1;
                 self.spend_age_max_blocks = self.spend_age_max_blocks.max(age);
@@ -127,6 +145,38 @@ impl ChainStatistics {
     }
 }
 
-fn by_kind(counts: &[u64; 8]) -> BTreeMap<String, u64> {
+impl ChainStatistics {
+    /// Transactions, inputs and outputs per shape, keyed by shape name.
+    pub fn shapes_named(&self) -> BTreeMap<String, ShapeCounts> {
+        Shape::ALL
+            .iter()
+            .map(|shape| {
+                let index = shape.index();
+                let counts = ShapeCounts {
+                    transactions: self.transactions_by_shape[index],
+                    inputs: self.inputs_by_shape[index],
+                    outputs: self.outputs_by_shape[index],
+                    spend_age_blocks: self.spend_age_ranges_by_shape[index].named(),
+                };
+                (shape.name().to_owned(), counts)
+            })
+            .collect()
+    }
+}
+
+/// What one shape of transaction adds up to.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ShapeCounts {
+    /// Transactions.
+    pub transactions: u64,
+    /// Their inputs.
+    pub inputs: u64,
+    /// Their outputs (OP_RETURN outputs included).
+    pub outputs: u64,
+    /// Their spends by the age of the coin, in the manifest's five ranges.
+    pub spend_age_blocks: NamedCounts,
+}
+
+fn by_kind(counts: &[u64; SCRIPT_KIND_COUNT]) -> BTreeMap<String, u64> {
     ScriptKind::ALL.iter().map(|kind| (kind.name().to_owned(), counts[kind.index()])).collect()
 }

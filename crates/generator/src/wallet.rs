@@ -7,13 +7,19 @@
 //! coins (the vector's tail: change spent soon after) and uniform picks over
 //! the whole set, which reach far back the way old coins on the main chain
 //! do, so a node's UTXO cache misses as it would on mainnet.
+//!
+//! The `utxo-heavy` profile keeps its coins in [`AgedCoins`] instead
+//! (compact records by height, picked by an age model); [`Wallet`] hides
+//! which of the two a chain uses.
 
 use std::collections::VecDeque;
 
 use ibex_primitives::{Amount, OutPoint};
 
+use crate::aged_coins::AgedCoins;
 use crate::random::DeterministicRng;
 use crate::script_kind::ScriptKind;
+use crate::spend_age::SpendAgeModel;
 
 /// Core's COINBASE_MATURITY: blocks before a coinbase output may be spent.
 pub const COINBASE_MATURITY_BLOCKS: u32 = 100;
@@ -39,44 +45,136 @@ pub struct Coin {
     pub is_coinbase: bool,
 }
 
-/// Spendable coins and coinbases still maturing.
-#[derive(Debug, Clone, Default)]
+/// The coins of a chain and the choice of which to spend.
+#[derive(Debug, Clone)]
 pub struct Wallet {
-    spendable: Vec<Coin>,
-    maturing: VecDeque<Coin>,
-    dust_count: usize,
+    coins: Coins,
+}
+
+/// The two ways of keeping coins.
+#[derive(Debug, Clone)]
+enum Coins {
+    /// Every profile but `utxo-heavy`.
+    Mixed(MixedCoins),
+    /// `utxo-heavy`: compact, by age.
+    Aged(Box<AgedCoins>),
+}
+
+impl Default for Wallet {
+    fn default() -> Wallet {
+        Wallet::new()
+    }
 }
 
 impl Wallet {
-    /// An empty wallet.
+    /// An empty wallet spending recent coins or coins from anywhere.
     pub fn new() -> Wallet {
-        Wallet::default()
+        Wallet { coins: Coins::Mixed(MixedCoins::default()) }
+    }
+
+    /// An empty wallet spending coins of the ages `model` draws.
+    pub fn with_ages(model: SpendAgeModel) -> Wallet {
+        Wallet { coins: Coins::Aged(Box::new(AgedCoins::new(model))) }
+    }
+
+    /// The aged coins, when the wallet keeps its coins by age.
+    pub fn aged_mut(&mut self) -> Option<&mut AgedCoins> {
+        match &mut self.coins {
+            Coins::Aged(coins) => Some(coins),
+            Coins::Mixed(_) => None,
+        }
     }
 
     /// Number of coins, spendable or maturing: the chain's UTXO set size as
     /// Core counts it (OP_RETURN outputs are never added).
     pub fn coin_count(&self) -> usize {
-        self.spendable.len() + self.maturing.len() + self.dust_count
+        match &self.coins {
+            Coins::Mixed(coins) => coins.coin_count(),
+            Coins::Aged(coins) => coins.coin_count(),
+        }
     }
 
     /// Coins left unspent for good because they are worth less than spending
     /// them costs (still in the UTXO set).
     pub fn dust_count(&self) -> usize {
-        self.dust_count
+        match &self.coins {
+            Coins::Mixed(coins) => coins.dust_count,
+            Coins::Aged(coins) => coins.dust_count(),
+        }
     }
 
     /// Records `count` taken coins as dust: never spent, still counted.
     pub fn retire_dust(&mut self, count: usize) {
-        self.dust_count += count;
+        match &mut self.coins {
+            Coins::Mixed(coins) => coins.dust_count += count,
+            Coins::Aged(coins) => coins.retire_dust(count),
+        }
     }
 
     /// Number of coins that may be spent now.
     pub fn spendable_count(&self) -> usize {
-        self.spendable.len()
+        match &self.coins {
+            Coins::Mixed(coins) => coins.spendable.len(),
+            Coins::Aged(coins) => coins.spendable_count(),
+        }
     }
 
     /// Adds a coin a block created (coinbase outputs wait for maturity).
     pub fn add(&mut self, coin: Coin) {
+        match &mut self.coins {
+            Coins::Mixed(coins) => coins.add(coin),
+            Coins::Aged(coins) => coins.add(coin),
+        }
+    }
+
+    /// Makes coinbases spendable once a block at `height` may spend them
+    /// (called as each block's planning starts).
+    pub fn release_matured(&mut self, height: u32) {
+        match &mut self.coins {
+            Coins::Mixed(coins) => coins.release_matured(height),
+            Coins::Aged(coins) => coins.release_matured(height),
+        }
+    }
+
+    /// The newest maturing coinbase (one too young to spend), if any.
+    pub fn youngest_maturing(&self) -> Option<Coin> {
+        match &self.coins {
+            Coins::Mixed(coins) => coins.maturing.back().copied(),
+            Coins::Aged(coins) => coins.youngest_maturing(),
+        }
+    }
+
+    /// Takes a coin to spend, as the wallet's way of keeping coins picks.
+    pub fn take(&mut self, rng: &mut DeterministicRng) -> Option<Coin> {
+        match &mut self.coins {
+            Coins::Mixed(coins) => coins.take(rng),
+            Coins::Aged(coins) => coins.take(rng),
+        }
+    }
+
+    /// Returns coins taken for a transaction that was then abandoned.
+    pub fn put_back(&mut self, coins: impl IntoIterator<Item = Coin>) {
+        match &mut self.coins {
+            Coins::Mixed(mixed) => mixed.spendable.extend(coins),
+            Coins::Aged(aged) => aged.put_back(coins),
+        }
+    }
+}
+
+/// Spendable coins and coinbases still maturing, picked recent or uniform.
+#[derive(Debug, Clone, Default)]
+struct MixedCoins {
+    spendable: Vec<Coin>,
+    maturing: VecDeque<Coin>,
+    dust_count: usize,
+}
+
+impl MixedCoins {
+    fn coin_count(&self) -> usize {
+        self.spendable.len() + self.maturing.len() + self.dust_count
+    }
+
+    fn add(&mut self, coin: Coin) {
         if coin.is_coinbase {
             self.maturing.push_back(coin);
         } else {
@@ -84,8 +182,7 @@ impl Wallet {
         }
     }
 
-    /// Makes coinbases spendable once a block at `height` may spend them.
-    pub fn release_matured(&mut self, height: u32) {
+    fn release_matured(&mut self, height: u32) {
         while let Some(coin) = self.maturing.front() {
             if coin.height + COINBASE_MATURITY_BLOCKS > height {
                 break;
@@ -96,13 +193,8 @@ impl Wallet {
         }
     }
 
-    /// The newest maturing coinbase (one too young to spend), if any.
-    pub fn youngest_maturing(&self) -> Option<Coin> {
-        self.maturing.back().copied()
-    }
-
-    /// Takes a coin to spend: recent or from anywhere, by the profile's mix.
-    pub fn take(&mut self, rng: &mut DeterministicRng) -> Option<Coin> {
+    /// Takes a coin: recent or from anywhere.
+    fn take(&mut self, rng: &mut DeterministicRng) -> Option<Coin> {
         let length = self.spendable.len();
         if length == 0 {
             return None;
@@ -114,11 +206,6 @@ impl Wallet {
             rng.index(length)
         };
         Some(self.spendable.swap_remove(index))
-    }
-
-    /// Returns coins taken for a transaction that was then abandoned.
-    pub fn put_back(&mut self, coins: impl IntoIterator<Item = Coin>) {
-        self.spendable.extend(coins);
     }
 }
 
