@@ -15,19 +15,10 @@ use common::{datadir_with_blocks, debug_log, generate_chain, ibexd, REGTEST_QUIE
 /// Blocks in the generated chain.
 const BLOCKS: u32 = 200;
 
-/// Seconds since 1970 of `YYYY-MM-DDTHH:MM:SSZ` (Hinnant's
-/// `days_from_civil`).
+/// Seconds since 1970 of `YYYY-MM-DDTHH:MM:SSZ` at the start of `text`
+/// (`ibex plot`'s timestamp parser).
 fn parse_iso8601(text: &str) -> i64 {
-    let number = |range: std::ops::Range<usize>| text[range].parse::<i64>().unwrap();
-    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    days * 86_400 + number(11..13) * 3600 + number(14..16) * 60 + number(17..19)
+    ibex_node::plot::parse::parse_timestamp_micros(text).expect("a timestamp") / 1_000_000
 }
 
 /// One `UpdateTip` line's figures.
