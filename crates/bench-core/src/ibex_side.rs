@@ -41,8 +41,10 @@ pub fn run(settings: &BenchSettings, facts: &ChainFacts) -> Result<Measurement, 
         params: Params::regtest(),
         blocks_directory: blocks,
         chainstate_directory: root.join("chainstate"),
-        cache_bytes_max: CoinsCache::bytes_for_dbcache_mebibytes(settings.dbcache_mib),
-        flush_batch_bytes_max: FLUSH_BATCH_BYTES_DEFAULT,
+        memory: ibex_chainstate::MemoryBudget::from_dbcache_bytes(
+            CoinsCache::bytes_for_dbcache_mebibytes(settings.dbcache_mib),
+            FLUSH_BATCH_BYTES_DEFAULT,
+        ),
         script_threads: settings.par,
         assume_valid,
         // Only the cache limit flushes during the run, as in a short IBD.
@@ -68,7 +70,7 @@ fn import(
         }
     };
     // As `ibexd` does first thing: this child process is Ibex's alone.
-    ibex_chainstate::bound_heap_retention(options.cache_bytes_max);
+    ibex_chainstate::bound_heap_retention(options.memory.coins_bytes);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(options, Box::new(observer))?;
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false))?;

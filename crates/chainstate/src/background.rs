@@ -4,8 +4,10 @@
 //!
 //! # Why it is safe
 //! - Reads: a miss in the live map looks in the frozen map before the
-//!   database. Every key the writer touches is in the frozen map, so the
-//!   database is only read for keys whose records are not changing. A
+//!   database. Every key the writer touches is in the frozen map until
+//!   its shard is written and freed, so the database is only read for
+//!   keys whose records are not changing or have their final state
+//!   ([`crate::frozen_map`]). A
 //!   frozen unspent coin is copied into the live map as clean (the
 //!   database will hold it once the write ends); a frozen spent entry means
 //!   "no coin" (the database still has the coin until the erase lands).
@@ -19,15 +21,26 @@
 //!   thread wrote.
 //!
 //! # Memory
-//! While a writer runs, the frozen map still counts, and the live map may
-//! grow to [`CoinsCache::background_headroom_bytes`] before validation
-//! waits for the writer: peak memory is the cache limit plus that headroom.
+//! The live map and the frozen map share the cache's limit
+//! ([`CoinsCache::limit_bytes`]). A flush starts when the live map
+//! reaches the limit less [`CoinsCache::flush_headroom_bytes`] (a
+//! sixteenth); the writer frees the frozen map a shard at a time as each
+//! is written ([`crate::frozen_map`]), and validation waits only while the
+//! live map would pass what the writer has not given back yet
+//! ([`CoinsCache::needs_room`]): the two maps together stay within the
+//! limit. A periodic flush that keeps its coins ([`FlushMode::KeepCoins`])
+//! frees nothing until it ends, so it is only made while the cache is at
+//! most half full. Until session 9 the frozen map was held whole until the
+//! writer ended and the live map could grow by a quarter of the limit (at
+//! most 128 MiB) meanwhile: the maps peaked at 1.25x the limit.
 //!
 //! # Napkin math
 //! Freezing is a pointer swap. Writing costs ~3 us a coin (encode, RocksDB
-//! memtable insert): a full 440 MiB cache of ~2.5 M dirty coins takes ~7 s
-//! on the writer thread, during which ~100-200 MiB of new coins fit in the
-//! headroom at 2017-era rates, so validation rarely waits.
+//! memtable insert): a cache of ~2.3 M coins (~290 MiB at `-dbcache=450`)
+//! takes ~7 s on the writer thread and frees a shard every ~0.35 s, while
+//! validation adds ~14 MB of coins a second with scripts skipped (less
+//! with them checked): the live map grows into the freed shards, and
+//! validation waits only when the writer falls behind.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -36,19 +49,16 @@ use hashbrown::hash_map::Entry as MapEntry;
 use ibex_primitives::{BlockHash, OutPoint};
 
 use crate::cache::{CacheEntry, CoinsCache, FlushMode};
-use crate::coin_map::CoinMap;
-use crate::database::{CoinsDatabase, FlushStats};
+use crate::coin::Coin;
+use crate::coin_map::{CoinMap, Shard};
+use crate::database::{CoinsDatabase, FlushStats, FlushWriter};
 use crate::error::ChainstateError;
-
-/// Most memory the live map may take while a writer runs (also bounded by a
-/// quarter of the cache limit).
-pub const BACKGROUND_HEADROOM_BYTES_MAX: usize = 128 << 20;
+use crate::frozen_map::FrozenMap;
 
 /// A map being written by a background flush.
 #[derive(Debug)]
 pub(crate) struct FrozenCoins {
-    pub(crate) map: CoinMap,
-    pub(crate) memory_bytes: usize,
+    pub(crate) map: FrozenMap,
     pub(crate) mode: FlushMode,
 }
 
@@ -59,28 +69,49 @@ pub(crate) struct BackgroundFlush {
     pub(crate) writer: JoinHandle<Result<FlushStats, ChainstateError>>,
 }
 
-/// Writes every dirty entry of `frozen` as the state at `best_block`.
+/// Writes every dirty entry of `frozen` as the state at `best_block`, a
+/// shard at a time; a flush that empties the cache frees each shard once
+/// all its writes are in the database.
 fn write_frozen(
     database: &CoinsDatabase,
     frozen: &FrozenCoins,
     best_block: BlockHash,
 ) -> Result<FlushStats, ChainstateError> {
     let mut writer = database.begin_flush(best_block)?;
-    for (outpoint, entry) in frozen.map.iter().filter(|(_, entry)| entry.is_dirty()) {
-        match &entry.coin {
-            Some(coin) => writer.put(outpoint, coin)?,
-            None => writer.erase(outpoint)?,
+    let release = frozen.mode == FlushMode::EmptyCache;
+    for index in 0..frozen.map.shard_count() {
+        let script_heap_bytes =
+            frozen.map.with_shard(index, |shard| write_shard(&mut writer, shard))?;
+        if release {
+            writer.write_pending()?;
+            frozen.map.release(index, script_heap_bytes);
         }
     }
     writer.finish()
 }
 
-impl CoinsCache {
-    /// How far the live map may grow while a background flush runs.
-    pub fn background_headroom_bytes(&self) -> usize {
-        (self.cache_bytes_max() / 4).min(BACKGROUND_HEADROOM_BYTES_MAX)
+/// Writes `shard`'s dirty entries; returns the script bytes its coins hold
+/// on the heap.
+fn write_shard(
+    writer: &mut FlushWriter<'_>,
+    shard: Option<&Shard>,
+) -> Result<usize, ChainstateError> {
+    let Some(shard) = shard else { return Ok(0) };
+    let mut script_heap_bytes = 0;
+    for (outpoint, entry) in shard {
+        script_heap_bytes += entry.heap_bytes();
+        if !entry.is_dirty() {
+            continue;
+        }
+        match &entry.coin {
+            Some(coin) => writer.put(outpoint, coin)?,
+            None => writer.erase(outpoint)?,
+        }
     }
+    Ok(script_heap_bytes)
+}
 
+impl CoinsCache {
     /// Whether a background flush is running or finished but not collected.
     pub fn has_background_flush(&self) -> bool {
         self.background.is_some()
@@ -97,10 +128,11 @@ impl CoinsCache {
         let previous = self.finish_background_flush()?;
         self.flush_epoch += 1;
         let live_bytes = self.live_memory_bytes();
-        let map = std::mem::take(&mut self.map);
+        let fresh = self.new_map();
+        let map = std::mem::replace(&mut self.map, fresh);
         self.script_heap_bytes = 0;
         self.dirty_count = 0;
-        let frozen = Arc::new(FrozenCoins { map, memory_bytes: live_bytes, mode });
+        let frozen = Arc::new(FrozenCoins { map: FrozenMap::new(map, live_bytes), mode });
         let shared = frozen.clone();
         let database = self.database.clone();
         let writer = std::thread::Builder::new()
@@ -109,6 +141,12 @@ impl CoinsCache {
             .map_err(|source| ChainstateError::FlushThread { source })?;
         self.background = Some(BackgroundFlush { frozen, writer });
         Ok(previous)
+    }
+
+    /// Whether a background flush's writer has ended (its result not yet
+    /// collected).
+    pub(crate) fn background_flush_finished(&self) -> bool {
+        self.background.as_ref().is_some_and(|flush| flush.writer.is_finished())
     }
 
     /// Collects a finished background flush without waiting; `None` if
@@ -127,7 +165,7 @@ impl CoinsCache {
         let stats = flush.writer.join().map_err(|_| ChainstateError::FlushThreadPanicked)??;
         if let Ok(frozen) = Arc::try_unwrap(flush.frozen) {
             if frozen.mode == FlushMode::KeepCoins {
-                self.absorb(frozen.map);
+                self.absorb(frozen.map.into_map());
             }
         }
         // The frozen table and the writer's batches are free now.
@@ -146,16 +184,27 @@ impl CoinsCache {
         }
     }
 
-    /// The frozen map's entry for `outpoint`: `Some(None)` for a spent
-    /// entry, `None` when the frozen map does not have it (or there is none).
-    pub(crate) fn frozen_lookup(&self, outpoint: &OutPoint) -> Option<Option<&crate::coin::Coin>> {
-        let flush = self.background.as_ref()?;
-        flush.frozen.map.get(outpoint).map(|entry| entry.coin.as_ref())
+    /// `visit` of the frozen map's entry for `outpoint` (its coin, `None`
+    /// when spent); `None` when the frozen map does not hold it (or there
+    /// is none).
+    pub(crate) fn frozen_lookup<R>(
+        &self,
+        outpoint: &OutPoint,
+        visit: impl FnOnce(Option<&Coin>) -> R,
+    ) -> Option<R> {
+        self.background.as_ref()?.frozen.map.lookup(outpoint, visit)
     }
 
     /// Bytes of the frozen map still held by a background flush.
     pub(crate) fn frozen_memory_bytes(&self) -> usize {
-        self.background.as_ref().map_or(0, |flush| flush.frozen.memory_bytes)
+        self.background.as_ref().map_or(0, |flush| flush.frozen.map.held_bytes())
+    }
+
+    /// Whether validation must wait for the writer: the live map, grown for
+    /// the next inserts, and what the writer still holds pass the limit.
+    pub fn needs_room(&self) -> bool {
+        self.background.is_some()
+            && self.projected_live_bytes() + self.frozen_memory_bytes() > self.limit_bytes()
     }
 }
 
@@ -164,5 +213,109 @@ impl Drop for CoinsCache {
         // A clean shutdown lets the writer finish; its result is only
         // lost if it failed, which the next start's replay repairs.
         let _ = self.finish_background_flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::DatabaseOptions;
+    use ibex_primitives::{Amount, Txid};
+
+    /// A cache of `limit_bytes` over a new database in `directory`.
+    fn cache_in(directory: &std::path::Path, limit_bytes: usize) -> CoinsCache {
+        let database = CoinsDatabase::open(directory, &DatabaseOptions::default()).unwrap();
+        CoinsCache::new(Arc::new(database), limit_bytes)
+    }
+
+    fn outpoint(index: u32) -> OutPoint {
+        let mut txid = [0u8; 32];
+        txid[..4].copy_from_slice(&index.to_le_bytes());
+        // Spread over the shards as real txids are.
+        txid[6..8].copy_from_slice(&(index.wrapping_mul(40_503) as u16).to_le_bytes());
+        OutPoint { txid: Txid(txid), vout: 0 }
+    }
+
+    fn coin(index: u32) -> Coin {
+        Coin::new(Amount::from_sat_u32(index + 1), [0x51u8; 22], 7, false).unwrap()
+    }
+
+    /// Adds coins from `first` on until the cache asks for a flush;
+    /// returns the next index.
+    fn fill(cache: &mut CoinsCache, first: u32) -> u32 {
+        let mut index = first;
+        while !cache.is_full() {
+            cache.add(&outpoint(index), coin(index), false).unwrap();
+            index += 1;
+        }
+        index
+    }
+
+    fn wait_for_writer(cache: &CoinsCache) {
+        while !cache.background_flush_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_full_cache_flushes_before_its_tables_pass_the_trigger() {
+        let directory = tempfile::tempdir().unwrap();
+        for limit_bytes in [1 << 20, 6 << 20, 24 << 20] {
+            let mut cache = cache_in(directory.path(), limit_bytes);
+            fill(&mut cache, 0);
+            let trigger = cache.limit_bytes() - cache.flush_headroom_bytes();
+            let live = cache.live_memory_bytes();
+            // Never past the trigger (a doubling ahead counts), and the
+            // shards' count makes the table fill most of it.
+            assert!(live <= trigger, "{limit_bytes}: {live} > {trigger}");
+            assert!(live >= trigger * 3 / 4, "{limit_bytes}: {live} of {trigger}");
+        }
+    }
+
+    #[test]
+    fn an_emptying_flush_gives_its_shards_back_as_it_writes_them() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut cache = cache_in(directory.path(), 4 << 20);
+        let count = fill(&mut cache, 0);
+        let live = cache.live_memory_bytes();
+        cache.start_background_flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+        assert!(cache.frozen_memory_bytes() <= live);
+        assert_eq!(cache.live_memory_bytes(), 0);
+        wait_for_writer(&cache);
+        // Every shard written and freed before the flush is collected; the
+        // coins read from the database now.
+        assert_eq!(cache.frozen_memory_bytes(), 0);
+        assert!(!cache.needs_room());
+        for index in (0..count).step_by(97) {
+            assert_eq!(cache.coin(&outpoint(index)).unwrap(), Some(coin(index)));
+        }
+        let stats = cache.finish_background_flush().unwrap().unwrap();
+        assert_eq!(stats.coins_written, u64::from(count));
+        assert_eq!(cache.database().best_block().unwrap(), Some(BlockHash([1; 32])));
+    }
+
+    #[test]
+    fn a_flush_keeping_its_coins_holds_them_and_validation_waits_for_room() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut cache = cache_in(directory.path(), 4 << 20);
+        let count = fill(&mut cache, 0);
+        let live = cache.live_memory_bytes();
+        cache.start_background_flush(BlockHash([2; 32]), FlushMode::KeepCoins).unwrap();
+        wait_for_writer(&cache);
+        assert_eq!(cache.frozen_memory_bytes(), live, "nothing freed while coins are kept");
+        assert!(!cache.needs_room(), "the new live map has its headroom");
+        // The live map grows into the limit the frozen map leaves.
+        let mut index = count;
+        while !cache.needs_room() {
+            cache.add(&outpoint(index), coin(index), false).unwrap();
+            index += 1;
+        }
+        assert!(cache.projected_live_bytes() + live > cache.limit_bytes());
+        assert!(cache.live_memory_bytes() + live <= cache.limit_bytes() + cache.limit_bytes() / 8);
+        cache.finish_background_flush().unwrap();
+        assert!(!cache.needs_room(), "nothing to wait for once collected");
+        // The kept coins came back clean beside the new ones.
+        assert_eq!(cache.entry_count(), index as usize);
+        assert_eq!(cache.dirty_count(), (index - count) as usize);
     }
 }

@@ -18,9 +18,11 @@
 //! [`READ_AHEAD_BLOCKS_MAX`] blocks. One thread reading and parsing a full
 //! block in ~0.6 ms keeps ahead of a connecting thread that needs ~8 ms
 //! for it, so a few blocks of read-ahead are enough: a quarter of the
-//! import's bound (16 MiB at `-dbcache=450`, ~11 full blocks). Measured on
-//! the bench chain, the import's whole bound (64 MiB, ~130 MiB parsed)
-//! raised the peak RSS of `-reindex-chainstate` from 612 to 708 MiB.
+//! import's bound (7 MiB at `-dbcache=450`, ~5 full blocks), inside the
+//! blocks' share of `-dbcache` ([`crate::budget`]; the two rarely run at
+//! once: a reorganisation during an import). Measured on the bench chain,
+//! the import's whole bound of the time (64 MiB, ~130 MiB parsed) raised
+//! the peak RSS of `-reindex-chainstate` from 612 to 708 MiB.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -36,10 +38,11 @@ use crate::index::EntryId;
 use crate::metrics::QueueGauge;
 use crate::prepared::PreparedBlock;
 
-/// Serialised bytes of blocks read ahead at most, for a coins cache of
-/// `cache_bytes_max`: a quarter of the import's read-ahead.
-pub(crate) fn read_ahead_bytes(cache_bytes_max: usize) -> usize {
-    crate::import_reader::import_queue_bytes(cache_bytes_max) / 4
+/// Serialised bytes of blocks read ahead at most: a quarter of the
+/// blocks' share of `-dbcache` (the import's bound; one block larger than
+/// it always passes alone).
+pub(crate) fn read_ahead_bytes(memory: &crate::budget::MemoryBudget) -> usize {
+    crate::import_reader::import_queue_bytes(memory) / 4
 }
 
 /// Blocks read ahead at most (a second bound, for many tiny blocks).

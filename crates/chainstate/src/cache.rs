@@ -49,12 +49,25 @@ use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, OutPoint};
 
 use crate::coin::Coin;
-use crate::coin_map::CoinMap;
+use crate::coin_map::{shard_count_for, CoinMap};
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
 
 const DIRTY: u8 = 1;
 const FRESH: u8 = 2;
+
+/// The maps keep at least 1/this of their share, however much the
+/// database's table readers hold (see [`CoinsCache::limit_bytes`]).
+pub const MAP_SHARE_FLOOR_DIVISOR: usize = 4;
+/// A flush starts with 1/this of the limit left for the next live map
+/// ([`CoinsCache::flush_headroom_bytes`]).
+pub const FLUSH_HEADROOM_DIVISOR: usize = 16;
+/// ... and at least this much (a few full blocks' new coins), at most a
+/// quarter of the limit.
+pub const FLUSH_HEADROOM_BYTES_MIN: usize = 8 << 20;
+/// A new map's table is sized for its trigger less 1/this, room for the
+/// table readers to grow until the next flush.
+const TABLE_READERS_GROWTH_DIVISOR: usize = 32;
 
 /// One cache slot: the coin (`None` when spent) and its flags.
 #[derive(Debug, Clone)]
@@ -72,7 +85,7 @@ impl CacheEntry {
         self.flags & FRESH != 0
     }
 
-    fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.coin.as_ref().map_or(0, Coin::heap_bytes)
     }
 }
@@ -93,6 +106,9 @@ pub struct CoinsCache {
     pub(crate) map: CoinMap,
     pub(crate) database: Arc<CoinsDatabase>,
     cache_bytes_max: usize,
+    /// What the coins database's table readers hold, counted against the
+    /// share ([`CoinsCache::set_table_readers_bytes`]).
+    table_readers_bytes: usize,
     pub(crate) script_heap_bytes: usize,
     pub(crate) dirty_count: usize,
     pub(crate) flush_epoch: u64,
@@ -103,15 +119,18 @@ pub struct CoinsCache {
 impl CoinsCache {
     /// An empty cache of at most `cache_bytes_max` bytes over `database`.
     pub fn new(database: Arc<CoinsDatabase>, cache_bytes_max: usize) -> CoinsCache {
-        CoinsCache {
-            map: CoinMap::new(),
+        let mut cache = CoinsCache {
+            map: CoinMap::default(),
             database,
             cache_bytes_max,
+            table_readers_bytes: 0,
             script_heap_bytes: 0,
             dirty_count: 0,
             flush_epoch: 0,
             background: None,
-        }
+        };
+        cache.map = cache.new_map();
+        cache
     }
 
     /// `cache_bytes_max` for a `-dbcache` of `megabytes` MiB.
@@ -124,9 +143,48 @@ impl CoinsCache {
         &self.database
     }
 
-    /// The memory limit, in bytes.
+    /// The share of `-dbcache` for the maps and the database's table
+    /// readers, in bytes.
     pub fn cache_bytes_max(&self) -> usize {
         self.cache_bytes_max
+    }
+
+    /// Counts `bytes` held by the coins database's table readers (bloom
+    /// filters and indexes) against the share: they grow with the
+    /// database, ~1.8 bytes a coin.
+    pub fn set_table_readers_bytes(&mut self, bytes: usize) {
+        self.table_readers_bytes = bytes;
+    }
+
+    /// What the coins database's table readers were last counted at.
+    pub fn table_readers_bytes(&self) -> usize {
+        self.table_readers_bytes
+    }
+
+    /// The maps' limit: the share less the table readers, at least
+    /// 1/[`MAP_SHARE_FLOOR_DIVISOR`] of it (past that, on a set of hundreds
+    /// of millions of coins with a small `-dbcache`, the readers are not
+    /// all counted).
+    pub fn limit_bytes(&self) -> usize {
+        let floor = self.cache_bytes_max / MAP_SHARE_FLOOR_DIVISOR;
+        self.cache_bytes_max.saturating_sub(self.table_readers_bytes).max(floor)
+    }
+
+    /// Room a flush leaves the next live map before the writer frees
+    /// anything: 1/[`FLUSH_HEADROOM_DIVISOR`] of the limit (the live map
+    /// starts empty and takes ~14 MB a second with scripts skipped; the
+    /// first shard is freed within ~0.4 s).
+    pub fn flush_headroom_bytes(&self) -> usize {
+        let limit = self.limit_bytes();
+        (limit / FLUSH_HEADROOM_DIVISOR).max(FLUSH_HEADROOM_BYTES_MIN.min(limit / 4))
+    }
+
+    /// A new, empty map whose shards, grown to a common size, fill the
+    /// flush trigger closely ([`crate::coin_map`]).
+    pub(crate) fn new_map(&self) -> CoinMap {
+        let trigger_bytes = self.limit_bytes() - self.flush_headroom_bytes();
+        let target_bytes = trigger_bytes - trigger_bytes / TABLE_READERS_GROWTH_DIVISOR;
+        CoinMap::new(shard_count_for(target_bytes))
     }
 
     /// Bytes used: the table's allocation plus the scripts' heap bytes,
@@ -140,13 +198,16 @@ impl CoinsCache {
         self.map.allocation_size() + self.script_heap_bytes
     }
 
-    /// Whether the cache should be flushed: it uses at least its limit, or,
-    /// while a background flush runs, the live map used up its headroom.
+    /// Bytes of the live map once the shards close to their threshold
+    /// have grown (the next block's inserts may double them).
+    pub fn projected_live_bytes(&self) -> usize {
+        self.map.projected_bytes() + self.script_heap_bytes
+    }
+
+    /// Whether the live map should be flushed: grown for the next inserts,
+    /// it reaches the limit less the room the next live map needs.
     pub fn is_full(&self) -> bool {
-        if self.background.is_some() {
-            return self.live_memory_bytes() >= self.background_headroom_bytes();
-        }
-        self.memory_bytes() >= self.cache_bytes_max
+        self.projected_live_bytes() >= self.limit_bytes() - self.flush_headroom_bytes()
     }
 
     /// Entries in the cache (unspent and spent-not-yet-flushed).
@@ -171,8 +232,8 @@ impl CoinsCache {
     /// Reads `outpoint` from the database and caches it clean if found.
     fn load(&mut self, outpoint: &OutPoint) -> Result<(), ChainstateError> {
         // A background flush's frozen map is newer than the database.
-        if let Some(frozen) = self.frozen_lookup(outpoint) {
-            if let Some(coin) = frozen.cloned() {
+        if let Some(frozen) = self.frozen_lookup(outpoint, |coin| coin.cloned()) {
+            if let Some(coin) = frozen {
                 self.script_heap_bytes += coin.heap_bytes();
                 self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: 0 });
             }
@@ -197,8 +258,8 @@ impl CoinsCache {
         if let Some(entry) = self.map.get(outpoint) {
             return Ok(entry.coin.is_some());
         }
-        if let Some(frozen) = self.frozen_lookup(outpoint) {
-            return Ok(frozen.is_some());
+        if let Some(unspent) = self.frozen_lookup(outpoint, |coin| coin.is_some()) {
+            return Ok(unspent);
         }
         self.database.has_coin(outpoint)
     }
@@ -210,8 +271,8 @@ impl CoinsCache {
         if let Some(entry) = self.map.get(outpoint) {
             return Ok(entry.coin.clone());
         }
-        if let Some(frozen) = self.frozen_lookup(outpoint) {
-            return Ok(frozen.cloned());
+        if let Some(frozen) = self.frozen_lookup(outpoint, |coin| coin.cloned()) {
+            return Ok(frozen);
         }
         self.database.coin(outpoint)
     }
@@ -303,7 +364,7 @@ impl CoinsCache {
         let stats = write_dirty_in_parallel(&self.database, &self.map, best_block)?;
         match mode {
             FlushMode::EmptyCache => {
-                self.map = CoinMap::new();
+                self.map = self.new_map();
                 self.script_heap_bytes = 0;
             }
             FlushMode::KeepCoins => {

@@ -26,13 +26,25 @@
 //! # Memory
 //! RocksDB's own memory is bounded here, not left at its defaults (two
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
-//! while the cache it writes is still in memory): memtables of
-//! [`MEMTABLE_BYTES_DEFAULT`], at most [`MEMTABLE_COUNT_MAX`] of them, and a
-//! block cache of [`DatabaseOptions::block_cache_bytes`] (Core gives LevelDB
-//! half of its coins-database share of `-dbcache`, at most 4 MiB, for the
-//! same purpose). Bloom filters and table indexes stay outside the cache:
-//! ~2.5 bytes per coin (~450 MB for a 180 M-coin mainnet set, read through
-//! the page cache as needed, not held by the process).
+//! while the cache it writes is still in memory), from the coins
+//! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
+//! memtables of a 32nd of it (1-16 MiB), at most
+//! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
+//! batches of at most half a memtable (a batch lands whole in one), and a
+//! block cache of a 64th (at most 4 MiB: Core gives LevelDB half of its
+//! coins-database share for the same purpose). The options are set on the
+//! default column family itself: opened with `DB::open_cf`, it took
+//! RocksDB's defaults instead (until session 9: 64 MiB memtables, a 32 MiB
+//! block cache and no bloom filter).
+//!
+//! The table readers are held by the process, outside the block cache:
+//! each open table keeps its bloom filter (10 bits a key, ~1.3 bytes a
+//! coin) and index block (~0.4 bytes a coin) in the heap. Measured with
+//! `rocksdb.estimate-table-readers-mem` at the `utxo-heavy` chain's 26 M
+//! coins: 45 MiB (1.8 bytes a coin); a 180 M-coin mainnet set would hold
+//! ~310 MiB. [`CoinsDatabase::table_readers_bytes`] reports it, and the
+//! UTXO cache counts it against its share of `-dbcache`
+//! ([`crate::CoinsCache::set_table_readers_bytes`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,14 +60,11 @@ use crate::error::ChainstateError;
 pub const FLUSH_BATCH_BYTES_DEFAULT: usize = 32 << 20;
 /// Smallest batch limit accepted (tests use small ones to force many batches).
 pub const FLUSH_BATCH_BYTES_MIN: usize = 1;
-/// Size of one RocksDB memtable (its `write_buffer_size`).
-pub const MEMTABLE_BYTES_DEFAULT: usize = 16 << 20;
-/// Memtables at most, the one being filled included: writes wait for the
-/// oldest to reach disk rather than grow memory.
-pub const MEMTABLE_COUNT_MAX: i32 = 2;
+/// Size of one RocksDB memtable (its `write_buffer_size`) by default.
+pub const MEMTABLE_BYTES_DEFAULT: usize = crate::budget::MEMTABLE_BYTES_MAX;
 /// RocksDB block cache by default (Core's LevelDB block cache at its
 /// largest: half of the 8 MiB coins-database share).
-pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 4 << 20;
+pub const BLOCK_CACHE_BYTES_DEFAULT: usize = crate::budget::BLOCK_CACHE_BYTES_MAX;
 
 /// Whether directory `path` holds RocksDB data: tables (`*.sst`, `*.blob`)
 /// or a write-ahead log (`*.log`; the info log is `LOG`).
@@ -91,6 +100,18 @@ pub struct DatabaseOptions {
     pub block_cache_bytes: usize,
     /// One memtable, in bytes.
     pub memtable_bytes: usize,
+}
+
+impl DatabaseOptions {
+    /// The options for the coins database's share of memory.
+    pub fn with_memory(memory: &crate::budget::CoinsDatabaseMemory) -> DatabaseOptions {
+        DatabaseOptions {
+            flush_batch_bytes_max: memory.flush_batch_bytes_max,
+            create_if_missing: true,
+            block_cache_bytes: memory.block_cache_bytes,
+            memtable_bytes: memory.memtable_bytes,
+        }
+    }
 }
 
 impl Default for DatabaseOptions {
@@ -166,12 +187,20 @@ impl CoinsDatabase {
         let mut rocks = Options::default();
         rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
         rocks.set_write_buffer_size(options.memtable_bytes);
-        rocks.set_max_write_buffer_number(MEMTABLE_COUNT_MAX);
+        rocks.set_max_write_buffer_number(crate::budget::MEMTABLE_COUNT_MAX as i32);
+        crate::database_levels::set_level0_triggers(&mut rocks, options.memtable_bytes);
         // Values are already compact; compression would cost CPU for little.
         rocks.set_compression_type(DBCompressionType::None);
         rocks.set_block_based_table_factory(&table);
         // Listing the default family gives `batched_multi_get_cf` its handle.
-        let db = DB::open_cf(&rocks, path, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])?;
+        // It must carry these options: `DB::open_cf` would open it with
+        // RocksDB's defaults (64 MiB memtables, a 32 MiB block cache, no
+        // bloom filter), leaving the options above to the database alone.
+        let family = rocksdb::ColumnFamilyDescriptor::new(
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+            rocks.clone(),
+        );
+        let db = DB::open_cf_descriptors(&rocks, path, [family])?;
         let flush_batch_bytes_max = options.flush_batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN);
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -326,6 +355,13 @@ impl CoinsDatabase {
         Ok(self.db.property_int_value("rocksdb.estimate-live-data-size")?.unwrap_or(0))
     }
 
+    /// Bytes RocksDB's open tables hold in the heap outside the block
+    /// cache (bloom filters and index blocks: `estimate-table-readers-mem`).
+    pub fn table_readers_bytes(&self) -> Result<usize, ChainstateError> {
+        let bytes = self.db.property_int_value("rocksdb.estimate-table-readers-mem")?;
+        Ok(usize::try_from(bytes.unwrap_or(0)).unwrap_or(usize::MAX))
+    }
+
     /// Writes RocksDB's memtables to table files (shutdown, benchmarks):
     /// reads then come from the files as after a restart.
     pub fn persist_memtables(&self) -> Result<(), ChainstateError> {
@@ -375,6 +411,13 @@ impl<'a> FlushWriter<'a> {
     /// that [`CoinsDatabase::coin_batches`] writers on other threads may
     /// follow: every coin they write then lands after `'H'`.
     pub fn write_head(&mut self) -> Result<(), ChainstateError> {
+        self.batches.write_batch()
+    }
+
+    /// Writes what is batched so far (unsynced): every put and erase made
+    /// before is then in the database, visible to its reads (a background
+    /// flush frees a shard of its map after this).
+    pub fn write_pending(&mut self) -> Result<(), ChainstateError> {
         self.batches.write_batch()
     }
 

@@ -7,8 +7,8 @@
 //! a time, removes the obfuscation, splits them into records and prepares
 //! them ([`PreparedBlock`]: parse, block hash, txids, merkle root,
 //! `CheckBlock`) in parallel chunks, then hands them over in file order,
-//! holding at most [`import_queue_bytes`] of blocks not yet taken (a quarter
-//! of the cache, 16-64 MiB). The calling thread accepts
+//! holding at most [`import_queue_bytes`] of blocks not yet taken (their
+//! share of `-dbcache`: [`crate::budget`]). The calling thread accepts
 //! each block and connects it as soon as it extends the best chain, while
 //! the reader is already preparing the next ones. Blocks met before their
 //! parent wait in a map keyed by the parent's hash (only their position when
@@ -140,7 +140,7 @@ pub fn import_blocks(
     let obfuscation = *chainstate.obfuscation();
     let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
     let in_flight = InFlightBytes::with_gauge(
-        import_queue_bytes(chainstate.cache().cache_bytes_max()),
+        import_queue_bytes(&chainstate.options.memory),
         chainstate.metrics.import_queue.clone(),
     );
     std::thread::scope(|scope| {

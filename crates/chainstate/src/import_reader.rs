@@ -1,20 +1,26 @@
 //! The import's reader thread: streams block files record by record,
 //! prepares records in parallel chunks ([`PreparedBlock`]: parse, hash,
 //! txids, `CheckBlock`) and hands them to the connecting thread in file
-//! order, never holding more than [`IMPORT_QUEUE_BYTES_MAX`] bytes of blocks
-//! that the connecting thread has not taken yet.
+//! order, never holding more than [`import_queue_bytes`] of blocks that the
+//! connecting thread has not taken yet.
 //!
 //! # Memory
 //! File data: one read window ([`READ_WINDOW_BYTES_DEFAULT`], 8 MiB).
-//! Blocks: at most [`IMPORT_QUEUE_BYTES_MAX`] of serialised bytes read,
-//! being prepared or queued, plus their txids (32 bytes per transaction,
-//! ~7 % on top for full blocks). Before this bound the reader held a whole
-//! 128 MiB file and up to 80 prepared blocks (~240 MiB on 1.4 MB blocks).
+//! Blocks: at most [`import_queue_bytes`] of serialised bytes read, being
+//! prepared or queued: the blocks' share of `-dbcache`
+//! ([`MemoryBudget::incoming_blocks_bytes`]) counts them prepared, at
+//! about twice their size (bytes, parsed view, txids: measured ~1.8x, 63
+//! MiB of full blocks held ~115 MiB of heap). Before any bound the reader
+//! held a whole 128 MiB file and up to 80 prepared blocks (~240 MiB on
+//! 1.4 MB blocks); until session 9 the bound was a sixth of the coins cache
+//! (12-64 MiB, ~130 MiB prepared at `-dbcache=450`), outside `-dbcache`.
 //!
 //! # Napkin math
-//! 64 MiB is ~45 full 1.4 MB blocks: ~9 s of work for the connecting thread
-//! with every script checked, ~1.5 s with scripts skipped, while preparing a
-//! chunk of 16 such blocks takes ~20 ms per block across the worker threads.
+//! At `-dbcache=450`, 28 MiB is ~20 full 1.4 MB blocks: ~4 s of work for
+//! the connecting thread with every script checked, ~0.7 s with scripts
+//! skipped, while preparing a chunk of 16 such blocks takes ~20 ms per
+//! block across the worker threads: the reader keeps ahead with blocks to
+//! spare.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,24 +31,20 @@ use ibex_blockstore::{BlockPosition, Obfuscation, OwnedRecord, RecordStream};
 use ibex_primitives::{BlockBuffers, Params};
 use rayon::prelude::*;
 
+use crate::budget::MemoryBudget;
 use crate::error::ChainstateError;
 use crate::import::{source_files, ImportSource};
 use crate::import_diagnosis::{diagnose, FileWithoutBlocks};
 use crate::metrics::QueueGauge;
 use crate::prepared::PreparedBlock;
 
-/// Bytes of blocks read but not yet taken by the connecting thread, at most.
-pub const IMPORT_QUEUE_BYTES_MAX: usize = 64 << 20;
-/// ... and at least, however small the cache.
-pub const IMPORT_QUEUE_BYTES_MIN: usize = 12 << 20;
-
-/// The read-ahead for a coins cache of `cache_bytes_max`: a sixth of it,
-/// within [`IMPORT_QUEUE_BYTES_MIN`]..=[`IMPORT_QUEUE_BYTES_MAX`], so that
-/// a small `-dbcache` also keeps the memory outside the cache small (12 MiB
-/// still holds ~8 full blocks, ~1.5 s of work with every script checked;
-/// prepared, a block takes about twice its serialised size).
-pub fn import_queue_bytes(cache_bytes_max: usize) -> usize {
-    (cache_bytes_max / 6).clamp(IMPORT_QUEUE_BYTES_MIN, IMPORT_QUEUE_BYTES_MAX)
+/// Serialised bytes of blocks read but not yet taken by the connecting
+/// thread, at most: the blocks' share of `-dbcache` in serialised bytes
+/// (an eighth of `-dbcache` in memory, 8-128 MiB, so 4-64 MiB here; the
+/// floor still holds one largest block, and one block larger than the
+/// bound always passes alone).
+pub fn import_queue_bytes(memory: &MemoryBudget) -> usize {
+    memory.incoming_blocks_serialised_bytes()
 }
 /// Blocks queued at most (a second bound, for many tiny blocks).
 pub(crate) const IMPORT_QUEUE_BLOCKS_MAX: usize = 1024;
@@ -296,10 +298,15 @@ mod tests {
     }
 
     #[test]
-    fn read_ahead_follows_the_cache_within_bounds() {
-        assert_eq!(import_queue_bytes(8 << 20), IMPORT_QUEUE_BYTES_MIN);
-        assert_eq!(import_queue_bytes(96 << 20), 16 << 20);
-        assert_eq!(import_queue_bytes(440 << 20), IMPORT_QUEUE_BYTES_MAX);
+    fn read_ahead_is_the_blocks_share_of_dbcache_in_serialised_bytes() {
+        let budget = |mebibytes: usize| MemoryBudget::from_dbcache_bytes(mebibytes << 20, 1 << 20);
+        // An eighth of -dbcache in memory, half of it serialised: 4-64 MiB.
+        assert_eq!(import_queue_bytes(&budget(4)), 4 << 20);
+        assert_eq!(import_queue_bytes(&budget(100)), 100 << 16);
+        assert_eq!(import_queue_bytes(&budget(450)), 450 << 16);
+        assert_eq!(import_queue_bytes(&budget(4000)), 64 << 20);
+        // The stored-block read-ahead takes a quarter of it.
+        assert_eq!(crate::block_read_ahead::read_ahead_bytes(&budget(450)), 450 << 14);
     }
 
     #[test]

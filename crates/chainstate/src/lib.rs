@@ -11,15 +11,18 @@
 
 pub mod background;
 mod block_read_ahead;
+pub mod budget;
 pub mod cache;
 pub mod coin;
 mod coin_map;
 pub mod compress;
 pub mod connect;
 pub mod database;
+pub mod database_levels;
 pub mod disconnect;
 pub mod engine;
 pub mod error;
+mod frozen_map;
 pub mod hasher;
 pub mod heap;
 pub mod import;
@@ -37,6 +40,7 @@ mod test_chain;
 pub mod txoutset;
 pub mod undo;
 
+pub use budget::{CoinsDatabaseMemory, MemoryBudget};
 pub use cache::{CoinsCache, FlushMode};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
 pub use database::{
@@ -59,7 +63,6 @@ pub use ibex_consensus::BlockRejection;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_plan::ImportPlan;
-pub use import_reader::{import_queue_bytes, IMPORT_QUEUE_BYTES_MAX, IMPORT_QUEUE_BYTES_MIN};
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use metrics::{
     ChainMetrics, ChainMetricsReading, FlushDurationReading, QueueGauge, FLUSH_DURATION_BUCKETS_MS,

@@ -102,7 +102,7 @@ impl CoinsCache {
             .filter(|outpoint| {
                 !outpoint.is_null()
                     && !self.map.contains_key(outpoint)
-                    && self.frozen_lookup(outpoint).is_none()
+                    && self.frozen_lookup(outpoint, |_| ()).is_none()
             })
             .copied()
             .collect();

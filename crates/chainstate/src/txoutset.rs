@@ -140,10 +140,14 @@ impl crate::cache::CoinsCache {
             .filter(|(_, entry)| entry.is_dirty())
             .map(|(outpoint, entry)| (outpoint, entry.coin.as_ref()))
             .collect();
-        if let Some(flush) = &self.background {
+        // The frozen shards still held (a released one is in the database
+        // already), locked until the walk ends: the writer cannot free one
+        // under it.
+        let frozen_shards = self.background.as_ref().map(|flush| flush.frozen.map.read_all());
+        for shard in frozen_shards.iter().flatten().filter_map(|shard| shard.as_ref()) {
             // A live clean entry equals the frozen one; a live DIRTY entry
             // is newer than it.
-            let frozen = flush.frozen.map.iter().filter(|(outpoint, entry)| {
+            let frozen = shard.iter().filter(|(outpoint, entry)| {
                 entry.is_dirty() && !self.map.get(outpoint).is_some_and(|live| live.is_dirty())
             });
             pending.extend(frozen.map(|(outpoint, entry)| (outpoint, entry.coin.as_ref())));

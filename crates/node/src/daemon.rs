@@ -9,6 +9,7 @@ use crate::config::{ConfigFileStatus, ConfigWarning, NodeOptions};
 use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
 use crate::numeric_options::MEBIBYTE;
+use ibex_chainstate::MemoryBudget;
 use ibex_primitives::Params;
 
 /// The client name in the log and `-version`.
@@ -40,35 +41,54 @@ pub enum NodeError {
     Engine(#[from] EngineError),
 }
 
-/// The coins-related split of `-dbcache` (Core's `kernel::CacheSizes`,
-/// without a transaction index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheSizes {
-    /// Block index database cache: an eighth, at most 2 MiB.
-    pub block_index_database_bytes: u64,
-    /// Coins database cache: half the rest, at most 8 MiB.
-    pub coins_database_bytes: u64,
-    /// The in-memory coins cache: everything left.
-    pub coins_bytes: u64,
+/// How `-dbcache` is shared for `options` (`-dbcache`, `-dbbatchsize`):
+/// see [`ibex_chainstate::budget`].
+pub fn memory_budget(options: &NodeOptions) -> MemoryBudget {
+    memory_budget_for(options.dbcache_mebibytes, options.database_batch_bytes)
 }
 
-impl CacheSizes {
-    /// Splits `dbcache_mebibytes` as Core does.
-    pub fn from_dbcache(dbcache_mebibytes: u64) -> CacheSizes {
-        let total = dbcache_mebibytes.saturating_mul(MEBIBYTE);
-        let block_index_database_bytes = (total / 8).min(2 * MEBIBYTE);
-        let rest = total - block_index_database_bytes;
-        let coins_database_bytes = (rest / 2).min(8 * MEBIBYTE);
-        CacheSizes {
-            block_index_database_bytes,
-            coins_database_bytes,
-            coins_bytes: rest - coins_database_bytes,
-        }
-    }
+/// How `-dbcache=dbcache_mebibytes` is shared, with flush batches of at most
+/// `batch_bytes`.
+pub fn memory_budget_for(dbcache_mebibytes: u64, batch_bytes: usize) -> MemoryBudget {
+    let bytes = dbcache_mebibytes.saturating_mul(MEBIBYTE);
+    MemoryBudget::from_dbcache_bytes(usize::try_from(bytes).unwrap_or(usize::MAX), batch_bytes)
 }
 
-fn mebibytes(bytes: u64) -> String {
+fn mebibytes(bytes: usize) -> String {
     format!("{:.1}", bytes as f64 / MEBIBYTE as f64)
+}
+
+/// Core's "Cache configuration:" lines, with Ibex's other parts: the blocks
+/// read ahead, what the chain state database's share holds, and the floor
+/// when `-dbcache` is below it.
+fn cache_lines(options: &NodeOptions) -> Vec<String> {
+    let budget = memory_budget(options);
+    let database = budget.coins_database;
+    let mut lines = vec![
+        "Cache configuration:".to_owned(),
+        format!("* Using {} MiB for block index database", mebibytes(budget.block_index_database_bytes)),
+        format!("* Using {} MiB for chain state database", mebibytes(database.total_bytes())),
+        format!(
+            "* Using {} MiB for blocks read ahead of validation",
+            mebibytes(budget.incoming_blocks_bytes)
+        ),
+        format!("* Using {} MiB for in-memory UTXO set", mebibytes(budget.coins_bytes)),
+        format!(
+            "  chain state database: {} write buffers of {} MiB, write batches of {} MiB, a {} MiB block cache; its table readers (bloom filters, indexes) are counted in the UTXO set's share as they grow",
+            ibex_chainstate::budget::MEMTABLE_COUNT_MAX,
+            mebibytes(database.memtable_bytes),
+            mebibytes(database.flush_batch_bytes_max),
+            mebibytes(database.block_cache_bytes),
+        ),
+    ];
+    if budget.parts_bytes() > budget.dbcache_bytes {
+        lines.push(format!(
+            "[warning] -dbcache={} is below the caches' minimums: they take up to {} MiB",
+            options.dbcache_mebibytes,
+            mebibytes(budget.parts_bytes())
+        ));
+    }
+    lines
 }
 
 fn warning_line(warning: &ConfigWarning) -> String {
@@ -114,19 +134,11 @@ pub fn log_startup(options: &NodeOptions, logger: &Logger) {
 
 /// The lines describing what the engine will be given.
 pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
-    let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
     let assume_valid = options.assume_valid.resolve(&options.params);
-    let mut lines = vec![
-        format!("Script verification uses {} additional threads", options.script_threads - 1),
-        "Cache configuration:".to_owned(),
-        format!(
-            "* Using {} MiB for block index database",
-            mebibytes(cache.block_index_database_bytes)
-        ),
-        format!("* Using {} MiB for chain state database", mebibytes(cache.coins_database_bytes)),
-        format!("* Using {} MiB for in-memory UTXO set", mebibytes(cache.coins_bytes)),
-        format!("Blocks directory: {}", options.blocks_directory.display()),
-    ];
+    let mut lines =
+        vec![format!("Script verification uses {} additional threads", options.script_threads - 1)];
+    lines.extend(cache_lines(options));
+    lines.push(format!("Blocks directory: {}", options.blocks_directory.display()));
     lines.push(match assume_valid {
         Some(hash) => format!("Assuming ancestors of block {hash} have valid signatures."),
         None => "Validating signatures for all blocks.".to_owned(),
@@ -200,18 +212,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cache_split_like_core() {
-        // Core's sample without a transaction index: 450 MiB is 2 + 8 + 440.
-        let cache = CacheSizes::from_dbcache(450);
-        assert_eq!(cache.block_index_database_bytes, 2 * MEBIBYTE);
-        assert_eq!(cache.coins_database_bytes, 8 * MEBIBYTE);
-        assert_eq!(cache.coins_bytes, 440 * MEBIBYTE);
-        // At the 4 MiB floor: 0.5 + 1.75 + 1.75.
-        let cache = CacheSizes::from_dbcache(4);
-        assert_eq!(cache.block_index_database_bytes, MEBIBYTE / 2);
-        assert_eq!(cache.coins_database_bytes, 7 * MEBIBYTE / 4);
-        assert_eq!(cache.coins_bytes, 7 * MEBIBYTE / 4);
-        assert_eq!(mebibytes(cache.coins_bytes), "1.8");
+    fn cache_split_from_options() {
+        // 450 MiB: Core's 2 MiB for the block index, the rest split
+        // between RocksDB, the blocks read ahead and the UTXO set.
+        let budget = memory_budget_for(450, 32 << 20);
+        assert_eq!(budget.block_index_database_bytes, 2 << 20);
+        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "53.2");
+        assert_eq!(mebibytes(budget.incoming_blocks_bytes), "56.2");
+        assert_eq!(mebibytes(budget.coins_bytes), "338.5");
+        assert_eq!(budget.parts_bytes(), 450 << 20);
+        // At Core's 4 MiB floor the parts' minimums take more.
+        let budget = memory_budget_for(4, 32 << 20);
+        assert_eq!(budget.block_index_database_bytes, MEBIBYTE as usize / 2);
+        assert_eq!(mebibytes(budget.coins_bytes), "1.0");
+        assert_eq!(mebibytes(budget.parts_bytes()), "13.2");
+        // A huge -dbcache saturates instead of overflowing.
+        assert_eq!(memory_budget_for(u64::MAX, 1).dbcache_bytes, usize::MAX);
     }
 
     #[test]

@@ -20,7 +20,6 @@ use ibex_chainstate::{
 use ibex_primitives::params::Network;
 
 use crate::config::NodeOptions;
-use crate::daemon::CacheSizes;
 use crate::logging::Logger;
 use crate::metrics::server::{MetricsServer, MetricsServerError};
 use crate::metrics::NodeMetrics;
@@ -152,13 +151,11 @@ fn wipe_chainstate(options: &NodeOptions, logger: &Logger) -> Result<(), EngineE
 /// The chainstate options for the node's options.
 pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
     let assume_valid = options.assume_valid.resolve(&options.params);
-    let cache = CacheSizes::from_dbcache(options.dbcache_mebibytes);
     ChainstateOptions {
         params: options.params.clone(),
         blocks_directory: options.blocks_directory.clone(),
         chainstate_directory: options.chain_directory.join("chainstate"),
-        cache_bytes_max: usize::try_from(cache.coins_bytes).unwrap_or(usize::MAX),
-        flush_batch_bytes_max: options.database_batch_bytes,
+        memory: crate::daemon::memory_budget(options),
         script_threads: options.script_threads,
         assume_valid,
         periodic_flush_interval: PERIODIC_FLUSH_INTERVAL,
@@ -207,14 +204,14 @@ pub fn run_engine(
     let chainstate_options = chainstate_options(options);
     // Keep freed cache tables and blocks from staying resident (see
     // `ibex_chainstate::heap`); before the chainstate allocates anything.
-    ibex_chainstate::bound_heap_retention(chainstate_options.cache_bytes_max);
+    ibex_chainstate::bound_heap_retention(chainstate_options.memory.coins_bytes);
     let progress = Arc::new(progress_display(options));
     let (invalid_sender, invalid_blocks) = invalid_block_feed();
     let observer = NodeObserver::new(
         logger.clone(),
         progress.clone(),
         &options.params,
-        chainstate_options.cache_bytes_max as u64,
+        chainstate_options.memory.coins_bytes as u64,
     )
     .with_invalid_block_feed(invalid_sender)
     .with_mock_time(options.mock_time);
@@ -310,7 +307,8 @@ fn run_network(
     let start = P2pStart {
         options: &options.network_options,
         params: &options.params,
-        dbcache_bytes: options.dbcache_mebibytes.saturating_mul(1 << 20),
+        incoming_blocks_serialised_bytes: crate::daemon::memory_budget(options)
+            .incoming_blocks_serialised_bytes() as u64,
         reader: chainstate.reader(),
         commands,
         notices,

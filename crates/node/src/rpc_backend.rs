@@ -32,10 +32,10 @@ use ibex_rpc::backend::{
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
-use crate::daemon::CacheSizes;
 use crate::logging::{verification_progress_near_tip, ChainTransactionData, TipHeights};
 use crate::rpc_network::NetworkRpc;
 use crate::txoutsetinfo::{txoutset_info_at_tip, TxOutSetInfoError};
+use ibex_chainstate::MemoryBudget;
 
 /// How long an RPC waits for the engine before giving up.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,7 +62,7 @@ pub struct ChainBackend {
     /// Core's `IsInitialBlockDownload` latch: once false, it stays false.
     initial_download_left: AtomicBool,
     /// `-dbcache`'s split, for `getchainstates`.
-    cache_sizes: CacheSizes,
+    memory: MemoryBudget,
     /// The P2P side, when it runs (`None`: Core's -31 for network methods).
     network: Option<NetworkRpc>,
     /// The engine service's operator channel, when the node runs one.
@@ -83,15 +83,18 @@ impl ChainBackend {
             blocks_directory,
             shutdown,
             initial_download_left: AtomicBool::new(false),
-            cache_sizes: CacheSizes::from_dbcache(DBCACHE_MEBIBYTES_DEFAULT),
+            memory: crate::daemon::memory_budget_for(
+                DBCACHE_MEBIBYTES_DEFAULT,
+                ibex_chainstate::FLUSH_BATCH_BYTES_DEFAULT,
+            ),
             network: None,
             engine_control: None,
         }
     }
 
-    /// The same backend reporting the caches of `-dbcache=dbcache_mebibytes`.
-    pub fn with_dbcache(mut self, dbcache_mebibytes: u64) -> ChainBackend {
-        self.cache_sizes = CacheSizes::from_dbcache(dbcache_mebibytes);
+    /// The same backend reporting the caches of `memory` (`-dbcache`'s split).
+    pub fn with_memory_budget(mut self, memory: MemoryBudget) -> ChainBackend {
+        self.memory = memory;
         self
     }
 
@@ -463,8 +466,8 @@ impl NodeBackend for ChainBackend {
 
     fn coins_cache_sizes(&self) -> CoinsCacheSizes {
         CoinsCacheSizes {
-            coins_database_bytes: self.cache_sizes.coins_database_bytes,
-            coins_tip_bytes: self.cache_sizes.coins_bytes,
+            coins_database_bytes: self.memory.coins_database.total_bytes() as u64,
+            coins_tip_bytes: self.memory.coins_bytes as u64,
         }
     }
 

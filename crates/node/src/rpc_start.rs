@@ -91,7 +91,7 @@ pub fn start_rpc_server(
         options.blocks_directory.clone(),
         shutdown,
     )
-    .with_dbcache(options.dbcache_mebibytes)
+    .with_memory_budget(crate::daemon::memory_budget(options))
     .with_engine_control(engine_control);
     if let Some(network) = network {
         backend = backend.with_network(network);

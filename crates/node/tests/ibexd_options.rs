@@ -117,7 +117,9 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
         "Command-line arg: par=\"2\"".to_owned(),
         "Script verification uses 1 additional threads".to_owned(),
         "* Using 2.0 MiB for block index database".to_owned(),
-        "* Using 90.0 MiB for in-memory UTXO set".to_owned(),
+        "* Using 12.5 MiB for chain state database".to_owned(),
+        "* Using 12.5 MiB for blocks read ahead of validation".to_owned(),
+        "* Using 73.0 MiB for in-memory UTXO set".to_owned(),
         "Validating signatures for all blocks.".to_owned(),
         "Shutdown: done".to_owned(),
     ];
@@ -415,7 +417,7 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
             );
         }
     }
-    // The values in use: 4 MiB is Core's split at the floor; 16 threads.
+    // The values in use: 4 MiB, below the caches' minimums (said); 16 threads.
     let home = tempfile::tempdir().unwrap();
     let output = ibexd(
         &["-regtest", &datadir_argument(home.path()), "-dbcache=abc", "-par=1000"],
@@ -423,7 +425,13 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     );
     assert_eq!(output.status.code(), Some(0));
     let log = debug_log(home.path());
-    assert!(log.contains("* Using 1.8 MiB for in-memory UTXO set"), "{log}");
+    assert!(log.contains("* Using 1.0 MiB for in-memory UTXO set"), "{log}");
+    assert!(
+        log.contains(
+            "[warning] -dbcache=4 is below the caches' minimums: they take up to 13.2 MiB"
+        ),
+        "{log}"
+    );
     assert!(log.contains("Script verification uses 15 additional threads"), "{log}");
     // -stopatheight=-1 on Core's chain of several hundred blocks stops at the
     // genesis block, the first tip, as Core stops at its first new block.

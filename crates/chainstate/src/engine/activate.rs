@@ -138,7 +138,7 @@ impl Chainstate {
             return Ok(());
         }
         let files = self.persistence.block_files();
-        let bytes_max = read_ahead_bytes(self.connector.cache().cache_bytes_max());
+        let bytes_max = read_ahead_bytes(&self.options.memory);
         let gauge = self.metrics.stored_block_read_ahead.clone();
         self.connector.start_read_ahead(files, blocks, bytes_max, gauge)
     }
@@ -357,13 +357,23 @@ impl Chainstate {
         }
     }
 
-    /// Flushes when the cache is full or the periodic interval passed.
+    /// Flushes when the cache is full or the periodic interval passed, and
+    /// waits while a background flush has not freed enough for the live
+    /// map to grow (see [`crate::background`]).
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
         self.collect_background_flush(super::flush::Collect::Poll)?;
-        if self.connector.cache().is_full() {
+        self.count_table_readers()?;
+        let cache = self.connector.cache();
+        if cache.is_full() {
             self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
+        } else if cache.needs_room() {
+            self.wait_for_flush_room()?;
         } else if self.persistence.last_flush.elapsed() >= self.options.periodic_flush_interval {
-            self.flush_in_background(FlushReason::Periodic, FlushMode::KeepCoins)?;
+            // Keeping the coins frees nothing until the write ends: only
+            // while the live map can grow as much meanwhile.
+            let half_full = cache.memory_bytes() <= cache.limit_bytes() / 2;
+            let mode = if half_full { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
+            self.flush_in_background(FlushReason::Periodic, mode)?;
         }
         Ok(())
     }

@@ -9,13 +9,16 @@
 //! before 3 the coins still name the old tip (blocks after it are connected
 //! again); during 3 the head-blocks record makes [`super::recovery`] replay.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{ChainEvent, Chainstate, FlushReason};
 use crate::cache::FlushMode;
 use crate::database::FlushStats;
 use crate::error::ChainstateError;
 use crate::stages::persistence::BackgroundFlushInfo;
+
+/// How often validation looks whether a background flush has freed room.
+const FLUSH_ROOM_POLL_INTERVAL: Duration = Duration::from_millis(1);
 
 impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip), and
@@ -56,6 +59,33 @@ impl Chainstate {
             Some(BackgroundFlushInfo { started, index_records, reason });
         self.statistics.longest_flush_stall_ms =
             self.statistics.longest_flush_stall_ms.max(stall_ms);
+        Ok(())
+    }
+
+    /// Waits until the background flush's writer has freed enough of the
+    /// frozen map for the live map to grow, or has finished (then collects
+    /// it). The wait counts as one for a flush.
+    pub(crate) fn wait_for_flush_room(&mut self) -> Result<(), ChainstateError> {
+        let started = Instant::now();
+        while self.connector.cache().needs_room() {
+            if self.connector.cache().background_flush_finished() {
+                self.collect_background_flush(Collect::Wait)?;
+                break;
+            }
+            std::thread::sleep(FLUSH_ROOM_POLL_INTERVAL);
+        }
+        let stall_ms = elapsed_ms(started);
+        self.statistics.longest_flush_stall_ms =
+            self.statistics.longest_flush_stall_ms.max(stall_ms);
+        Ok(())
+    }
+
+    /// Counts what the coins database's table readers hold against the
+    /// cache's share of `-dbcache` (a property read: ~1 us).
+    pub(crate) fn count_table_readers(&mut self) -> Result<(), ChainstateError> {
+        let cache = self.connector.cache_mut();
+        let bytes = cache.database().table_readers_bytes()?;
+        cache.set_table_readers_bytes(bytes);
         Ok(())
     }
 

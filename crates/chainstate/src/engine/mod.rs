@@ -76,10 +76,10 @@ pub struct ChainstateOptions {
     pub blocks_directory: PathBuf,
     /// The coins database (`<chain>/chainstate`).
     pub chainstate_directory: PathBuf,
-    /// UTXO cache limit in bytes (`-dbcache`).
-    pub cache_bytes_max: usize,
-    /// Largest coins write batch in bytes (`-dbbatchsize`).
-    pub flush_batch_bytes_max: usize,
+    /// How `-dbcache` is shared: the UTXO cache's limit, RocksDB's
+    /// memtables, block cache and flush batches (`-dbbatchsize` within
+    /// them), the blocks read ahead ([`crate::budget`]).
+    pub memory: crate::budget::MemoryBudget,
     /// Script check threads (`-par`).
     pub script_threads: usize,
     /// Scripts of this block's ancestors are not checked (`-assumevalid`);

@@ -28,18 +28,11 @@ impl Chainstate {
         let (persistence, index) = Persistence::open(&options.blocks_directory, magic)?;
         let selection = ChainSelection::from_index(&index);
         let persistence_files = persistence.block_files();
-        let database_options = DatabaseOptions {
-            flush_batch_bytes_max: flush_batch_bytes_for(
-                options.flush_batch_bytes_max,
-                options.cache_bytes_max,
-            ),
-            memtable_bytes: memtable_bytes_for(options.cache_bytes_max),
-            ..DatabaseOptions::default()
-        };
+        let database_options = DatabaseOptions::with_memory(&options.memory.coins_database);
         let coins_path = &options.chainstate_directory;
         let database = CoinsDatabase::open(coins_path, &database_options)
             .map_err(opening(DatabaseKind::Coins, coins_path))?;
-        let cache = CoinsCache::new(Arc::new(database), options.cache_bytes_max);
+        let cache = CoinsCache::new(Arc::new(database), options.memory.coins_bytes);
         let scripts = ScriptQueue::new(ScriptThreads::new(options.script_threads)?);
         let mut chainstate = Chainstate {
             options,
@@ -77,46 +70,5 @@ impl Chainstate {
             })?;
         self.accept_block(block)?;
         self.activate_best_chain()
-    }
-}
-
-/// RocksDB memtable size for a coins cache of `cache_bytes_max`: a
-/// sixteenth of it, 4-16 MiB (two of them exist at once), so a small
-/// `-dbcache` keeps RocksDB small too, as Core sizes LevelDB's write buffer
-/// from its share of `-dbcache`.
-fn memtable_bytes_for(cache_bytes_max: usize) -> usize {
-    (cache_bytes_max / 16).clamp(4 << 20, crate::database::MEMTABLE_BYTES_DEFAULT)
-}
-
-/// Largest flush batch for `-dbbatchsize` and a coins cache of
-/// `cache_bytes_max`: the batch, or an eighth of the cache if that is less
-/// (at least 1 MiB).
-///
-/// A batch lands whole in one RocksDB memtable, whatever the memtable's
-/// size: measured with heaptrack at `-dbcache=100`, 16 MiB batches grew the
-/// two memtables to 75 MiB together, more than the flush's other buffers.
-/// Scaled down, a small cache keeps RocksDB small too; from
-/// `-dbcache=256` up the batch is `-dbbatchsize` unchanged, as in Core.
-fn flush_batch_bytes_for(batch_bytes_max: usize, cache_bytes_max: usize) -> usize {
-    batch_bytes_max.min((cache_bytes_max / 8).max(1 << 20))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{flush_batch_bytes_for, memtable_bytes_for};
-
-    #[test]
-    fn flush_batches_shrink_only_for_small_caches() {
-        assert_eq!(flush_batch_bytes_for(32 << 20, 450 << 20), 32 << 20);
-        assert_eq!(flush_batch_bytes_for(32 << 20, 100 << 20), 100 << 17);
-        assert_eq!(flush_batch_bytes_for(32 << 20, 1 << 20), 1 << 20);
-        assert_eq!(flush_batch_bytes_for(1000, 450 << 20), 1000);
-    }
-
-    #[test]
-    fn memtables_follow_the_cache_within_bounds() {
-        assert_eq!(memtable_bytes_for(1 << 20), 4 << 20);
-        assert_eq!(memtable_bytes_for(160 << 20), 10 << 20);
-        assert_eq!(memtable_bytes_for(440 << 20), 16 << 20);
     }
 }

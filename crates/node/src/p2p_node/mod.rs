@@ -44,7 +44,7 @@ use std::time::Duration;
 use ibex_chainstate::{ChainReader, EngineCommand, EngineNotice};
 use ibex_p2p::addrman::AddressBook;
 use ibex_p2p::net::LogSink;
-use ibex_p2p::sync::block_download::download_bytes_for_dbcache;
+use ibex_p2p::sync::block_download::download_bytes_for_share;
 use ibex_p2p::sync::HeadersSyncParams;
 use ibex_p2p::sync::{BlockDownload, DownloadConfig, HeadersSync};
 use ibex_primitives::Params;
@@ -102,8 +102,9 @@ pub struct P2pStart<'a> {
     pub options: &'a NetworkOptions,
     /// The chain's parameters.
     pub params: &'a Params,
-    /// `-dbcache` in bytes (the download's byte bound derives from it).
-    pub dbcache_bytes: u64,
+    /// Serialised bytes of blocks ahead of validation, from `-dbcache`'s
+    /// split (the download's byte bound derives from it).
+    pub incoming_blocks_serialised_bytes: u64,
     /// The engine's reader.
     pub reader: ChainReader,
     /// The engine service's command sender.
@@ -140,7 +141,7 @@ impl P2pNode {
         let P2pStart {
             options,
             params,
-            dbcache_bytes,
+            incoming_blocks_serialised_bytes,
             reader,
             commands,
             notices,
@@ -192,7 +193,7 @@ impl P2pNode {
             logger.clone(),
         );
         let download_config =
-            DownloadConfig::new(params, download_bytes_for_dbcache(dbcache_bytes));
+            DownloadConfig::new(params, download_bytes_for_share(incoming_blocks_serialised_bytes));
         let mut sync = SyncLoop::new(
             network,
             events,

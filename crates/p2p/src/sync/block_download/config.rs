@@ -32,10 +32,10 @@ const _: () = assert!(BLOCK_BYTES_MAX <= crate::MESSAGE_PAYLOAD_BYTES_MAX as u64
 const _: () =
     assert!(BLOCK_STALLING_TIMEOUT_DEFAULT.as_secs() < BLOCK_STALLING_TIMEOUT_MAX.as_secs());
 
-/// Smallest byte bound [`download_bytes_for_dbcache`] suggests: 8 blocks
+/// Smallest byte bound [`download_bytes_for_share`] suggests: 8 blocks
 /// of the largest size.
 pub const DOWNLOAD_BYTES_FLOOR: u64 = 32 << 20;
-/// Largest byte bound [`download_bytes_for_dbcache`] suggests.
+/// Largest byte bound [`download_bytes_for_share`] suggests.
 pub const DOWNLOAD_BYTES_CEILING: u64 = 512 << 20;
 
 /// The scheduler's settings.
@@ -84,19 +84,19 @@ impl DownloadConfig {
     }
 }
 
-/// The byte bound the node derives from `-dbcache` (in bytes): an eighth
-/// of the cache, at least [`DOWNLOAD_BYTES_FLOOR`] (32 MiB) and at most
-/// [`DOWNLOAD_BYTES_CEILING`] (512 MiB). At the default `-dbcache=450` that
-/// is 56 MiB: 14 blocks reserved at 4 MB each, or about 37 of today's
-/// 1.5 MB blocks once received, a queue of several seconds of validation
-/// for the engine. The memory budget is `-dbcache` + 256 MiB for the whole
-/// process, and a reindex already takes ~170 MiB of that margin (the
-/// database's write buffers, read-ahead, the script pipeline): at a
-/// quarter of the cache (112 MiB) an IBD over P2P peaked 46 MiB over the
-/// budget at `-dbcache=450` (735 MiB, docs/benchmarks.md). The floor keeps
-/// 8 blocks in flight on a tiny cache.
-pub fn download_bytes_for_dbcache(dbcache_bytes: u64) -> u64 {
-    (dbcache_bytes / 8).clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
+/// The byte bound for blocks downloaded ahead of validation, from the
+/// node's share of `-dbcache` for them in serialised bytes (a sixteenth
+/// of `-dbcache`: an eighth once prepared, `ibex_chainstate::budget`), at
+/// least [`DOWNLOAD_BYTES_FLOOR`] (32 MiB: 8 blocks of the largest size in
+/// flight, the download's fixed minimum, above the share below
+/// `-dbcache=512`) and at most [`DOWNLOAD_BYTES_CEILING`] (512 MiB). At the
+/// default `-dbcache=450` that is the floor: 8 blocks reserved at 4 MB
+/// each, or about 21 of today's 1.5 MB blocks once received, a queue of
+/// seconds of validation for the engine. Until session 9 it was an eighth
+/// of `-dbcache` outside the coins' budget (56 MiB at 450; a quarter,
+/// 112 MiB, had peaked an IBD over P2P at 735 MiB, docs/benchmarks.md).
+pub fn download_bytes_for_share(incoming_serialised_bytes: u64) -> u64 {
+    incoming_serialised_bytes.clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
 }
 
 #[cfg(test)]
@@ -104,10 +104,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn byte_bound_is_an_eighth_of_the_cache_within_its_limits() {
-        assert_eq!(download_bytes_for_dbcache(450 << 20), (450 << 20) / 8);
-        assert_eq!(download_bytes_for_dbcache(16 << 20), DOWNLOAD_BYTES_FLOOR);
-        assert_eq!(download_bytes_for_dbcache(16 << 30), DOWNLOAD_BYTES_CEILING);
+    fn byte_bound_is_the_share_within_its_limits() {
+        assert_eq!(download_bytes_for_share(100 << 20), 100 << 20);
+        assert_eq!(download_bytes_for_share(28 << 20), DOWNLOAD_BYTES_FLOOR);
+        assert_eq!(download_bytes_for_share(16 << 30), DOWNLOAD_BYTES_CEILING);
         assert!(DOWNLOAD_BYTES_FLOOR >= BLOCKS_IN_FLIGHT_PER_PEER_MAX as u64 / 2 * BLOCK_BYTES_MAX);
     }
 }

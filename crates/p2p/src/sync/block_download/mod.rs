@@ -9,8 +9,8 @@
 //!   per peer.
 //! - **Bytes**: blocks in flight (counted at 4 MB, the largest a block can
 //!   be) plus blocks received and not yet connected (at their size) never
-//!   pass `download_bytes_max` ([`download_bytes_for_dbcache`] derives it
-//!   from `-dbcache`). A received block counts until the engine's tip
+//!   pass `download_bytes_max` ([`download_bytes_for_share`] derives it
+//!   from the node's share of `-dbcache` for blocks ahead of validation). A received block counts until the engine's tip
 //!   reaches its height or it leaves the best header chain. One block's
 //!   estimate of the bound is kept for the block right after the tip, so
 //!   blocks received out of order can never fill the bound while the tip
@@ -64,7 +64,7 @@ mod stalling;
 mod unrequested;
 
 pub use config::{
-    download_bytes_for_dbcache, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX, BLOCK_BYTES_MAX,
+    download_bytes_for_share, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX, BLOCK_BYTES_MAX,
     BLOCK_DOWNLOAD_WINDOW_BLOCKS, BLOCK_STALLING_TIMEOUT_DEFAULT, BLOCK_STALLING_TIMEOUT_MAX,
     DOWNLOAD_BYTES_CEILING, DOWNLOAD_BYTES_FLOOR, DOWNLOAD_PEERS_MAX, TRACKED_BLOCKS_MAX,
 };

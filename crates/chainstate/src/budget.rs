@@ -1,0 +1,262 @@
+//! How `-dbcache` is shared among the node's large memory users, so that
+//! everything that grows with the work is counted inside it (issue 17:
+//! peak RSS at most `-dbcache` + 256 MiB, whatever the cache size).
+//!
+//! # The split ([`MemoryBudget::from_dbcache_bytes`])
+//! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
+//! |---|---|---:|---:|
+//! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
+//! | coins database (RocksDB) | two memtables of a 32nd (1-16 MiB), each with room for a flush batch landing in it whole (half a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 12.5 | 53.2 |
+//! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
+//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 73.0 | 338.5 |
+//!
+//! Blocks read ahead are the import's reader queue and the stored-block
+//! read-ahead during `-reindex`/`-loadblock`, or the download window when
+//! syncing from peers (which has its own floor of 8 largest blocks in
+//! flight, 32 MiB, above the share below `-dbcache=512`); the import and
+//! the download do not run at once.
+//!
+//! # Napkin math
+//! At 26 M coins (the `utxo-heavy` chain) the table readers hold ~45 MiB
+//! (RocksDB's `estimate-table-readers-mem`: 10 bits a key of bloom filter,
+//! ~1.3 bytes a coin, and the index blocks, ~0.4): at `-dbcache=450` the
+//! maps keep 290-320 MiB as the readers grow, 21-23 shards of 2^17
+//! buckets (105 bytes each) holding 1.8-2.3 M entries when the cache is
+//! flushed (3.1-3.5 M before, in 440 MiB plus a quarter more while
+//! flushing). A 180 M-coin mainnet set would
+//! need ~310 MiB of table readers, more than `-dbcache=450`'s share; the
+//! maps then keep a quarter of it and the rest of the readers is not
+//! counted (moving the filters into a bounded block cache, partitioned, is
+//! the way to count them there).
+//!
+//! Measured on the `utxo-heavy` chain to height 2,000 (scripts skipped),
+//! at its peak RSS at `-dbcache=450` (493 MiB, 480 MiB anonymous): maps
+//! 284 MiB, table readers 31 MiB, memtables 11 MiB, block cache 3 MiB,
+//! blocks read ahead 27 MiB serialised (~50 MiB in the heap): ~380 MiB
+//! counted, within the 450. Outside it: glibc's free chunks (80-90 MiB
+//! on average, `mallinfo2`; capping the arenas at two with
+//! `MALLOC_ARENA_MAX=2` made the peak worse, 532 MiB), the script
+//! pipeline's blocks, thread stacks and the binary (12 MiB of file pages):
+//! the 256 MiB margin covers them with ~200 MiB to spare.
+
+//! # Floor
+//! Each part has a minimum: below [`FLOOR_BYTES`] (16 MiB) the minimums
+//! take more than `-dbcache` (at most that much: 1 MiB of UTXO maps, 8 MiB
+//! for one largest block read ahead, ~4 MiB for RocksDB, up to 2 MiB for
+//! the block index), and the process uses that much whatever `-dbcache`
+//! says (Core's own floor is 4 MiB, for its caches alone).
+
+/// One mebibyte.
+pub const MEBIBYTE: usize = 1 << 20;
+
+/// Core's share for the block index database: an eighth of `-dbcache`, at
+/// most this.
+pub const BLOCK_INDEX_DATABASE_BYTES_MAX: usize = 2 << 20;
+/// One RocksDB memtable of the coins database, at least ...
+pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
+/// ... and at most (a 32nd of `-dbcache` in between).
+pub const MEMTABLE_BYTES_MAX: usize = 16 << 20;
+/// Memtables of the coins database at once, the one being filled included
+/// (RocksDB's `max_write_buffer_number`): writes wait for the older one
+/// to reach disk rather than grow memory.
+pub const MEMTABLE_COUNT_MAX: usize = 2;
+/// The coins database's block cache, at least ...
+pub const BLOCK_CACHE_BYTES_MIN: usize = 256 << 10;
+/// ... and at most (a 64th of `-dbcache` in between; Core gives LevelDB
+/// half of its 8 MiB coins-database share).
+pub const BLOCK_CACHE_BYTES_MAX: usize = 4 << 20;
+/// Memory for blocks read ahead of validation, at least (one largest
+/// block, 4 MB serialised, prepared) ...
+pub const INCOMING_BLOCKS_BYTES_MIN: usize = 8 << 20;
+/// ... and at most (an eighth of `-dbcache` in between).
+pub const INCOMING_BLOCKS_BYTES_MAX: usize = 128 << 20;
+/// How much more memory a prepared block takes than its serialised bytes
+/// (the bytes, the parsed view, the txids; measured ~1.8 on full blocks).
+pub const PREPARED_BLOCK_MEMORY_FACTOR: usize = 2;
+/// The UTXO maps' share, at least.
+pub const COINS_BYTES_MIN: usize = 1 << 20;
+/// From this `-dbcache` up the parts add up to it exactly; below it they
+/// take at most this much.
+pub const FLOOR_BYTES: usize = 16 << 20;
+
+/// The coins database's (RocksDB's) share of memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoinsDatabaseMemory {
+    /// One memtable (`write_buffer_size`); [`MEMTABLE_COUNT_MAX`] of them.
+    pub memtable_bytes: usize,
+    /// The largest write batch of a flush: it lands whole in one memtable,
+    /// so each may hold this much beyond its size.
+    pub flush_batch_bytes_max: usize,
+    /// The block cache.
+    pub block_cache_bytes: usize,
+}
+
+impl CoinsDatabaseMemory {
+    /// Everything together: the memtables with a batch landed in each,
+    /// the batch being built and the block cache.
+    pub fn total_bytes(&self) -> usize {
+        MEMTABLE_COUNT_MAX * (self.memtable_bytes + self.flush_batch_bytes_max)
+            + self.flush_batch_bytes_max
+            + self.block_cache_bytes
+    }
+
+    fn for_dbcache(dbcache_bytes: usize, batch_bytes_max: usize) -> CoinsDatabaseMemory {
+        let memtable_bytes = (dbcache_bytes / 32).clamp(MEMTABLE_BYTES_MIN, MEMTABLE_BYTES_MAX);
+        CoinsDatabaseMemory {
+            memtable_bytes,
+            flush_batch_bytes_max: batch_bytes_max.clamp(1, memtable_bytes / 2),
+            block_cache_bytes: (dbcache_bytes / 64)
+                .clamp(BLOCK_CACHE_BYTES_MIN, BLOCK_CACHE_BYTES_MAX),
+        }
+    }
+}
+
+/// How `-dbcache` is shared (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// `-dbcache`, in bytes.
+    pub dbcache_bytes: usize,
+    /// The block index database (Core's share).
+    pub block_index_database_bytes: usize,
+    /// The coins database.
+    pub coins_database: CoinsDatabaseMemory,
+    /// Blocks read or downloaded ahead of validation, in memory (prepared).
+    pub incoming_blocks_bytes: usize,
+    /// The UTXO maps (live and frozen) and the coins database's table
+    /// readers together.
+    pub coins_bytes: usize,
+}
+
+impl MemoryBudget {
+    /// Splits `dbcache_bytes`, with flush batches of at most
+    /// `batch_bytes_max` (`-dbbatchsize`).
+    pub fn from_dbcache_bytes(dbcache_bytes: usize, batch_bytes_max: usize) -> MemoryBudget {
+        let block_index_database_bytes = (dbcache_bytes / 8).min(BLOCK_INDEX_DATABASE_BYTES_MAX);
+        let coins_database = CoinsDatabaseMemory::for_dbcache(dbcache_bytes, batch_bytes_max);
+        let incoming_blocks_bytes =
+            (dbcache_bytes / 8).clamp(INCOMING_BLOCKS_BYTES_MIN, INCOMING_BLOCKS_BYTES_MAX);
+        let others =
+            block_index_database_bytes + coins_database.total_bytes() + incoming_blocks_bytes;
+        MemoryBudget {
+            dbcache_bytes,
+            block_index_database_bytes,
+            coins_database,
+            incoming_blocks_bytes,
+            coins_bytes: dbcache_bytes.saturating_sub(others).max(COINS_BYTES_MIN),
+        }
+    }
+
+    /// A budget whose UTXO maps get `coins_bytes` (tests and tools that
+    /// set the cache alone), the other parts at the smallest split's.
+    pub fn for_coins_bytes(coins_bytes: usize, batch_bytes_max: usize) -> MemoryBudget {
+        let smallest = MemoryBudget::from_dbcache_bytes(0, batch_bytes_max);
+        MemoryBudget {
+            dbcache_bytes: smallest.parts_bytes() - smallest.coins_bytes + coins_bytes,
+            coins_bytes,
+            ..smallest
+        }
+    }
+
+    /// What every part takes together: `-dbcache` from [`FLOOR_BYTES`] up,
+    /// at most that below.
+    pub fn parts_bytes(&self) -> usize {
+        self.block_index_database_bytes
+            + self.coins_database.total_bytes()
+            + self.incoming_blocks_bytes
+            + self.coins_bytes
+    }
+
+    /// Serialised bytes of blocks read or downloaded ahead of validation.
+    pub fn incoming_blocks_serialised_bytes(&self) -> usize {
+        self.incoming_blocks_bytes / PREPARED_BLOCK_MEMORY_FACTOR
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BATCH: usize = 32 << 20;
+
+    fn mebibytes(bytes: usize) -> f64 {
+        bytes as f64 / MEBIBYTE as f64
+    }
+
+    #[test]
+    fn default_cache_split() {
+        let budget = MemoryBudget::from_dbcache_bytes(450 * MEBIBYTE, BATCH);
+        assert_eq!(budget.block_index_database_bytes, 2 * MEBIBYTE);
+        assert_eq!(budget.coins_database.memtable_bytes, 450 * MEBIBYTE / 32);
+        assert_eq!(budget.coins_database.flush_batch_bytes_max, 450 * MEBIBYTE / 64);
+        assert_eq!(budget.coins_database.block_cache_bytes, 4 * MEBIBYTE);
+        assert_eq!(budget.incoming_blocks_bytes, 450 * MEBIBYTE / 8);
+        assert_eq!(budget.incoming_blocks_serialised_bytes(), 450 * MEBIBYTE / 16);
+        assert!((mebibytes(budget.coins_bytes) - 338.5).abs() < 0.1, "{}", budget.coins_bytes);
+        assert_eq!(budget.parts_bytes(), 450 * MEBIBYTE);
+        let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 12.5).abs() < 0.01);
+        assert_eq!(budget.incoming_blocks_bytes, 25 * MEBIBYTE / 2);
+        assert!((mebibytes(budget.coins_bytes) - 73.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn parts_fit_the_total_and_their_bounds() {
+        // Every MiB from 1 to 2 GiB, then up to 64 GiB in coarse steps.
+        let sizes = (1..=2048).chain((2048..=65536).step_by(509)).map(|mib| mib * MEBIBYTE);
+        for dbcache_bytes in sizes {
+            for batch_bytes_max in [1, 1 << 20, BATCH] {
+                let budget = MemoryBudget::from_dbcache_bytes(dbcache_bytes, batch_bytes_max);
+                let database = budget.coins_database;
+                assert!(budget.block_index_database_bytes <= BLOCK_INDEX_DATABASE_BYTES_MAX);
+                assert!(
+                    (MEMTABLE_BYTES_MIN..=MEMTABLE_BYTES_MAX).contains(&database.memtable_bytes)
+                );
+                assert!(database.flush_batch_bytes_max <= batch_bytes_max);
+                assert!(database.flush_batch_bytes_max <= database.memtable_bytes / 2);
+                assert!(database.flush_batch_bytes_max >= 1);
+                let block_cache = BLOCK_CACHE_BYTES_MIN..=BLOCK_CACHE_BYTES_MAX;
+                assert!(block_cache.contains(&database.block_cache_bytes));
+                let incoming = INCOMING_BLOCKS_BYTES_MIN..=INCOMING_BLOCKS_BYTES_MAX;
+                assert!(incoming.contains(&budget.incoming_blocks_bytes));
+                assert!(budget.coins_bytes >= COINS_BYTES_MIN);
+                if dbcache_bytes >= FLOOR_BYTES {
+                    // Above the floor the parts add up to `-dbcache` exactly.
+                    assert_eq!(budget.parts_bytes(), dbcache_bytes, "{dbcache_bytes}");
+                } else {
+                    assert!(budget.parts_bytes() <= FLOOR_BYTES, "{dbcache_bytes}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_maps_get_most_of_a_large_cache() {
+        for mebibytes_total in [450, 1000, 4000, 16000] {
+            let budget = MemoryBudget::from_dbcache_bytes(mebibytes_total * MEBIBYTE, BATCH);
+            assert!(budget.coins_bytes >= budget.dbcache_bytes * 3 / 4, "{mebibytes_total}");
+        }
+        let budget = MemoryBudget::from_dbcache_bytes(16000 * MEBIBYTE, BATCH);
+        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MAX);
+        assert_eq!(budget.incoming_blocks_bytes, INCOMING_BLOCKS_BYTES_MAX);
+    }
+
+    #[test]
+    fn the_floor_is_small_and_known() {
+        let tiny = MemoryBudget::from_dbcache_bytes(4 * MEBIBYTE, BATCH);
+        assert_eq!(tiny.coins_bytes, COINS_BYTES_MIN);
+        assert_eq!(tiny.block_index_database_bytes, MEBIBYTE / 2);
+        assert_eq!(tiny.incoming_blocks_bytes, INCOMING_BLOCKS_BYTES_MIN);
+        assert!((mebibytes(tiny.parts_bytes()) - 13.25).abs() < 0.01, "{}", tiny.parts_bytes());
+        // Just above it, the maps get what is left.
+        let small = MemoryBudget::from_dbcache_bytes(FLOOR_BYTES, BATCH);
+        assert!(small.coins_bytes > COINS_BYTES_MIN);
+    }
+
+    #[test]
+    fn a_budget_for_a_given_cache() {
+        let budget = MemoryBudget::for_coins_bytes(1 << 15, 1 << 16);
+        assert_eq!(budget.coins_bytes, 1 << 15);
+        assert_eq!(budget.coins_database.flush_batch_bytes_max, 1 << 16);
+        assert_eq!(budget.parts_bytes(), budget.dbcache_bytes);
+    }
+}
