@@ -51,8 +51,10 @@ use crate::error::ChainstateError;
 pub const FLUSH_BATCH_BYTES_DEFAULT: usize = 32 << 20;
 /// Smallest batch limit accepted (tests use small ones to force many batches).
 pub const FLUSH_BATCH_BYTES_MIN: usize = 1;
-/// Size of one RocksDB memtable (its `write_buffer_size`).
+/// Size of one RocksDB memtable (its `write_buffer_size`) by default.
 pub const MEMTABLE_BYTES_DEFAULT: usize = 16 << 20;
+/// Largest memtable the chainstate asks for (RocksDB's own default).
+pub const MEMTABLE_BYTES_MAX: usize = 64 << 20;
 /// Memtables at most, the one being filled included: writes wait for the
 /// oldest to reach disk rather than grow memory.
 pub const MEMTABLE_COUNT_MAX: i32 = 2;
