@@ -80,6 +80,24 @@ pub enum ChainEvent {
         /// The tip being switched to.
         new_best: BlockHash,
     },
+    /// A coins flush began (its block and undo files and its block index
+    /// records are already written): what it will write. [`ChainEvent::Flushed`]
+    /// follows once it is written; a crash in between leaves an interrupted
+    /// flush for the next start to replay.
+    FlushStarted {
+        /// Why.
+        reason: FlushReason,
+        /// The height of the tip the coins are written as.
+        height: u32,
+        /// Changed coins to write: created, changed or spent since the last
+        /// flush (the cache's dirty entries).
+        changed_coin_count: usize,
+        /// Bytes of the cache being written.
+        cache_bytes: usize,
+        /// Whether it is written by the writer thread while validation goes
+        /// on (see [`crate::background`]), rather than with validation stopped.
+        background: bool,
+    },
     /// The coins and index were written.
     Flushed {
         /// What the coins flush wrote.
