@@ -46,12 +46,18 @@ use std::sync::Arc;
 
 use hashbrown::hash_map::Entry as MapEntry;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockHash, OutPoint};
+use ibex_primitives::{BlockHash, OutPoint, Txid};
 
 use crate::coin::Coin;
 use crate::coin_map::CoinMap;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
+
+/// Outputs of one transaction not in memory from which BIP30 asks the
+/// database once for the transaction (a prefix seek, ~2-3 us: an iterator
+/// over every memtable and table, one prefix-filter probe each) rather
+/// than once per output (a point read, ~1 us: one whole-key probe each).
+pub const BIP30_PREFIX_SEEK_OUTPUTS_MIN: u32 = 3;
 
 const DIRTY: u8 = 1;
 const FRESH: u8 = 2;
@@ -201,6 +207,55 @@ impl CoinsCache {
             return Ok(frozen.is_some());
         }
         self.database.has_coin(outpoint)
+    }
+
+    /// BIP30's question for a whole transaction: whether any of the
+    /// first `output_count` outputs of `txid` is an unspent coin, in
+    /// memory, in a background flush's frozen map or in the database.
+    ///
+    /// Outputs with an entry in memory are answered by it (a spent entry
+    /// hides the database's coin until the flush). The rest are asked of
+    /// the database, with one prefix seek when there are at least
+    /// [`BIP30_PREFIX_SEEK_OUTPUTS_MIN`] of them: a transaction id is
+    /// unique to its transaction, so a new one almost never has a coin on
+    /// disk and the prefix bloom filters say so without reading a block.
+    /// Only if the seek finds a coin of `txid` are the outputs read one by
+    /// one. The same answer as [`CoinsCache::has_unspent`] per output.
+    pub fn has_unspent_output_of(
+        &self,
+        txid: &Txid,
+        output_count: u32,
+    ) -> Result<bool, ChainstateError> {
+        let mut not_in_memory = 0u32;
+        for vout in 0..output_count {
+            match self.memory_entry(&OutPoint { txid: *txid, vout }) {
+                Some(Some(_)) => return Ok(true),
+                Some(None) => {}
+                None => not_in_memory += 1,
+            }
+        }
+        if not_in_memory == 0 {
+            return Ok(false);
+        }
+        if not_in_memory >= BIP30_PREFIX_SEEK_OUTPUTS_MIN && !self.database.has_coin_of(txid)? {
+            return Ok(false);
+        }
+        for vout in 0..output_count {
+            let outpoint = OutPoint { txid: *txid, vout };
+            if self.memory_entry(&outpoint).is_none() && self.database.has_coin(&outpoint)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The entry for `outpoint` in memory: `Some(Some(coin))` unspent,
+    /// `Some(None)` spent and not yet flushed, `None` not in memory.
+    fn memory_entry(&self, outpoint: &OutPoint) -> Option<Option<&Coin>> {
+        match self.map.get(outpoint) {
+            Some(entry) => Some(entry.coin.as_ref()),
+            None => self.frozen_lookup(outpoint),
+        }
     }
 
     /// The unspent coin at `outpoint` from memory, a background flush's

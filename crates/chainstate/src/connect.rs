@@ -150,13 +150,12 @@ fn check_bip30(
     let transactions: Vec<TransactionView<'_>> = block.transactions().collect();
     let offender = threads.install(|| {
         transactions.par_iter().zip(txids).find_map_first(|(transaction, &txid)| {
-            (0..transaction.outputs().len() as u32).find_map(|vout| {
-                match cache.has_unspent(&OutPoint { txid, vout }) {
-                    Ok(false) => None,
-                    Ok(true) => Some(ConnectError::Invalid(BlockRejection::Bip30 { txid })),
-                    Err(error) => Some(ConnectError::Chainstate(error)),
-                }
-            })
+            let output_count = transaction.outputs().len() as u32;
+            match cache.has_unspent_output_of(&txid, output_count) {
+                Ok(false) => None,
+                Ok(true) => Some(ConnectError::Invalid(BlockRejection::Bip30 { txid })),
+                Err(error) => Some(ConnectError::Chainstate(error)),
+            }
         })
     });
     match offender {

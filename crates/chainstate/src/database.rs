@@ -38,10 +38,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ibex_primitives::encode::{write_compact_size, Reader};
-use ibex_primitives::{BlockHash, OutPoint};
+use ibex_primitives::{BlockHash, OutPoint, Txid};
 use rocksdb::{
     BlockBasedOptions, ColumnFamilyDescriptor, DBCompressionType, DataBlockIndexType, Options,
-    WriteBatch, WriteOptions, DB,
+    ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
 use crate::coin::{Coin, CoinKey, COIN_KEY_PREFIX};
@@ -58,6 +58,8 @@ pub const MEMTABLE_BYTES_MAX: usize = 64 << 20;
 /// Memtables at most, the one being filled included: writes wait for the
 /// oldest to reach disk rather than grow memory.
 pub const MEMTABLE_COUNT_MAX: i32 = 2;
+/// Bytes of a coin key's `'C' || txid` prefix (RocksDB's prefix extractor).
+pub const COIN_TXID_PREFIX_BYTES: usize = 33;
 /// Share of each memtable given to its whole-key bloom filter.
 const MEMTABLE_BLOOM_RATIO: f64 = 0.1;
 /// Hash buckets per key in a data block's hash index (RocksDB's default).
@@ -183,6 +185,11 @@ impl CoinsDatabase {
         // skip list is ~20 key comparisons with cache misses (~1-2 us).
         rocks.set_memtable_whole_key_filtering(true);
         rocks.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
+        // Filters also hold each coin key's `'C' || txid` prefix, so that
+        // BIP30 asks once per transaction whether any of its outputs
+        // exists ([`CoinsDatabase::has_coin_of`]). Point reads still use
+        // the whole-key filters; walks use total-order iterators.
+        rocks.set_prefix_extractor(SliceTransform::create_fixed_prefix(COIN_TXID_PREFIX_BYTES));
         rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
         rocks.set_write_buffer_size(options.memtable_bytes);
         rocks.set_max_write_buffer_number(MEMTABLE_COUNT_MAX);
@@ -250,6 +257,23 @@ impl CoinsDatabase {
         Ok(self.db.get_pinned(CoinKey::new(outpoint))?.is_some())
     }
 
+    /// Whether the database has an unspent coin of any output of the
+    /// transaction `txid`: one prefix seek, answered by the prefix bloom
+    /// filters for nearly every new transaction, instead of one point read
+    /// per output.
+    pub fn has_coin_of(&self, txid: &Txid) -> Result<bool, ChainstateError> {
+        let mut prefix = [0u8; COIN_TXID_PREFIX_BYTES];
+        prefix[0] = COIN_KEY_PREFIX;
+        prefix[1..].copy_from_slice(txid.as_bytes());
+        let mut options = ReadOptions::default();
+        options.set_prefix_same_as_start(true);
+        let mut iterator = self.db.raw_iterator_opt(options);
+        iterator.seek(prefix);
+        let found = iterator.key().is_some_and(|key| key.starts_with(&prefix));
+        iterator.status()?;
+        Ok(found)
+    }
+
     /// The coin at `outpoint`, if unspent.
     pub fn coin(&self, outpoint: &OutPoint) -> Result<Option<Coin>, ChainstateError> {
         let value = self.db.get_pinned(CoinKey::new(outpoint))?;
@@ -301,8 +325,14 @@ impl CoinsDatabase {
     pub fn iter_coins(
         &self,
     ) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + '_ {
+        // Total order: the prefix extractor's domain is `'C' || txid`, and
+        // a prefix iterator over the one byte `'C'` would not be.
+        let mut options = ReadOptions::default();
+        options.set_total_order_seek(true);
+        let start = [COIN_KEY_PREFIX];
+        let mode = rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward);
         self.db
-            .prefix_iterator([COIN_KEY_PREFIX])
+            .iterator_opt(mode, options)
             .take_while(|item| match item {
                 Ok((key, _)) => key.first() == Some(&COIN_KEY_PREFIX),
                 Err(_) => true,

@@ -61,5 +61,7 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
     assert!(setting(&applied, "filter_policy").contains("bloomfilter"), "{applied}");
     assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinaryAndHash");
+    // BIP30's per-transaction seek needs `'C' || txid` prefixes in the filters.
+    assert!(setting(&applied, "prefix_extractor").contains("FixedPrefix.33"), "{applied}");
     assert_eq!(database.block_cache_capacity_bytes(), Some(5 << 20));
 }
