@@ -58,6 +58,24 @@ pub const MEMTABLE_BYTES_MAX: usize = 64 << 20;
 /// Memtables at most, the one being filled included: writes wait for the
 /// oldest to reach disk rather than grow memory.
 pub const MEMTABLE_COUNT_MAX: i32 = 2;
+/// Bytes of level-0 files that start a compaction into the base level.
+pub const LEVEL0_COMPACTION_INPUT_BYTES: usize = 256 << 20;
+/// Level-0 files that start a compaction, at most (each is one more
+/// bloom-filter probe for every point read).
+pub const LEVEL0_COMPACTION_TRIGGER_FILES_MAX: i32 = 24;
+/// RocksDB's defaults: writes slow down 16 files above the compaction
+/// trigger and stop 32 above it.
+const LEVEL0_SLOWDOWN_FILES_ABOVE_TRIGGER: i32 = 16;
+const LEVEL0_STOP_FILES_ABOVE_TRIGGER: i32 = 32;
+
+/// Level-0 files that start a compaction for memtables of `memtable_bytes`:
+/// [`LEVEL0_COMPACTION_INPUT_BYTES`] of them, 4 (RocksDB's default) to
+/// [`LEVEL0_COMPACTION_TRIGGER_FILES_MAX`].
+pub fn level0_compaction_trigger_files(memtable_bytes: usize) -> i32 {
+    let files = LEVEL0_COMPACTION_INPUT_BYTES / memtable_bytes.max(1);
+    (files.min(LEVEL0_COMPACTION_TRIGGER_FILES_MAX as usize) as i32).max(4)
+}
+
 /// Bytes of a coin key's `'C' || txid` prefix (RocksDB's prefix extractor).
 pub const COIN_TXID_PREFIX_BYTES: usize = 33;
 /// Share of each memtable given to its whole-key bloom filter.
@@ -193,6 +211,18 @@ impl CoinsDatabase {
         rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
         rocks.set_write_buffer_size(options.memtable_bytes);
         rocks.set_max_write_buffer_number(MEMTABLE_COUNT_MAX);
+        // Coin keys are random (transaction ids), so every level-0 file
+        // overlaps the whole base level and each L0 -> base compaction
+        // rewrites all of it: start one only once about
+        // LEVEL0_COMPACTION_INPUT_BYTES of memtables have piled up, however
+        // small the memtables. Measured at `-dbcache=100` (11 MiB
+        // memtables, compaction after 4 files): compactions wrote 4.5 GB for
+        // 1.4 GB of flushed memtables, and took a third of the CPU; after,
+        // 9 % less CPU (wall time unchanged: validation waits on other work).
+        let trigger = level0_compaction_trigger_files(options.memtable_bytes);
+        rocks.set_level_zero_file_num_compaction_trigger(trigger);
+        rocks.set_level_zero_slowdown_writes_trigger(trigger + LEVEL0_SLOWDOWN_FILES_ABOVE_TRIGGER);
+        rocks.set_level_zero_stop_writes_trigger(trigger + LEVEL0_STOP_FILES_ABOVE_TRIGGER);
         // Values are already compact; compression would cost CPU for little.
         rocks.set_compression_type(DBCompressionType::None);
         rocks.set_block_based_table_factory(&table);

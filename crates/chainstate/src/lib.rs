@@ -40,8 +40,8 @@ pub mod undo;
 pub use cache::{CoinsCache, FlushMode};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
 pub use database::{
-    CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
-    FLUSH_BATCH_BYTES_DEFAULT,
+    level0_compaction_trigger_files, CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats,
+    FlushWriter, HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
 };
 pub use engine::accept::AcceptOutcome;
 pub use engine::tips::ChainTip;

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use ibex_chainstate::{CoinsDatabase, DatabaseOptions};
+use ibex_chainstate::{level0_compaction_trigger_files, CoinsDatabase, DatabaseOptions};
 
 /// The `[CFOptions "default"]` and `[TableOptions/BlockBasedTable
 /// "default"]` sections of the newest `OPTIONS-*` file, as one text.
@@ -56,6 +56,10 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     let applied = default_family_options(directory.path());
     assert_eq!(setting(&applied, "write_buffer_size"), (3u64 << 20).to_string());
     assert_eq!(setting(&applied, "max_write_buffer_number"), "2");
+    // 3 MiB memtables: 85 would make 256 MiB, capped at 24.
+    assert_eq!(setting(&applied, "level0_file_num_compaction_trigger"), "24");
+    assert_eq!(setting(&applied, "level0_slowdown_writes_trigger"), "40");
+    assert_eq!(setting(&applied, "level0_stop_writes_trigger"), "56");
     assert_eq!(setting(&applied, "compression"), "kNoCompression");
     assert_eq!(setting(&applied, "memtable_whole_key_filtering"), "true");
     assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
@@ -64,4 +68,14 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     // BIP30's per-transaction seek needs `'C' || txid` prefixes in the filters.
     assert!(setting(&applied, "prefix_extractor").contains("FixedPrefix.33"), "{applied}");
     assert_eq!(database.block_cache_capacity_bytes(), Some(5 << 20));
+}
+
+#[test]
+fn level0_trigger_follows_the_memtable_size() {
+    assert_eq!(level0_compaction_trigger_files(64 << 20), 4);
+    assert_eq!(level0_compaction_trigger_files(55 << 20), 4);
+    assert_eq!(level0_compaction_trigger_files(32 << 20), 8);
+    assert_eq!(level0_compaction_trigger_files(11 << 20), 23);
+    assert_eq!(level0_compaction_trigger_files(4 << 20), 24);
+    assert_eq!(level0_compaction_trigger_files(0), 24);
 }
