@@ -16,7 +16,10 @@
 //! | spent DIRTY        | unspent coin    | error (missing coin)     | -> unspent DIRTY     | -> unspent DIRTY           | erase, dropped     |
 //!
 //! Never present: spent FRESH (erased at once), spent clean (misses are not
-//! cached), FRESH without DIRTY. `add` of an unspendable script (OP_RETURN or
+//! cached), FRESH without DIRTY. A third flag, FROM_DATABASE, only says
+//! where an unspent clean coin came from (read from the database, not put
+//! there by connect): the spend counts it ([`crate::coin_reads`]); any
+//! change of the entry clears it, and it takes no part in the table. `add` of an unspendable script (OP_RETURN or
 //! over 10,000 bytes) does nothing, as in Core. `add` without overwrite on an
 //! absent entry trusts the caller (BIP30/BIP34) that the database has no
 //! unspent coin there, exactly as Core's `AddCoin(possible_overwrite=false)`.
@@ -50,6 +53,7 @@ use ibex_primitives::{BlockHash, OutPoint, Txid};
 
 use crate::coin::Coin;
 use crate::coin_map::CoinMap;
+use crate::coin_reads::CoinSource;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
 
@@ -63,6 +67,9 @@ pub const BIP30_PREFIX_SEEK_OUTPUTS_MIN: u32 = 1;
 
 const DIRTY: u8 = 1;
 const FRESH: u8 = 2;
+/// The coin was read from the database (by the prefetch or a lookup):
+/// statistics only ([`crate::coin_reads`]).
+pub(crate) const FROM_DATABASE: u8 = 4;
 
 /// One cache slot: the coin (`None` when spent) and its flags.
 #[derive(Debug, Clone)]
@@ -83,6 +90,26 @@ impl CacheEntry {
     fn heap_bytes(&self) -> usize {
         self.coin.as_ref().map_or(0, Coin::heap_bytes)
     }
+}
+
+/// What a BIP30 lookup found ([`CoinsCache::unspent_lookup`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnspentLookup {
+    /// An unspent coin is there.
+    pub unspent: bool,
+    /// Neither map had the outpoint: the database answered.
+    pub reached_database: bool,
+}
+
+/// What BIP30's question for a whole transaction found
+/// ([`CoinsCache::has_unspent_output_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputsLookup {
+    /// One of the outputs is an unspent coin already.
+    pub unspent: bool,
+    /// Outputs looked at that neither map had: the database answered for
+    /// them (with one prefix seek, or a point read each).
+    pub answered_by_database: u32,
 }
 
 /// Whether a flush keeps clean coins in memory (Core's `Sync`) or empties
@@ -176,21 +203,23 @@ impl CoinsCache {
         Ok(self.map.get(outpoint).and_then(|entry| entry.coin.as_ref()))
     }
 
-    /// Reads `outpoint` from the database and caches it clean if found.
-    fn load(&mut self, outpoint: &OutPoint) -> Result<(), ChainstateError> {
+    /// Reads `outpoint` from a background flush's frozen map or else the
+    /// database, and caches it clean if found; says which it read.
+    fn load(&mut self, outpoint: &OutPoint) -> Result<CoinSource, ChainstateError> {
         // A background flush's frozen map is newer than the database.
         if let Some(frozen) = self.frozen_lookup(outpoint) {
             if let Some(coin) = frozen.cloned() {
                 self.script_heap_bytes += coin.heap_bytes();
                 self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: 0 });
             }
-            return Ok(());
+            return Ok(CoinSource::FrozenMap);
         }
         if let Some(coin) = self.database.coin(outpoint)? {
             self.script_heap_bytes += coin.heap_bytes();
-            self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: 0 });
+            let entry = CacheEntry { coin: Some(coin), flags: FROM_DATABASE };
+            self.map.insert(*outpoint, entry);
         }
-        Ok(())
+        Ok(CoinSource::DirectRead)
     }
 
     /// Whether an unspent coin exists at `outpoint`.
@@ -202,13 +231,20 @@ impl CoinsCache {
     /// BIP30 lookups, almost all for outpoints that do not exist, run on
     /// several threads at once (see [`crate::connect`]).
     pub fn has_unspent(&self, outpoint: &OutPoint) -> Result<bool, ChainstateError> {
+        self.unspent_lookup(outpoint).map(|lookup| lookup.unspent)
+    }
+
+    /// [`Self::has_unspent`], saying whether the database answered.
+    pub fn unspent_lookup(&self, outpoint: &OutPoint) -> Result<UnspentLookup, ChainstateError> {
+        let in_memory = |unspent| UnspentLookup { unspent, reached_database: false };
         if let Some(entry) = self.map.get(outpoint) {
-            return Ok(entry.coin.is_some());
+            return Ok(in_memory(entry.coin.is_some()));
         }
         if let Some(frozen) = self.frozen_lookup(outpoint) {
-            return Ok(frozen.is_some());
+            return Ok(in_memory(frozen.is_some()));
         }
-        self.database.has_coin(outpoint)
+        let unspent = self.database.has_coin(outpoint)?;
+        Ok(UnspentLookup { unspent, reached_database: true })
     }
 
     /// BIP30's question for a whole transaction: whether any of the
@@ -227,28 +263,31 @@ impl CoinsCache {
         &self,
         txid: &Txid,
         output_count: u32,
-    ) -> Result<bool, ChainstateError> {
+    ) -> Result<OutputsLookup, ChainstateError> {
         let mut not_in_memory = 0u32;
         for vout in 0..output_count {
             match self.memory_entry(&OutPoint { txid: *txid, vout }) {
-                Some(Some(_)) => return Ok(true),
+                Some(Some(_)) => {
+                    return Ok(OutputsLookup { unspent: true, answered_by_database: not_in_memory })
+                }
                 Some(None) => {}
                 None => not_in_memory += 1,
             }
         }
+        let answer = |unspent| OutputsLookup { unspent, answered_by_database: not_in_memory };
         if not_in_memory == 0 {
-            return Ok(false);
+            return Ok(answer(false));
         }
         if not_in_memory >= BIP30_PREFIX_SEEK_OUTPUTS_MIN && !self.database.has_coin_of(txid)? {
-            return Ok(false);
+            return Ok(answer(false));
         }
         for vout in 0..output_count {
             let outpoint = OutPoint { txid: *txid, vout };
             if self.memory_entry(&outpoint).is_none() && self.database.has_coin(&outpoint)? {
-                return Ok(true);
+                return Ok(answer(true));
             }
         }
-        Ok(false)
+        Ok(answer(false))
     }
 
     /// The entry for `outpoint` in memory: `Some(Some(coin))` unspent,
@@ -311,7 +350,7 @@ impl CoinsCache {
                     self.dirty_count += 1;
                 }
                 entry.coin = Some(coin);
-                entry.flags |= DIRTY;
+                entry.flags = (entry.flags | DIRTY) & !FROM_DATABASE;
             }
         }
         self.script_heap_bytes += heap_bytes;
@@ -322,14 +361,28 @@ impl CoinsCache {
     /// coin is erased from memory; any other becomes a spent DIRTY entry
     /// that the next flush erases from the database.
     pub fn spend(&mut self, outpoint: &OutPoint) -> Result<Coin, ChainstateError> {
-        if !self.map.contains_key(outpoint) {
-            self.load(outpoint)?;
-        }
+        self.spend_found(outpoint).map(|(coin, _source)| coin)
+    }
+
+    /// [`Self::spend`], saying where the coin was found: in memory (the
+    /// live or the frozen map) or read from the database, ahead (the
+    /// prefetch) or now. Connect counts it ([`crate::coin_reads`]).
+    pub fn spend_found(
+        &mut self,
+        outpoint: &OutPoint,
+    ) -> Result<(Coin, CoinSource), ChainstateError> {
+        let loaded =
+            if self.map.contains_key(outpoint) { None } else { Some(self.load(outpoint)?) };
         let MapEntry::Occupied(mut slot) = self.map.entry(*outpoint) else {
             return Err(ChainstateError::MissingCoin { outpoint: *outpoint });
         };
         let entry = slot.get_mut();
         let was_dirty = entry.is_dirty();
+        let source = loaded.unwrap_or(if entry.flags & FROM_DATABASE != 0 {
+            CoinSource::Prefetch
+        } else {
+            CoinSource::LiveMap
+        });
         let Some(coin) = entry.coin.take() else {
             return Err(ChainstateError::MissingCoin { outpoint: *outpoint });
         };
@@ -344,7 +397,7 @@ impl CoinsCache {
                 self.dirty_count += 1;
             }
         }
-        Ok(coin)
+        Ok((coin, source))
     }
 
     /// Writes every DIRTY entry to the database as the state at `best_block`,

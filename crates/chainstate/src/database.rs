@@ -172,6 +172,9 @@ pub struct CoinsDatabase {
     /// random with probability 1 / ratio (0: never). Only crash tests set it.
     crash_ratio: AtomicU64,
     crash_random: AtomicU64,
+    /// Bytes of the write batches written since open (RocksDB's "user
+    /// bytes", the denominator of write amplification: [`crate::database_io`]).
+    written_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for CoinsDatabase {
@@ -243,6 +246,7 @@ impl CoinsDatabase {
             flush_batch_bytes_max,
             crash_ratio: AtomicU64::new(0),
             crash_random: AtomicU64::new(seed),
+            written_bytes: AtomicU64::new(0),
         })
     }
 
@@ -275,6 +279,23 @@ impl CoinsDatabase {
     /// bytes, as RocksDB reports it.
     pub fn block_cache_capacity_bytes(&self) -> Option<u64> {
         self.db.property_int_value("rocksdb.block-cache-capacity").ok().flatten()
+    }
+
+    /// A RocksDB text property of the coins (`rocksdb.cfstats`...); `None`
+    /// when RocksDB does not know it or fails.
+    pub fn property_text(&self, name: &str) -> Option<String> {
+        self.db.property_value(name).ok().flatten()
+    }
+
+    /// A RocksDB integer property of the coins
+    /// (`rocksdb.total-sst-files-size`...); `None` when unknown.
+    pub fn property_integer(&self, name: &str) -> Option<u64> {
+        self.db.property_int_value(name).ok().flatten()
+    }
+
+    /// Bytes of the write batches written since open.
+    pub fn written_bytes(&self) -> u64 {
+        self.written_bytes.load(Ordering::Relaxed)
     }
 
     /// The batch limit of flushes, in bytes.
@@ -485,7 +506,9 @@ impl<'a> FlushWriter<'a> {
         self.batches.stats.batch_bytes += batch.size_in_bytes() as u64;
         let mut options = WriteOptions::default();
         options.set_sync(true);
+        let batch_bytes = batch.size_in_bytes() as u64;
         self.batches.database.db.write_opt(batch, &options)?;
+        self.batches.database.written_bytes.fetch_add(batch_bytes, Ordering::Relaxed);
         Ok(self.batches.stats)
     }
 }
@@ -598,9 +621,11 @@ impl<'a> CoinBatches<'a> {
             return Ok(());
         }
         let batch = std::mem::take(&mut self.batch);
+        let batch_bytes = batch.size_in_bytes() as u64;
         self.stats.batch_count += 1;
-        self.stats.batch_bytes += batch.size_in_bytes() as u64;
+        self.stats.batch_bytes += batch_bytes;
         self.database.db.write(batch)?;
+        self.database.written_bytes.fetch_add(batch_bytes, Ordering::Relaxed);
         self.database.maybe_simulate_crash();
         Ok(())
     }

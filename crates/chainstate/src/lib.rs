@@ -14,9 +14,11 @@ mod block_read_ahead;
 pub mod cache;
 pub mod coin;
 mod coin_map;
+pub mod coin_reads;
 pub mod compress;
 pub mod connect;
 pub mod database;
+pub mod database_io;
 pub mod disconnect;
 pub mod engine;
 pub mod error;
@@ -37,12 +39,17 @@ mod test_chain;
 pub mod txoutset;
 pub mod undo;
 
-pub use cache::{CoinsCache, FlushMode};
+pub use cache::{CoinsCache, FlushMode, OutputsLookup, UnspentLookup};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
+pub use coin_reads::{
+    CoinReadCounts, CoinSource, COIN_AGE_RANGES, COIN_AGE_RANGE_HIGHS_BLOCKS, COIN_AGE_RANGE_NAMES,
+    COIN_SOURCES,
+};
 pub use database::{
     level0_compaction_trigger_files, CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats,
     FlushWriter, HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
 };
+pub use database_io::{CoinsDatabaseIo, GibibyteText, WriteAmplification, DATABASE_LEVELS};
 pub use engine::accept::AcceptOutcome;
 pub use engine::tips::ChainTip;
 pub use engine::{

@@ -233,9 +233,9 @@ impl Harness {
             let txid = Txid([txid_byte; 32]);
             let cache = self.slot.as_ref().unwrap();
             let any_output = self.model.keys().any(|key| key.txid == txid);
-            assert_eq!(cache.has_unspent_output_of(&txid, 401).unwrap(), any_output);
+            assert_eq!(cache.has_unspent_output_of(&txid, 401).unwrap().unspent, any_output);
             let first_output = self.model.contains_key(&OutPoint { txid, vout: 0 });
-            assert_eq!(cache.has_unspent_output_of(&txid, 1).unwrap(), first_output);
+            assert_eq!(cache.has_unspent_output_of(&txid, 1).unwrap().unspent, first_output);
         }
         for index in 0..OUTPOINT_COUNT {
             let key = outpoint(index);

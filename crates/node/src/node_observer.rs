@@ -170,6 +170,9 @@ impl ChainObserver for NodeObserver {
                     stall_ms
                 ));
             }
+            ChainEvent::CoinsDatabaseMeasured(io) => {
+                self.logger.log(&crate::database_report::database_line(io));
+            }
             ChainEvent::Replayed { rolled_back, rolled_forward } => {
                 self.logger.log(&format!(
                     "Replaying blocks after an interrupted flush: rolled back {rolled_back}, rolled forward {rolled_forward}"

@@ -7,7 +7,10 @@
 //!   that flushes every few blocks (`-dbcache=4`) end with the same UTXO set
 //!   (`ibex txoutsetinfo`: hash, count, amount...), the manifest's count at
 //!   the manifest's tip; with `IBEX_CORE_BIN`, `bitcoind -reindex` of the
-//!   same files gives the same set.
+//!   same files gives the same set. The log has a `Coins database:` line
+//!   after each flush, coin reads by age that add up to the inputs
+//!   connected, and (with the small cache) bytes RocksDB flushed or
+//!   compacted.
 //! - `kill -9` while a background flush of ~60,000 changed coins is being
 //!   written in batches of 64 KiB (`-dbcache=20 -dbbatchsize=65536`: the
 //!   cache fills six times over the chain), seen from the flush's start line
@@ -145,6 +148,7 @@ fn unflushed_utxo_set() -> &'static serde_json::Value {
         assert_eq!(starts.len(), 1, "{}", log_summary(&log));
         assert_eq!(starts[0].reason, "shutdown", "{}", log_summary(&log));
         assert!(!log.contains("(cache full)") && !log.contains("(periodic)"));
+        check_coins_database_lines(&log);
         eprintln!("no flush before shutdown ({NO_FLUSH_DBCACHE}): {}", import_line(&log));
         found
     })
@@ -193,6 +197,56 @@ fn flush_lines(log: &str) -> Vec<FlushLine> {
     lines
 }
 
+/// What the log says of the coins database, checked to hang together.
+struct DatabaseLines {
+    coin_reads_line: String,
+    io_line: String,
+    /// Spends whose coin was read from the database.
+    from_database: u64,
+    /// GiB written by memtable flushes and by compactions.
+    written_gibibytes: (f64, f64),
+}
+
+/// A GiB figure after `prefix`: `0.012 GiB`.
+fn gibibytes_after(text: &str, prefix: &str) -> Option<f64> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    rest.split(" GiB").next()?.parse().ok()
+}
+
+/// One `Coins database:` line per finished flush; the coin reads by age
+/// add up to the inputs of the `Imported to height` line; the full
+/// summary at the end.
+fn check_coins_database_lines(log: &str) -> DatabaseLines {
+    let flush_ends = log.lines().filter(|line| line.contains("FlushStateToDisk (")).count();
+    let database_lines = log.lines().filter(|line| line.contains(" Coins database: ")).count();
+    assert_eq!(database_lines, flush_ends, "{}", log_summary(log));
+    let imported = import_line(log);
+    let inputs = number_after(imported, "transactions, ").unwrap();
+    let find = |text: &str| log.lines().rev().find(|line| line.contains(text)).map(str::to_owned);
+    let coin_reads_line = find("Coin reads by age: ").expect("coin reads logged");
+    let ages = ["0-1", "2-10", "11-100", "101-1000", "1001-10000", "10001+"];
+    let spends: u64 = ages
+        .iter()
+        .map(|age| number_after(&coin_reads_line, &format!(" {age} blocks ")).unwrap())
+        .sum();
+    assert_eq!(spends, inputs, "{coin_reads_line}\n{imported}");
+    let in_memory = number_after(&coin_reads_line, "; in memory ").unwrap();
+    let from_database = number_after(&coin_reads_line, ", from the database ").unwrap();
+    assert_eq!(in_memory + from_database, inputs, "{coin_reads_line}");
+    let io_line = find("Coins database I/O since open: ").expect("database summary logged");
+    let flushed = gibibytes_after(&io_line, "memtable flushes ").unwrap();
+    let compacted = gibibytes_after(&io_line, "compactions wrote ").unwrap();
+    assert!(
+        find("Coins database files: ").is_some() && find("Coins database levels: L0 ").is_some()
+    );
+    DatabaseLines {
+        coin_reads_line,
+        io_line,
+        from_database,
+        written_gibibytes: (flushed, compacted),
+    }
+}
+
 /// Every field of two `txoutsetinfo` answers but the database's size on
 /// disk: the same UTXO set at the same tip.
 fn assert_same_utxo_set(expected: &serde_json::Value, found: &serde_json::Value) {
@@ -213,6 +267,11 @@ fn a_cache_that_never_flushes_and_one_that_flushes_every_few_blocks_agree() {
     assert!(cache_full_count >= SMALL_CACHE_FLUSHES_MIN, "{}", log_summary(&log));
     eprintln!("{cache_full_count} cache-full flushes ({SMALL_DBCACHE}): {}", import_line(&log));
     assert_same_utxo_set(unflushed, &flushed);
+    let database_lines = check_coins_database_lines(&log);
+    let (flushes_gibibytes, compactions_gibibytes) = database_lines.written_gibibytes;
+    assert!(flushes_gibibytes + compactions_gibibytes > 0.0, "{}", database_lines.io_line);
+    assert!(database_lines.from_database > 0, "a small cache reads old coins back");
+    eprintln!("{}\n{}", database_lines.coin_reads_line, database_lines.io_line);
 
     let Some(binaries) = core_binaries() else { return };
     let chain = scaled_chain();

@@ -4,6 +4,7 @@
 use ibex_primitives::BlockHash;
 
 use crate::database::FlushStats;
+use crate::database_io::CoinsDatabaseIo;
 use crate::import_diagnosis::FileWithoutBlocks;
 use crate::import_plan::ImportPlan;
 
@@ -111,6 +112,10 @@ pub enum ChainEvent {
         /// Why.
         reason: FlushReason,
     },
+    /// What the coins database did since it was opened, and its shape now
+    /// (RocksDB's figures, [`crate::database_io`]): sent after each
+    /// [`ChainEvent::Flushed`] (boxed: ~500 bytes, once a flush).
+    CoinsDatabaseMeasured(Box<CoinsDatabaseIo>),
     /// A restart found an interrupted flush and replayed blocks.
     Replayed {
         /// Blocks rolled back.

@@ -44,6 +44,7 @@ impl Chainstate {
         };
         self.record_flush(duration_ms, stall_ms, &stats);
         self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
+        self.emit_database_measured();
         Ok(())
     }
 
@@ -97,6 +98,7 @@ impl Chainstate {
             stall_ms,
             reason: info.reason,
         });
+        self.emit_database_measured();
         Ok(())
     }
 
@@ -129,6 +131,19 @@ impl Chainstate {
             cache_bytes: cache.memory_bytes(),
             background,
         }
+    }
+
+    /// The coins database's I/O since open, after a flush: RocksDB's
+    /// properties, read in tens of microseconds ([`crate::database_io`]).
+    fn emit_database_measured(&mut self) {
+        let io = Box::new(self.coins_database_io());
+        self.emit(ChainEvent::CoinsDatabaseMeasured(io));
+    }
+
+    /// The coins database's I/O since open and its shape now (RocksDB's
+    /// figures: [`crate::database_io`]).
+    pub fn coins_database_io(&self) -> crate::database_io::CoinsDatabaseIo {
+        self.connector.cache().database().io()
     }
 
     fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
