@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
+use crate::coin_reads::CoinReadCounts;
 use crate::disconnect::{restore_spent_coins, spend_outputs_again};
 use crate::error::ChainstateError;
 use crate::scripts::ScriptThreads;
@@ -48,6 +49,9 @@ pub struct ConnectedBlock {
     pub fees: Amount,
     /// Inputs (excluding the coinbase's).
     pub input_count: u64,
+    /// Where its spent coins were found, by age, and its BIP30 lookups
+    /// ([`crate::coin_reads`]).
+    pub coin_reads: CoinReadCounts,
 }
 
 /// Why a block could not be connected.
@@ -77,23 +81,35 @@ pub fn connect_block(
     // The caller's invariant (the txids come from the same parse); every
     // loop below pairs transactions with txids and must not stop short.
     assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
+    let mut coin_reads = CoinReadCounts::default();
     // Core checks BIP30 for every transaction before applying any.
     if context.enforce_bip30 {
-        check_bip30(cache, block, txids, context.threads)?;
+        check_bip30(cache, block, txids, context.threads, &mut coin_reads)?;
     }
     let mut undo = BlockUndo { transactions: Vec::with_capacity(block.transaction_count()) };
-    let mut outputs_added = 0;
+    let mut progress = ApplyProgress { outputs_added: 0, coin_reads: &mut coin_reads };
     let mut check = BlockConnectCheck::new(&context.rules);
     let height = context.rules.height;
     let applied =
-        apply_transactions(cache, block, txids, height, &mut check, &mut undo, &mut outputs_added);
+        apply_transactions(cache, block, txids, height, &mut check, &mut undo, &mut progress);
+    let outputs_added = progress.outputs_added;
     let result = applied.and_then(|input_count| Ok((check.finish(block)?, input_count)));
     match result {
         // Scripts are checked by the pipeline once the block is connected
         // (`stages::script_queue`), never here.
-        Ok((totals, input_count)) => Ok(ConnectedBlock { undo, fees: totals.fees, input_count }),
+        Ok((totals, input_count)) => {
+            Ok(ConnectedBlock { undo, fees: totals.fees, input_count, coin_reads })
+        }
         Err(error) => Err(rollback_after(cache, block, txids, height, &undo, outputs_added, error)),
     }
+}
+
+/// How far [`apply_transactions`] got, and what it counted.
+struct ApplyProgress<'a> {
+    /// Transactions whose outputs are in the cache.
+    outputs_added: usize,
+    /// Where the spent coins were found.
+    coin_reads: &'a mut CoinReadCounts,
 }
 
 /// Spends and adds every transaction's coins, checking the rules on the
@@ -105,7 +121,7 @@ fn apply_transactions(
     height: u32,
     check: &mut BlockConnectCheck<'_>,
     undo: &mut BlockUndo,
-    outputs_added: &mut usize,
+    progress: &mut ApplyProgress<'_>,
 ) -> Result<u64, ConnectError> {
     let mut input_count = 0u64;
     for (index, (transaction, txid)) in block.transactions().zip(txids).enumerate() {
@@ -114,26 +130,30 @@ fn apply_transactions(
         } else {
             undo.transactions
                 .push(TransactionUndo { spent: Vec::with_capacity(transaction.inputs().len()) });
-            let spent = spend_inputs(cache, &transaction, txid, undo)?;
+            let spent = spend_inputs(cache, &transaction, txid, height, undo, progress.coin_reads)?;
             let coins: Vec<SpentCoin<'_>> = spent.iter().map(Coin::as_spent_coin).collect();
             check.transaction(&transaction, txid, &coins)?;
             input_count += transaction.inputs().len() as u64;
         }
         add_outputs(cache, &transaction, txid, height, index == 0, Overwrite::CoinbaseOnly)?;
-        *outputs_added = index + 1;
+        progress.outputs_added = index + 1;
     }
     Ok(input_count)
 }
 
 /// BIP30: no output of any transaction may already be an unspent coin.
 /// The first offender in block order is reported, whatever the threads'
-/// timing.
+/// timing. The lookups, and those the database answered, are added to
+/// `coin_reads` (each thread sums its share; every transaction is looked
+/// at, so an invalid block costs its whole scan, as a valid one does).
 ///
 /// # Napkin math
-/// One lookup per output (~2.5 per transaction, ~7,500 per full block),
-/// nearly all for outpoints that do not exist: a miss in the in-memory map
-/// (a cache miss, ~100-200 ns) then a RocksDB point read answered by its
-/// bloom filters (~1 us). On regtest, where BIP30 applies at every height,
+/// One in-memory lookup per output (~2.5 per transaction on the bench
+/// chain, ~11 on `utxo-heavy`), nearly all for outpoints that do not
+/// exist: a miss in the in-memory map (a cache miss, ~100-200 ns), then one
+/// RocksDB prefix seek per transaction answered by its prefix bloom filters
+/// (session 9: a point read per output cost a bloom probe per memtable and
+/// table each, 7.6 s of a 37 s import of `utxo-heavy` to height 1,200). On regtest, where BIP30 applies at every height,
 /// `perf` put `contains_key` and RocksDB's point reads at about a quarter
 /// of the samples of a scripts-skipped `-reindex-chainstate` on the bench
 /// chain. Measured after this change (read-only lookups without a second
@@ -146,23 +166,68 @@ fn check_bip30(
     block: &BlockView<'_>,
     txids: &[Txid],
     threads: &ScriptThreads,
+    coin_reads: &mut CoinReadCounts,
 ) -> Result<(), ConnectError> {
     let transactions: Vec<TransactionView<'_>> = block.transactions().collect();
-    let offender = threads.install(|| {
-        transactions.par_iter().zip(txids).find_map_first(|(transaction, &txid)| {
-            (0..transaction.outputs().len() as u32).find_map(|vout| {
-                match cache.has_unspent(&OutPoint { txid, vout }) {
-                    Ok(false) => None,
-                    Ok(true) => Some(ConnectError::Invalid(BlockRejection::Bip30 { txid })),
-                    Err(error) => Some(ConnectError::Chainstate(error)),
-                }
-            })
-        })
+    let scan = threads.install(|| {
+        transactions
+            .par_iter()
+            .zip(txids)
+            .enumerate()
+            .map(|(index, (transaction, &txid))| scan_outputs(cache, transaction, txid, index))
+            .reduce(Bip30Scan::default, Bip30Scan::merge)
     });
-    match offender {
-        Some(error) => Err(error),
+    coin_reads.bip30_lookups += scan.lookups;
+    coin_reads.bip30_database_lookups += scan.database_lookups;
+    match scan.first_offender {
+        Some((_, error)) => Err(error),
         None => Ok(()),
     }
+}
+
+/// BIP30's lookups over some transactions: how many, how many the
+/// database answered, and the first offender (by transaction index).
+#[derive(Default)]
+struct Bip30Scan {
+    lookups: u64,
+    database_lookups: u64,
+    first_offender: Option<(usize, ConnectError)>,
+}
+
+impl Bip30Scan {
+    /// Both scans' counts, and the offender that comes first in the block.
+    fn merge(mut self, other: Bip30Scan) -> Bip30Scan {
+        self.lookups += other.lookups;
+        self.database_lookups += other.database_lookups;
+        self.first_offender = match (self.first_offender, other.first_offender) {
+            (Some(mine), Some(theirs)) => Some(if mine.0 <= theirs.0 { mine } else { theirs }),
+            (mine, theirs) => mine.or(theirs),
+        };
+        self
+    }
+}
+
+/// Looks up the outputs of the transaction at `index` (one question for
+/// all of them: [`CoinsCache::has_unspent_output_of`]).
+fn scan_outputs(
+    cache: &CoinsCache,
+    transaction: &TransactionView<'_>,
+    txid: Txid,
+    index: usize,
+) -> Bip30Scan {
+    let output_count = transaction.outputs().len() as u32;
+    let mut scan = Bip30Scan { lookups: u64::from(output_count), ..Bip30Scan::default() };
+    match cache.has_unspent_output_of(&txid, output_count) {
+        Ok(lookup) => {
+            scan.database_lookups = u64::from(lookup.answered_by_database);
+            if lookup.unspent {
+                let error = ConnectError::Invalid(BlockRejection::Bip30 { txid });
+                scan.first_offender = Some((index, error));
+            }
+        }
+        Err(error) => scan.first_offender = Some((index, ConnectError::Chainstate(error))),
+    }
+    scan
 }
 
 /// Spends the transaction's inputs into its undo record (the last one
@@ -171,14 +236,19 @@ fn spend_inputs<'u>(
     cache: &mut CoinsCache,
     transaction: &TransactionView<'_>,
     txid: &Txid,
+    height: u32,
     undo: &'u mut BlockUndo,
+    coin_reads: &mut CoinReadCounts,
 ) -> Result<&'u [Coin], ConnectError> {
     let Some(record) = undo.transactions.last_mut() else {
         return Ok(&[]);
     };
     for (input_index, input) in transaction.inputs().iter().enumerate() {
-        match cache.spend(&input.previous_output()) {
-            Ok(coin) => record.spent.push(coin),
+        match cache.spend_found(&input.previous_output()) {
+            Ok((coin, source)) => {
+                coin_reads.count_spend(height, coin.height(), source);
+                record.spent.push(coin);
+            }
             Err(ChainstateError::MissingCoin { .. }) => {
                 return Err(BlockRejection::MissingInput { txid: *txid, input: input_index }.into())
             }

@@ -15,9 +15,11 @@ pub mod budget;
 pub mod cache;
 pub mod coin;
 mod coin_map;
+pub mod coin_reads;
 pub mod compress;
 pub mod connect;
 pub mod database;
+pub mod database_io;
 pub mod database_levels;
 pub mod disconnect;
 pub mod engine;
@@ -41,12 +43,17 @@ pub mod txoutset;
 pub mod undo;
 
 pub use budget::{CoinsDatabaseMemory, MemoryBudget};
-pub use cache::{CoinsCache, FlushMode};
+pub use cache::{CoinsCache, FlushMode, OutputsLookup, UnspentLookup};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
+pub use coin_reads::{
+    CoinReadCounts, CoinSource, COIN_AGE_RANGES, COIN_AGE_RANGE_HIGHS_BLOCKS, COIN_AGE_RANGE_NAMES,
+    COIN_SOURCES,
+};
 pub use database::{
     CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
     FLUSH_BATCH_BYTES_DEFAULT,
 };
+pub use database_io::{CoinsDatabaseIo, GibibyteText, WriteAmplification, DATABASE_LEVELS};
 pub use engine::accept::AcceptOutcome;
 pub use engine::tips::ChainTip;
 pub use engine::{

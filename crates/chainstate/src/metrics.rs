@@ -7,13 +7,17 @@
 //! readers (after each settled block, each disconnected block, each new
 //! best header) and after each flush. The two read-ahead queues count
 //! their bytes and blocks here as they take and give back their budget
-//! ([`QueueGauge`]).
+//! ([`QueueGauge`]). The coins database's I/O ([`crate::database_io`]) is
+//! not copied: a reader asks RocksDB for it when it wants it
+//! ([`ChainMetrics::coins_database_io`]), through a weak reference that
+//! keeps nothing open once the chainstate is gone.
 //!
 //! # Napkin math
 //! A publish sums the cache's bytes and coins over its 16 shards (as each
-//! `UpdateTip` already does) and stores 13 values with relaxed ordering:
-//! uncontended stores to lines no other thread writes. Together ~100 ns,
-//! against the 0.1-8 ms a block takes to connect (at most a thousandth). A
+//! `UpdateTip` already does) and stores 39 values with relaxed ordering
+//! (26 of them the coin reads by age: [`crate::coin_reads`]): uncontended
+//! stores to lines no other thread writes. Together ~100-200 ns, against
+//! the 0.1-8 ms a block takes to connect (at most a thousandth). A
 //! read-ahead queue adds one atomic add when it takes a block's bytes and
 //! one subtract when it gives them back, under the lock it takes anyway.
 //!
@@ -24,7 +28,11 @@
 //! engine's counters since open, copied, never reset).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::coin_reads::{CoinReadCounts, COIN_AGE_RANGES, COIN_SOURCES};
+use crate::database::CoinsDatabase;
+use crate::database_io::CoinsDatabaseIo;
 
 /// Upper bounds of the flush duration histogram's buckets, milliseconds
 /// (a flush of a few MiB takes tens of milliseconds, a mainnet flush of a
@@ -143,6 +151,12 @@ pub struct ChainMetrics {
     cache_coins: AtomicU64,
     cache_bytes_max: AtomicU64,
     script_pipeline_blocks: AtomicU64,
+    /// [`CoinReadCounts::spends`], stored.
+    coin_reads: [[AtomicU64; COIN_SOURCES]; COIN_AGE_RANGES],
+    bip30_lookups: AtomicU64,
+    bip30_database_lookups: AtomicU64,
+    /// The coins database, read when asked (see the module docs).
+    coins_database: OnceLock<Weak<CoinsDatabase>>,
     /// How long each coins flush took, start to written.
     pub flush_durations: FlushDurations,
     /// The import's reader queue (`-reindex`, `-loadblock`).
@@ -183,6 +197,9 @@ pub struct ChainMetricsReading {
     pub cache_bytes_max: u64,
     /// Blocks connected whose scripts are still being checked.
     pub script_pipeline_blocks: u64,
+    /// Where the connected blocks' spent coins were found, by age, and
+    /// their BIP30 lookups.
+    pub coin_reads: CoinReadCounts,
 }
 
 /// A height plus one (0 for none), as stored.
@@ -223,6 +240,28 @@ impl ChainMetrics {
         store(&self.cache_coins, as_u64(levels.cache_coins));
         store(&self.cache_bytes_max, as_u64(levels.cache_bytes_max));
         store(&self.script_pipeline_blocks, as_u64(levels.script_pipeline_blocks));
+        let coin_reads = &statistics.coin_reads;
+        for (stored, counted) in
+            self.coin_reads.iter().flatten().zip(coin_reads.spends.iter().flatten())
+        {
+            store(stored, *counted);
+        }
+        store(&self.bip30_lookups, coin_reads.bip30_lookups);
+        store(&self.bip30_database_lookups, coin_reads.bip30_database_lookups);
+    }
+
+    /// Reads the coins database's I/O from `database` from now on (the
+    /// first call counts), without keeping it open.
+    pub(crate) fn watch_coins_database(&self, database: &Arc<CoinsDatabase>) {
+        let _ = self.coins_database.set(Arc::downgrade(database));
+    }
+
+    /// The coins database's I/O and shape now, asked of RocksDB (tens of
+    /// microseconds: see [`crate::database_io`]); `None` before the
+    /// chainstate opened it or once it closed it.
+    pub fn coins_database_io(&self) -> Option<CoinsDatabaseIo> {
+        let database = self.coins_database.get()?.upgrade()?;
+        Some(database.io())
     }
 
     /// Counts a finished coins flush: its duration and the bytes it wrote.
@@ -250,7 +289,22 @@ impl ChainMetrics {
             cache_coins: load(&self.cache_coins),
             cache_bytes_max: load(&self.cache_bytes_max),
             script_pipeline_blocks: load(&self.script_pipeline_blocks),
+            coin_reads: self.read_coin_reads(),
         }
+    }
+
+    fn read_coin_reads(&self) -> CoinReadCounts {
+        let mut counts = CoinReadCounts {
+            bip30_lookups: self.bip30_lookups.load(Ordering::Relaxed),
+            bip30_database_lookups: self.bip30_database_lookups.load(Ordering::Relaxed),
+            ..CoinReadCounts::default()
+        };
+        for (read, stored) in
+            counts.spends.iter_mut().flatten().zip(self.coin_reads.iter().flatten())
+        {
+            *read = stored.load(Ordering::Relaxed);
+        }
+        counts
     }
 }
 
@@ -328,12 +382,20 @@ mod tests {
         assert_eq!(reading.cache_coins, chainstate.cache().entry_count() as u64);
         assert_eq!(reading.cache_bytes_max, 1 << 20);
         assert_eq!(reading.script_pipeline_blocks, 0, "activation settles every block");
+        assert_eq!(reading.coin_reads, statistics.coin_reads);
+        assert_eq!(reading.coin_reads.total_spends(), reading.inputs_connected);
+        let io = metrics.coins_database_io().expect("the chainstate is open");
+        assert_eq!(io.files_per_level.len(), crate::DATABASE_LEVELS);
         assert_eq!((reading.flushes, metrics.flush_durations.read().count), (0, 0));
         chainstate.flush(crate::FlushReason::Shutdown, crate::FlushMode::KeepCoins).unwrap();
         let reading = metrics.read();
         assert_eq!(reading.flushes, 1);
         assert_eq!(metrics.flush_durations.read().count, 1);
         assert!(reading.coins_database_written_bytes > 0);
+        let io = metrics.coins_database_io().unwrap();
+        assert_eq!(io.user_written_bytes, reading.coins_database_written_bytes);
+        drop(chainstate);
+        assert_eq!(metrics.coins_database_io(), None, "nothing kept open");
     }
 
     #[test]

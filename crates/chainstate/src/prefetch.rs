@@ -23,7 +23,7 @@ use hashbrown::hash_map::Entry as MapEntry;
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 
-use crate::cache::{CacheEntry, CoinsCache};
+use crate::cache::{CacheEntry, CoinsCache, FROM_DATABASE};
 use crate::coin::Coin;
 use crate::database::CoinsDatabase;
 use crate::error::ChainstateError;
@@ -111,9 +111,10 @@ impl CoinsCache {
         PrefetchRequest { flush_epoch: self.flush_epoch, outpoints: missing }
     }
 
-    /// Inserts prefetched coins as clean entries where the cache has none.
-    /// Returns how many were inserted: none if a flush happened since the
-    /// request was made.
+    /// Inserts prefetched coins as clean entries where the cache has none,
+    /// marked as read from the database (their spends count so:
+    /// [`crate::coin_reads`]). Returns how many were inserted: none if a
+    /// flush happened since the request was made.
     pub fn insert_prefetched(&mut self, prefetched: PrefetchedCoins) -> usize {
         if prefetched.flush_epoch != self.flush_epoch {
             return 0;
@@ -122,7 +123,7 @@ impl CoinsCache {
         for (outpoint, coin) in prefetched.coins {
             if let MapEntry::Vacant(slot) = self.map.entry(outpoint) {
                 self.script_heap_bytes += coin.heap_bytes();
-                slot.insert(CacheEntry { coin: Some(coin), flags: 0 });
+                slot.insert(CacheEntry { coin: Some(coin), flags: FROM_DATABASE });
                 inserted_count += 1;
             }
         }

@@ -226,6 +226,17 @@ impl Harness {
     }
 
     fn check_visible(&mut self) {
+        // BIP30's per-transaction question, before the fetches below load
+        // coins into memory: with 401 outputs the database is asked with
+        // one prefix seek, with 1 output by a point read.
+        for txid_byte in 0..OUTPOINT_COUNT / 3 {
+            let txid = Txid([txid_byte; 32]);
+            let cache = self.slot.as_ref().unwrap();
+            let any_output = self.model.keys().any(|key| key.txid == txid);
+            assert_eq!(cache.has_unspent_output_of(&txid, 401).unwrap().unspent, any_output);
+            let first_output = self.model.contains_key(&OutPoint { txid, vout: 0 });
+            assert_eq!(cache.has_unspent_output_of(&txid, 1).unwrap().unspent, first_output);
+        }
         for index in 0..OUTPOINT_COUNT {
             let key = outpoint(index);
             assert_eq!(

@@ -199,17 +199,41 @@ fn background_flushes_are_reported_and_reach_cores_utxo_set() {
     let mut chainstate = open_with_cache(root.path(), &blocks, events.clone(), 256 << 10);
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false)).unwrap();
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache).unwrap();
-    let flushes: Vec<FlushReason> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|event| match event {
-            ChainEvent::Flushed { reason, .. } => Some(*reason),
-            _ => None,
-        })
-        .collect();
+    let flushes = paired_flushes(&events.lock().unwrap());
     let background = flushes.iter().filter(|reason| **reason == FlushReason::CacheFull).count();
     assert!(background >= 2, "{flushes:?}");
+    assert_eq!(flushes.last(), Some(&FlushReason::Shutdown));
     assert_eq!(chainstate.statistics().flushes, flushes.len() as u64);
     check_tip(&chainstate, &expected);
+}
+
+/// The reasons of the flushes `events` report, checked to come in pairs:
+/// `FlushStarted` (in the background unless at shutdown), then its
+/// `Flushed` with every changed coin written or erased, before the next
+/// flush starts; each at a tip no lower than the one before.
+fn paired_flushes(events: &[ChainEvent]) -> Vec<FlushReason> {
+    let mut reasons = Vec::new();
+    let mut started: Option<(FlushReason, usize)> = None;
+    let mut last_height = 0;
+    for event in events {
+        match event {
+            ChainEvent::FlushStarted { reason, height, changed_coin_count, background, .. } => {
+                assert!(started.is_none(), "a flush started before the last one ended");
+                assert_eq!(*background, *reason != FlushReason::Shutdown, "{event:?}");
+                assert!(*height >= last_height, "{event:?}");
+                last_height = *height;
+                started = Some((*reason, *changed_coin_count));
+            }
+            ChainEvent::Flushed { reason, stats, .. } => {
+                let (started_reason, changed_coin_count) = started.take().expect("no start");
+                assert_eq!(*reason, started_reason);
+                let written = stats.coins_written + stats.coins_erased;
+                assert_eq!(written, changed_coin_count as u64, "{event:?}");
+                reasons.push(*reason);
+            }
+            _ => {}
+        }
+    }
+    assert!(started.is_none(), "a flush started and never ended");
+    reasons
 }

@@ -11,7 +11,9 @@ use crate::error::GeneratorError;
 use crate::forks::{build_branch, ForkPlan, REORG_BRANCH_BLOCKS};
 use crate::invalid::{build_invalid_block, InvalidClass};
 use crate::keys::KeyPool;
-use crate::manifest::{ForkBlockRecord, InvalidBlockRecord, Manifest, GENERATOR_VERSION};
+use crate::manifest::{
+    utxo_count_step_blocks, ForkBlockRecord, InvalidBlockRecord, Manifest, GENERATOR_VERSION,
+};
 use crate::nonce_pool::NoncePool;
 use crate::options::{GeneratorOptions, RecordedOptions};
 use crate::output::{write_manifest, ChainWriter};
@@ -78,9 +80,21 @@ struct Run<'a> {
     statistics: ChainStatistics,
     fork_blocks: Vec<ForkBlockRecord>,
     invalid_blocks: Vec<InvalidBlockRecord>,
+    /// The manifest's `utxo_count_by_height` so far.
+    utxo_counts: Vec<(u32, u64)>,
 }
 
 impl Run<'_> {
+    /// Records the UTXO set's size at the tip if `height_step` says so, or
+    /// `always` (genesis and the last block).
+    fn record_utxo_count(&mut self, height_step: u32, always: bool) {
+        let height = self.state.height;
+        let recorded = self.utxo_counts.last().is_some_and(|&(last, _)| last == height);
+        if !recorded && (always || height % height_step == 0) {
+            self.utxo_counts.push((height, self.state.wallet.coin_count() as u64));
+        }
+    }
+
     fn write_branch(
         &mut self,
         base: &ChainState,
@@ -104,6 +118,8 @@ impl Run<'_> {
         let fork_plan =
             if options.forks { Some(ForkPlan::for_blocks(options.block_count())?) } else { None };
         let mut stale_base = None;
+        let utxo_count_step = utxo_count_step_blocks(options.block_count());
+        self.record_utxo_count(utxo_count_step, true);
         for _ in 0..options.block_count() {
             let next_height = self.state.height + 1;
             if fork_plan.is_some_and(|plan| plan.stale_height == next_height) {
@@ -122,6 +138,7 @@ impl Run<'_> {
             self.write_invalid_siblings(&siblings[..valid_position], next_height)?;
             self.writer.append(&built.bytes)?;
             self.statistics.add(&built);
+            self.record_utxo_count(utxo_count_step, false);
             self.write_invalid_siblings(&siblings[valid_position..], next_height)?;
             let Some(plan) = fork_plan else { continue };
             if self.state.height == plan.reorg_base_height {
@@ -132,6 +149,7 @@ impl Run<'_> {
                 self.write_branch(&base, 1, "stale", options.seed)?;
             }
         }
+        self.record_utxo_count(utxo_count_step, true);
         Ok(())
     }
 
@@ -205,13 +223,14 @@ fn generate_in_pool(options: &GeneratorOptions) -> Result<GenerationReport, Gene
         statistics: ChainStatistics::default(),
         fork_blocks: Vec::new(),
         invalid_blocks: Vec::new(),
+        utxo_counts: Vec::new(),
     };
     run.write_valid_chain(options)?;
     if options.invalid {
         run.write_invalid_blocks()?;
     }
     let manifest = finish_run(run, options, &params, key)?;
-    let text = serde_json::to_string_pretty(&manifest)?;
+    let text = manifest.to_json_text()?;
     let manifest_path = write_manifest(&options.out, &text)?;
     Ok(GenerationReport { manifest, manifest_path, elapsed_seconds: start.elapsed().as_secs_f64() })
 }
@@ -242,6 +261,7 @@ fn finish_run(
         block_files,
         records,
         utxo_count: run.state.wallet.coin_count() as u64,
+        utxo_count_by_height: run.utxo_counts,
         lock_time_transactions: 0,
         relative_lock_inputs: 0,
         spend_age_blocks: run.statistics.spend_ages_named(),

@@ -159,10 +159,25 @@ fn replay_accepts_every_block_with_the_manifests_coins() {
     let blocks = read_blocks(directory.path(), REGTEST_MESSAGE_START).unwrap();
     assert_eq!(blocks.len() as u64, manifest.records);
     let mut replay = Replay::new(Params::regtest(), HashSet::new());
+    let mut replayed_counts = Vec::with_capacity(blocks.len());
     for bytes in &blocks {
-        if let Err(rejection) = replay.process(bytes) {
-            panic!("block rejected: {}", rejection.reason);
+        match replay.process(bytes) {
+            Ok(hash) => {
+                let state = replay.state(&hash).expect("the new tip's state");
+                replayed_counts.push((state.height, state.coins.len() as u64));
+            }
+            Err(rejection) => panic!("block rejected: {}", rejection.reason),
         }
+    }
+    // The UTXO set's size by height, every third height of 1,200 (at most
+    // 400 entries) and at the tip, each as the replay counts it.
+    let by_height = &manifest.utxo_count_by_height;
+    assert_eq!(by_height.len(), 401);
+    assert_eq!(by_height.first(), Some(&(0, 0)));
+    assert_eq!(by_height.last(), Some(&(BLOCKS, manifest.utxo_count)));
+    for (index, &(height, count)) in by_height.iter().enumerate() {
+        assert_eq!(height, 3 * index as u32);
+        assert_eq!(replayed_counts[height as usize], (height, count), "at height {height}");
     }
     let tip = BlockHash::from_hex(&manifest.tip_hash).unwrap();
     let state = replay.state(&tip).expect("tip state");

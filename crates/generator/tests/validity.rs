@@ -65,6 +65,11 @@ fn replay_accepts_the_chain_and_rejects_each_invalid_block_for_its_reason() {
     let state = replay.state(&tip).expect("tip state");
     assert_eq!(state.height, manifest.block_count);
     assert_eq!(state.coins.len() as u64, manifest.utxo_count, "UTXO count matches a replay");
+    // Every height of a short chain, forks and invalid blocks left out.
+    let heights: Vec<u32> =
+        manifest.utxo_count_by_height.iter().map(|&(height, _)| height).collect();
+    assert_eq!(heights, (0..=manifest.block_count).collect::<Vec<u32>>());
+    assert_eq!(manifest.utxo_count_by_height.last(), Some(&(state.height, manifest.utxo_count)));
     let main_inputs =
         manifest.inputs_by_script_type.0["total"] - manifest.inputs_by_script_type.0["coinbase"];
     assert!(replay.inputs_verified >= main_inputs, "every input re-verified");

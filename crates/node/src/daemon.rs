@@ -164,6 +164,10 @@ pub fn run_node(
     logger.flush()?;
     let summary = run_engine(&options, &logger, &shutdown)?;
     logger.log(&summary_line(&summary));
+    logger.log(&crate::database_report::coin_reads_line(&summary.statistics.coin_reads));
+    for line in crate::database_report::database_summary_lines(&summary.coins_database) {
+        logger.log(&line);
+    }
     logger.flush()?;
     if shutdown.load(Ordering::Acquire) {
         return Ok(NodeExit::Interrupted);

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::{
     engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
-    DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd, PERIODIC_FLUSH_INTERVAL,
+    CoinsDatabaseIo, DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd,
+    PERIODIC_FLUSH_INTERVAL,
 };
 use ibex_primitives::params::Network;
 
@@ -88,6 +89,8 @@ pub struct RunSummary {
     pub elapsed: Duration,
     /// Whether a signal or `-stopatheight` cut it short.
     pub interrupted: bool,
+    /// The coins database's I/O and shape after the shutdown flush.
+    pub coins_database: CoinsDatabaseIo,
 }
 
 fn wipe_error(path: &Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
@@ -240,6 +243,7 @@ pub fn run_engine(
     };
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
+    let coins_database = chainstate.coins_database_io();
     if reindexing && !import_interrupted {
         marker(ReindexState::None)?;
     }
@@ -250,6 +254,7 @@ pub fn run_engine(
         height: chainstate.tip().map(|(_, height)| height),
         elapsed: started.elapsed(),
         interrupted,
+        coins_database,
     })
 }
 

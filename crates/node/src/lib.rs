@@ -8,6 +8,7 @@ pub mod config_error;
 pub mod config_file;
 pub mod config_options;
 pub mod daemon;
+pub mod database_report;
 pub mod directory_lock;
 pub mod engine;
 pub mod logging;

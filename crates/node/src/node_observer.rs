@@ -141,6 +141,22 @@ impl ChainObserver for NodeObserver {
                     "Reorganize: disconnected {disconnected_count} blocks back to height {fork_height}, switching to {new_best}"
                 ));
             }
+            ChainEvent::FlushStarted {
+                reason,
+                height,
+                changed_coin_count,
+                cache_bytes,
+                background,
+            } => {
+                // Not "FlushStateToDisk (": `ibex plot` counts those as
+                // finished flushes.
+                self.logger.log(&format!(
+                    "FlushStateToDisk start ({}): writing {changed_coin_count} changed coins ({:.2} MiB of cache) at height {height}{}",
+                    reason_name(*reason),
+                    *cache_bytes as f64 / (1024.0 * 1024.0),
+                    if *background { ", in the background" } else { "" }
+                ));
+            }
             ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason } => {
                 self.logger.log(&format!(
                     "FlushStateToDisk ({}): {} coins written, {} erased, {} batches, {:.2} MiB, {} block index records, {} ms (validation waited {} ms)",
@@ -153,6 +169,9 @@ impl ChainObserver for NodeObserver {
                     duration_ms,
                     stall_ms
                 ));
+            }
+            ChainEvent::CoinsDatabaseMeasured(io) => {
+                self.logger.log(&crate::database_report::database_line(io));
             }
             ChainEvent::Replayed { rolled_back, rolled_forward } => {
                 self.logger.log(&format!(

@@ -94,6 +94,57 @@ fn check_summaries(results: &Value, nodes: &[&str], runs: u64) {
     }
 }
 
+/// The times by quarter of the heights (0-200): every node, four quarters
+/// that add up, the baseline's ratio 1 and the other's positive.
+fn check_quarters(results: &Value, nodes: &[&str], runs: u64) {
+    let quarters = &results["quarters"];
+    assert_eq!(quarters["start_height"], 0);
+    assert_eq!(quarters["end_heights"], serde_json::json!([50, 100, 150, 200]));
+    let mean = |value: &Value| value["mean"].as_f64().unwrap();
+    for (node, name) in quarters["nodes"].as_array().unwrap().iter().zip(nodes) {
+        assert_eq!(node["node"], *name);
+        assert_eq!(node["runs"], runs);
+        let first_block = mean(&node["first_block_s"]);
+        let list = node["quarters"].as_array().unwrap();
+        assert_eq!(list.len(), 4);
+        let mut within_sum = 0.0;
+        for (index, quarter) in list.iter().enumerate() {
+            assert_eq!(quarter["quarter"], index + 1);
+            assert_eq!(quarter["last_height"], 50 * (index + 1));
+            let within = mean(&quarter["within_s"]);
+            assert!(within > 0.0, "{quarter}");
+            within_sum += within;
+            let from_start = mean(&quarter["to_end_from_start_s"]);
+            let from_first_block = mean(&quarter["to_end_from_first_block_s"]);
+            assert!((from_start - from_first_block - first_block).abs() < 1e-6, "{node}");
+            assert!((from_first_block - within_sum).abs() < 1e-6, "quarters add up: {node}");
+            let ratio = quarter["ratio"].as_f64().unwrap();
+            if *name == results["baseline"] {
+                assert_eq!(ratio, 1.0);
+            } else {
+                assert!(ratio > 0.0 && ratio.is_finite(), "{quarter}");
+            }
+        }
+    }
+    assert_eq!(quarters["nodes"].as_array().unwrap().len(), nodes.len());
+}
+
+/// The cost growth from the chain's manifest: a line per measured run, the
+/// chart and the CSV of its windows (50 blocks of 200, block 1 left out).
+fn check_cost_growth(results: &Value, out: &Path, runs: &[&str]) {
+    let cost = &results["cost_growth"];
+    assert_eq!(cost["window_blocks"], 50);
+    assert!(cost["manifest"].as_str().unwrap().ends_with("manifest.json"));
+    let names: Vec<&str> =
+        cost["runs"].as_array().unwrap().iter().map(|run| run["run"].as_str().unwrap()).collect();
+    assert_eq!(names, runs);
+    assert_svg(&out.join("plot/ibd-cost-growth.svg"));
+    let csv = std::fs::read_to_string(out.join("plot/ibd-cost-growth.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4 * runs.len(), "{csv}");
+    assert!(csv.contains(&format!("\n{},2,51,", runs[0])), "{csv}");
+    assert!(results["files"].to_string().contains("ibd-cost-growth.svg"));
+}
+
 fn assert_svg(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|_| panic!("{}", path.display()));
     assert!(text.contains("<svg"), "{} is no SVG", path.display());
@@ -143,6 +194,12 @@ fn benchmarks_the_same_ibexd_twice_with_flame_graphs() {
     assert_eq!(csv.lines().count(), 4, "one line per measured run: {csv}");
     let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
     assert!(markdown.contains("| `b` | ibex |"), "{markdown}");
+    check_quarters(&results, &["a", "b"], 2);
+    assert!(markdown.contains("## By quarter of the heights"), "{markdown}");
+    assert!(markdown.contains("| `b` | 4 | 151-200 |"), "{markdown}");
+    check_cost_growth(&results, &out, &["a-1", "a-2", "b-1", "b-2"]);
+    assert!(markdown.contains("## Cost growth"), "{markdown}");
+    assert!(stdout.contains("b against a by quarter of the heights (time within each): "));
 
     let notes = results["notes"].as_array().unwrap();
     if notes.iter().any(|note| note.as_str().unwrap().starts_with("flamegraph: perf")) {
@@ -223,5 +280,7 @@ fn benchmarks_bitcoind_against_ibexd() {
         let log = std::fs::read_to_string(out.join("logs/core-1.log")).unwrap();
         assert!(log.contains("Bitcoin Core version"), "{log}");
         assert_svg(&out.join("plot/ibd-speedup.svg"));
+        check_quarters(&results, &["ibex", "core"], 1);
+        check_cost_growth(&results, &out, &["ibex-1", "core-1"]);
     }
 }

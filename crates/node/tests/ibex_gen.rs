@@ -1,10 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! End to end: `ibex gen` as a process writes a blocks directory whose
-//! manifest matches the files, and refuses to overwrite one.
+//! manifest matches the files (the UTXO set's size by height as `ibexd`
+//! finds it), and refuses to overwrite one.
 
 mod common;
 
-use common::ibex;
+use common::{ibex, wait_exit};
 
 #[test]
 fn gen_writes_blocks_xor_and_manifest() {
@@ -43,4 +44,40 @@ fn gen_rejects_an_unknown_profile() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown profile"));
+}
+
+/// The manifest's UTXO count at a height inside the chain is the one
+/// `ibex txoutsetinfo` counts after `ibexd -reindex -stopatheight` there.
+#[test]
+fn gen_records_the_utxo_count_ibexd_finds_part_way() {
+    const STOP_HEIGHT: u64 = 117;
+    let directory = tempfile::tempdir().unwrap();
+    let chain = directory.path().join("chain");
+    common::generate_chain(&chain, "tiny", "130", "4", &[]);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(chain.join("manifest.json")).unwrap()).unwrap();
+    let counts = manifest["utxo_count_by_height"].as_array().unwrap();
+    // A short chain has every height, from genesis to the tip.
+    assert_eq!(counts.len(), 131);
+    assert_eq!(counts[0], serde_json::json!([0, 0]));
+    assert_eq!(counts[130], serde_json::json!([130, manifest["utxo_count"]]));
+    let entry = counts[STOP_HEIGHT as usize].as_array().unwrap();
+    assert_eq!(entry[0].as_u64(), Some(STOP_HEIGHT));
+    let expected = entry[1].as_u64().unwrap();
+    assert!(expected > counts[100][1].as_u64().unwrap(), "coins are spent and made by then");
+    // An entry off by one height would count differently.
+    for neighbour in [STOP_HEIGHT - 1, STOP_HEIGHT + 1] {
+        assert_ne!(counts[neighbour as usize][1].as_u64(), Some(expected));
+    }
+
+    let datadir = directory.path().join("node");
+    common::datadir_with_blocks(&datadir, &chain);
+    let stop = format!("-stopatheight={STOP_HEIGHT}");
+    let options = ["-reindex", "-assumevalid=0", stop.as_str()];
+    let mut node =
+        common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
+    assert!(wait_exit(&mut node, &datadir).success());
+    let found = common::txoutsetinfo_json(&datadir, &[]);
+    assert_eq!(found["height"].as_u64(), Some(STOP_HEIGHT));
+    assert_eq!(found["txouts"].as_u64(), Some(expected));
 }

@@ -222,3 +222,101 @@ fn refuses_an_unknown_baseline_and_a_log_without_tips() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("missing.log: cannot read"));
     assert!(!directory.path().join("ibex-plot.csv").exists(), "nothing written on errors");
 }
+
+/// Ibex's format with microseconds, each block slower than the last: the
+/// tip reaches height `h` at `h` s + 5 ms x h², so a window of blocks
+/// `(a, b]` costs 1,000 + 5 x (a + b) ms a block: 1,000 ms + 10 ms per
+/// height of its middle.
+fn growing_log() -> String {
+    let mut log = format!("{} Ibex version 0.1.0\n", timestamp(0, Some(0)));
+    for height in 0..=100u32 {
+        let micros = u64::from(height) * 1_000_000 + 5_000 * u64::from(height * height);
+        let time = timestamp((micros / 1_000_000) as u32, Some((micros % 1_000_000) as u32));
+        log.push_str(&tip(&time, height));
+    }
+    log
+}
+
+/// A manifest as `ibex gen` writes it: 10,000 coins a block, recorded
+/// every 10 heights (with other fields around).
+fn manifest_with_counts() -> String {
+    let entries: Vec<String> =
+        (0..=10u64).map(|step| format!("    [{}, {}]", step * 10, step * 100_000)).collect();
+    format!(
+        "{{\n  \"block_count\": 100,\n  \"utxo_count\": 1000000,\n  \"utxo_count_by_height\": [\n{}\n  ],\n  \"fork_blocks\": []\n}}",
+        entries.join(",\n")
+    )
+}
+
+#[test]
+fn charts_the_cost_of_a_block_against_the_utxo_set() {
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(directory.path().join("growing.log"), growing_log()).unwrap();
+    std::fs::write(directory.path().join("core.log"), core_log()).unwrap();
+    std::fs::write(directory.path().join("manifest.json"), manifest_with_counts()).unwrap();
+    let arguments = [
+        "growing.log",
+        "core.log",
+        "--utxo-counts",
+        "manifest.json",
+        "--cost-window-blocks",
+        "20",
+        "--out",
+        "p",
+    ];
+    let output = ibex_plot(&arguments, directory.path());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Block 1 is left out (Core indexes its files before it); the windows'
+    // counts are the manifest's at their middle heights (11, 31, 51, 71,
+    // 90.5), their costs 1,000 ms + 10 ms per height of the middle, or
+    // Core's 2 s a block.
+    let mut expected = String::from(
+        "run,first_height,last_height,utxo_count,milliseconds_per_block,transactions_per_block\n",
+    );
+    let windows = [(2, 21, 110_000), (22, 41, 310_000), (42, 61, 510_000), (62, 81, 710_000)];
+    let windows = windows.into_iter().chain([(82, 100, 905_000)]);
+    for (first, last, coins) in windows.clone() {
+        let cost = 1_000.0 + f64::from(first + last - 1) * 5.0;
+        expected.push_str(&format!("growing,{first},{last},{coins},{cost:.3},2.0\n"));
+    }
+    for (first, last, coins) in windows {
+        expected.push_str(&format!("core,{first},{last},{coins},2000.000,2.0\n"));
+    }
+    let csv = std::fs::read_to_string(directory.path().join("p-cost-growth.csv")).unwrap();
+    assert_eq!(csv, expected);
+    assert!(stdout.contains("cost growth: ms per block over 20-block windows"), "{stdout}");
+    assert!(
+        stdout.contains("growing (0.11-0.91 M coins): 1000.000 ms/block + 1000.000 ms per million coins (least squares over 5 windows of typical blocks, r² 1.000; at 180 M coins the line gives 181000.0 ms/block)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("core (0.11-0.91 M coins): 2000.000 ms/block + 0.000 ms per million coins (least squares over 5 windows of typical blocks, r² -;"), "{stdout}");
+    assert!(stdout.contains("p-cost-growth.csv"), "{stdout}");
+    let svg = std::fs::read_to_string(directory.path().join("p-cost-growth.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert!(
+        svg.contains("growing: 1000.0 ms + 1000.00 ms per M coins"),
+        "the legend gives the line"
+    );
+    assert!(svg.contains("UTXO set size (millions of coins)"));
+    assert!(svg.contains("milliseconds per block"));
+    if !stdout.contains("PNG charts not written") {
+        let image = decode_png(&directory.path().join("p-cost-growth.png"));
+        assert_eq!((image.width, image.height), (1_200, 700));
+        assert!(image.dark_pixels(450..750, 8..45) > 200, "the caption was drawn");
+    }
+
+    // Without --utxo-counts: no cost growth. A manifest without the counts
+    // is refused before anything is written.
+    let output = ibex_plot(&["growing.log", "--out", "q"], directory.path());
+    assert!(output.status.success());
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("cost growth"));
+    assert!(!directory.path().join("q-cost-growth.svg").exists());
+    std::fs::write(directory.path().join("old.json"), "{\"block_count\": 100}").unwrap();
+    let output =
+        ibex_plot(&["growing.log", "--utxo-counts", "old.json", "--out", "r"], directory.path());
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("old.json: no utxo_count_by_height"), "{stderr}");
+    assert!(!directory.path().join("r.csv").exists(), "nothing written on errors");
+}

@@ -4,8 +4,10 @@
 //! inbound connection moves the network figures. Every family is there
 //! with its `# HELP` and `# TYPE`, counters never go down, the height
 //! rises to the tip, the flush histogram counts the flushes, the import's
-//! read-ahead fills then drains; and `contrib/grafana/ibex-ibd.json` only
-//! charts metrics the endpoint exports. A non-loopback `-metrics` is
+//! read-ahead fills then drains, the coin reads by age add up to the
+//! inputs and the coins database's figures are there; and
+//! `contrib/grafana/ibex-ibd.json` only charts metrics the endpoint
+//! exports. A non-loopback `-metrics` is
 //! refused at start unless `-metricsallowremote=1` is given.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -27,7 +29,7 @@ const CHAIN_BLOCKS: u32 = 400;
 /// Pause between scrapes during the import.
 const SCRAPE_INTERVAL: Duration = Duration::from_millis(50);
 /// Every family the endpoint exports once the engine runs.
-const FAMILIES: [&str; 22] = [
+const FAMILIES: [&str; 31] = [
     "ibex_build_info",
     "ibex_block_height",
     "ibex_header_height",
@@ -50,6 +52,15 @@ const FAMILIES: [&str; 22] = [
     "ibex_network_sent_bytes_total",
     "process_resident_memory_bytes",
     "ibex_process_peak_resident_memory_bytes",
+    "ibex_coin_reads_total",
+    "ibex_bip30_lookups_total",
+    "ibex_coins_database_io_bytes_total",
+    "ibex_coins_database_write_amplification",
+    "ibex_coins_database_files",
+    "ibex_coins_database_bytes",
+    "ibex_coins_database_keys",
+    "ibex_coins_database_seconds_total",
+    "ibex_coins_database_write_stalls_total",
 ];
 
 /// One page of the endpoint, parsed.
@@ -283,6 +294,30 @@ fn check_end(last: &Scrape, early: &Scrape) {
     assert_eq!(last.value("ibex_pipeline_blocks{queue=\"import\"}"), 0.0);
     assert_eq!(last.value("ibex_pipeline_blocks{queue=\"script_checks\"}"), 0.0);
     assert!(last.value("ibex_network_sent_bytes_total") >= 0.0);
+    check_coins_database(last);
+}
+
+/// Coin reads by age add up to the inputs; BIP30 looked up every output
+/// (regtest checks it at every height); RocksDB's figures are there.
+fn check_coins_database(last: &Scrape) {
+    let sum = |prefix: &str| -> f64 {
+        let samples = last.samples.iter().filter(|(key, _)| key.starts_with(prefix));
+        samples.map(|(_, value)| value).sum()
+    };
+    let reads = last.samples.keys().filter(|key| key.starts_with("ibex_coin_reads_total{"));
+    assert_eq!(reads.count(), 6 * 4, "six ages by four sources");
+    assert_eq!(sum("ibex_coin_reads_total{"), last.value("ibex_inputs_connected_total"));
+    let young_in_memory = last.value("ibex_coin_reads_total{age=\"0-1\",source=\"live_map\"}");
+    assert!(young_in_memory > 0.0, "the small profile spends coins of the block before");
+    let database = last.value("ibex_bip30_lookups_total{answered_by=\"database\"}");
+    assert!(database > last.value("ibex_transactions_connected_total"), "one per output");
+    for level in 0..7 {
+        assert!(last.value(&format!("ibex_coins_database_files{{level=\"{level}\"}}")) >= 0.0);
+    }
+    assert!(last.value("ibex_coins_database_io_bytes_total{kind=\"wal_written\"}") >= 0.0);
+    assert!(last.value("ibex_coins_database_keys") >= 0.0);
+    assert!(last.value("ibex_coins_database_bytes{kind=\"memtables\"}") > 0.0);
+    assert!(last.value("ibex_coins_database_write_amplification") >= 0.0);
 }
 
 /// The metric names in a PromQL expression: identifiers starting with

@@ -4,6 +4,7 @@
 use ibex_primitives::BlockHash;
 
 use crate::database::FlushStats;
+use crate::database_io::CoinsDatabaseIo;
 use crate::import_diagnosis::FileWithoutBlocks;
 use crate::import_plan::ImportPlan;
 
@@ -80,6 +81,24 @@ pub enum ChainEvent {
         /// The tip being switched to.
         new_best: BlockHash,
     },
+    /// A coins flush began (its block and undo files and its block index
+    /// records are already written): what it will write. [`ChainEvent::Flushed`]
+    /// follows once it is written; a crash in between leaves an interrupted
+    /// flush for the next start to replay.
+    FlushStarted {
+        /// Why.
+        reason: FlushReason,
+        /// The height of the tip the coins are written as.
+        height: u32,
+        /// Changed coins to write: created, changed or spent since the last
+        /// flush (the cache's dirty entries).
+        changed_coin_count: usize,
+        /// Bytes of the cache being written.
+        cache_bytes: usize,
+        /// Whether it is written by the writer thread while validation goes
+        /// on (see [`crate::background`]), rather than with validation stopped.
+        background: bool,
+    },
     /// The coins and index were written.
     Flushed {
         /// What the coins flush wrote.
@@ -93,6 +112,10 @@ pub enum ChainEvent {
         /// Why.
         reason: FlushReason,
     },
+    /// What the coins database did since it was opened, and its shape now
+    /// (RocksDB's figures, [`crate::database_io`]): sent after each
+    /// [`ChainEvent::Flushed`] (boxed: ~500 bytes, once a flush).
+    CoinsDatabaseMeasured(Box<CoinsDatabaseIo>),
     /// A restart found an interrupted flush and replayed blocks.
     Replayed {
         /// Blocks rolled back.

@@ -8,6 +8,11 @@
 //! A crash between any two steps leaves a state the next open repairs:
 //! before 3 the coins still name the old tip (blocks after it are connected
 //! again); during 3 the head-blocks record makes [`super::recovery`] replay.
+//!
+//! Step 3 is reported twice: [`ChainEvent::FlushStarted`] when it begins
+//! (what it will write) and [`ChainEvent::Flushed`] once it is written, so
+//! an operator (or a crash test) can tell a flush in progress, and a log
+//! that ends between the two shows a flush the next start must replay.
 
 use std::time::{Duration, Instant};
 
@@ -27,8 +32,11 @@ impl Chainstate {
         let started = Instant::now();
         let shutdown = reason == FlushReason::Shutdown;
         self.collect_background_flush(if shutdown { Collect::AtShutdown } else { Collect::Wait })?;
-        let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
-        let stats = self.connector.cache_mut().flush(hash, mode)?;
+        let Some(target) = self.prepare_flush()? else { return Ok(()) };
+        let started_event = self.flush_started_event(reason, &target, false);
+        self.emit(started_event);
+        let stats = self.connector.cache_mut().flush(target.hash, mode)?;
+        let index_records = target.index_records;
         let duration_ms = elapsed_ms(started);
         // A shutdown flush holds up no validation; the others stop it whole.
         let stall_ms = if shutdown {
@@ -39,6 +47,7 @@ impl Chainstate {
         };
         self.record_flush(duration_ms, stall_ms, &stats);
         self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
+        self.emit_database_measured();
         Ok(())
     }
 
@@ -52,9 +61,13 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let started = Instant::now();
         self.collect_background_flush(Collect::Wait)?;
-        let Some((hash, index_records)) = self.prepare_flush()? else { return Ok(()) };
-        self.connector.cache_mut().start_background_flush(hash, mode)?;
+        let Some(target) = self.prepare_flush()? else { return Ok(()) };
+        // Taken before the map is frozen: the live map starts empty.
+        let started_event = self.flush_started_event(reason, &target, true);
+        self.connector.cache_mut().start_background_flush(target.hash, mode)?;
         let stall_ms = elapsed_ms(started);
+        self.emit(started_event);
+        let index_records = target.index_records;
         self.persistence.background_flush =
             Some(BackgroundFlushInfo { started, index_records, reason });
         self.statistics.longest_flush_stall_ms =
@@ -115,20 +128,52 @@ impl Chainstate {
             stall_ms,
             reason: info.reason,
         });
+        self.emit_database_measured();
         Ok(())
     }
 
     /// Settles the pipeline, syncs block and undo files and writes the block
-    /// index: everything the coins will refer to. The tip's hash, or `None`
-    /// when there is no tip yet.
-    fn prepare_flush(
-        &mut self,
-    ) -> Result<Option<(ibex_primitives::BlockHash, usize)>, ChainstateError> {
+    /// index: everything the coins will refer to. The tip to write the coins
+    /// as, or `None` when there is no tip yet.
+    fn prepare_flush(&mut self) -> Result<Option<FlushTarget>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
         self.settle_pending()?;
         let index_records = self.persistence.write_index(&mut self.index)?;
         self.persistence.last_flush = Instant::now();
-        Ok(self.chain.tip().map(|tip| (self.index.entry(tip).hash, index_records)))
+        Ok(self.chain.tip().map(|tip| {
+            let entry = self.index.entry(tip);
+            FlushTarget { hash: entry.hash, height: entry.height, index_records }
+        }))
+    }
+
+    /// [`ChainEvent::FlushStarted`] for a flush of the cache as it is now.
+    fn flush_started_event(
+        &self,
+        reason: FlushReason,
+        target: &FlushTarget,
+        background: bool,
+    ) -> ChainEvent {
+        let cache = self.connector.cache();
+        ChainEvent::FlushStarted {
+            reason,
+            height: target.height,
+            changed_coin_count: cache.dirty_count(),
+            cache_bytes: cache.memory_bytes(),
+            background,
+        }
+    }
+
+    /// The coins database's I/O since open, after a flush: RocksDB's
+    /// properties, read in tens of microseconds ([`crate::database_io`]).
+    fn emit_database_measured(&mut self) {
+        let io = Box::new(self.coins_database_io());
+        self.emit(ChainEvent::CoinsDatabaseMeasured(io));
+    }
+
+    /// The coins database's I/O since open and its shape now (RocksDB's
+    /// figures: [`crate::database_io`]).
+    pub fn coins_database_io(&self) -> crate::database_io::CoinsDatabaseIo {
+        self.connector.cache().database().io()
     }
 
     fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
@@ -144,6 +189,14 @@ impl Chainstate {
     pub fn flush_index(&mut self) -> Result<usize, ChainstateError> {
         self.persistence.write_index(&mut self.index)
     }
+}
+
+/// The tip a flush writes the coins as.
+struct FlushTarget {
+    hash: ibex_primitives::BlockHash,
+    height: u32,
+    /// Block index records written before the coins.
+    index_records: usize,
 }
 
 /// How [`Chainstate::collect_background_flush`] treats a writer still busy.

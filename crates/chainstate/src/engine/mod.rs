@@ -159,6 +159,10 @@ pub struct ChainStatistics {
     /// Milliseconds the engine service waited for commands (the engine
     /// starved: nothing to connect).
     pub command_wait_ms: u64,
+    /// Where the connected blocks' spent coins were found, by age, and
+    /// their BIP30 lookups ([`crate::coin_reads`]): the spends add up to
+    /// [`Self::inputs_connected`].
+    pub coin_reads: crate::coin_reads::CoinReadCounts,
 }
 
 impl Chainstate {

@@ -47,6 +47,7 @@ impl Chainstate {
             reads: super::reader::ReadService::new(persistence_files),
             metrics: Arc::default(),
         };
+        chainstate.metrics.watch_coins_database(chainstate.connector.cache().database());
         chainstate.recover()?;
         chainstate.publish(chainstate.chain.tip());
         Ok(chainstate)

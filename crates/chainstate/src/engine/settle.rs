@@ -88,6 +88,7 @@ impl Chainstate {
         self.statistics.blocks_connected += 1;
         self.statistics.transactions_connected += job.block.txids().len() as u64;
         self.statistics.inputs_connected += job.connected.input_count;
+        self.statistics.coin_reads += &job.connected.coin_reads;
         self.statistics.scripts_checked += scripts_checked;
         let update = self.tip_update_for(id, job.block.input_count());
         self.emit(ChainEvent::TipUpdated(update));

@@ -40,7 +40,13 @@
 //! runs vary too much to trust (see [`statistics::spread_warnings`]).
 //! The output directory (`--out`) gets `results.json`, `results.md`, each
 //! run's log as `logs/NAME-RUN.log` (`NAME-warmup-RUN.log` for warm-ups),
-//! and `ibex plot`'s charts of the measured runs in `plot/`.
+//! and `ibex plot`'s charts of the measured runs in `plot/`. From the logs'
+//! `UpdateTip` times, both results files also give each node's time by
+//! quarter of the heights and its ratio to the baseline per quarter
+//! ([`quarters`]), and, on a chain whose `manifest.json` records the UTXO
+//! set's size by height (`ibex gen`), the cost of a block against that
+//! size: a line per run, and `ibex plot --utxo-counts` draws it
+//! ([`progress`]).
 //!
 //! `--flamegraph` adds one untimed run per node under `perf record` (when
 //! `perf` is installed and allowed to record; otherwise it says why and
@@ -78,6 +84,8 @@ pub mod datadir;
 pub mod flamegraph;
 pub mod measure;
 pub mod node_kind;
+pub mod progress;
+pub mod quarters;
 pub mod report;
 pub mod runner;
 pub mod serve;

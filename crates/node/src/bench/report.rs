@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::arguments::Mode;
+use super::progress::{cost_json, progress_markdown, quarters_json, Progress};
 use super::runner::{Bench, RunRecord};
 use super::statistics::{ratio_of_means, spread_warnings, summarize, Ratio, Summary};
 use super::{io_error, BenchError};
@@ -142,12 +143,15 @@ fn node_summary_json(summary: &NodeSummary) -> Value {
 }
 
 /// `results.json`'s content: the settings, the nodes, every run, each
-/// node's statistics, the ratios to the baseline, the warnings, the other
-/// files written and the notes (what was skipped and why).
+/// node's statistics, the ratios to the baseline, the times by quarter of
+/// the heights and the cost growth (see [`super::progress`]), the
+/// warnings, the other files written and the notes (what was skipped and
+/// why).
 pub fn results_json(
     bench: &Bench<'_>,
     records: &[RunRecord],
     summaries: &[NodeSummary],
+    progress: Option<&Progress>,
     extra_files: &[String],
     notes: &[String],
 ) -> Value {
@@ -179,6 +183,8 @@ pub fn results_json(
         "runs": records.iter().map(run_json).collect::<Vec<_>>(),
         "summaries": summaries.iter().map(node_summary_json).collect::<Vec<_>>(),
         "ratios": ratios,
+        "quarters": progress.map(|progress| quarters_json(&progress.quarters, baseline)),
+        "cost_growth": progress.and_then(|progress| progress.cost.as_ref()).map(cost_json),
         "warnings": warnings,
         "files": extra_files,
         "notes": notes,
@@ -195,8 +201,13 @@ fn ratio_text(ratio: Option<Ratio>) -> String {
     }
 }
 
-/// `results.md`: a Markdown table, one row per node.
-pub fn markdown(bench: &Bench<'_>, summaries: &[NodeSummary]) -> String {
+/// `results.md`: a Markdown table, one row per node, then the times by
+/// quarter of the heights and the cost growth.
+pub fn markdown(
+    bench: &Bench<'_>,
+    summaries: &[NodeSummary],
+    progress: Option<&Progress>,
+) -> String {
     let arguments = bench.arguments;
     let mut text = format!(
         "IBD by `--mode {}` of `{}` ({}) to height {}, `-dbcache={}`{}; {} runs per node after \
@@ -239,6 +250,9 @@ pub fn markdown(bench: &Bench<'_>, summaries: &[NodeSummary]) -> String {
     }
     for warning in summaries.iter().flat_map(|summary| &summary.warnings) {
         let _ = write!(text, "\nWarning: {warning}\n");
+    }
+    if let Some(progress) = progress {
+        text.push_str(&progress_markdown(progress, &bench.nodes[bench.roles.baseline].name));
     }
     text
 }

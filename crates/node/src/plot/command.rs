@@ -6,6 +6,9 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
+use super::cost_growth::{
+    cost_growth, cost_summary, read_utxo_counts, write_cost_csv, COST_WINDOW_BLOCKS_DEFAULT,
+};
 use super::draw::{Chart, DrawResult};
 use super::font::{chart_font, FONT_VARIABLE};
 use super::metrics::{summary, write_csv};
@@ -25,7 +28,14 @@ against the run's hours), PREFIX-rates.svg (blocks/s and transactions/s by \
 height over a moving window of 1 % of the final height, at most 1,000 blocks; \
 UTXO cache MiB by height with flushes marked), each also as .png, and \
 PREFIX.csv (one line per run: name,elapsed_seconds:height,...), and prints the \
-time to each 10 % of the final height. PNG text needs a TrueType or OpenType \
+time to each 10 % of the final height. With --utxo-counts MANIFEST (an ibex gen \
+manifest.json with utxo_count_by_height): PREFIX-cost-growth.svg/.png \
+(milliseconds per block over windows of --cost-window-blocks blocks against \
+the UTXO set's size in millions of coins, one line per run, with its \
+least-squares line), PREFIX-cost-growth.csv \
+(run,first_height,last_height,utxo_count,milliseconds_per_block) and each \
+run's line (intercept in ms/block, slope in ms per million coins) in the \
+summary. PNG text needs a TrueType or OpenType \
 font from the system: the file IBEX_PLOT_FONT names, else DejaVu Sans (Debian: \
 fonts-dejavu-core) or another usual sans-serif font, else fontconfig's choice; \
 without one, only SVG is written, and the summary says so. After a \
@@ -48,6 +58,14 @@ pub struct PlotArguments {
     /// Skip each log up to its first `Shutdown: done` (an earlier run).
     #[arg(long)]
     pub after_shutdown: bool,
+    /// An `ibex gen` manifest (`utxo_count_by_height`): also chart the
+    /// time per block against the UTXO set's size.
+    #[arg(long, value_name = "MANIFEST")]
+    pub utxo_counts: Option<PathBuf>,
+    /// Blocks per window of the cost-growth chart.
+    #[arg(long, value_name = "BLOCKS", default_value_t = COST_WINDOW_BLOCKS_DEFAULT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub cost_window_blocks: u32,
 }
 
 /// Splits `NAME=PATH`; a plain path (or one that exists with an `=` in it)
@@ -138,6 +156,19 @@ fn write_chart(
     Ok(written)
 }
 
+/// Writes `PREFIX` + `suffix` with `write`; returns its path.
+fn write_text_file(
+    prefix: &Path,
+    suffix: &str,
+    write: impl FnOnce(BufWriter<File>) -> std::io::Result<()>,
+) -> Result<PathBuf, PlotError> {
+    let path = output_path(prefix, suffix);
+    let write_error = |source| PlotError::Write { path: path.clone(), source };
+    let file = File::create(&path).map_err(write_error)?;
+    write(BufWriter::new(file)).map_err(write_error)?;
+    Ok(path)
+}
+
 /// Runs `ibex plot`: writes the charts and the CSV, and returns the summary.
 pub fn run(arguments: &PlotArguments) -> Result<String, PlotError> {
     let runs = read_runs(arguments)?;
@@ -149,26 +180,35 @@ pub fn run(arguments: &PlotArguments) -> Result<String, PlotError> {
         ),
         None => None,
     };
+    let utxo_counts = arguments.utxo_counts.as_deref().map(read_utxo_counts).transpose()?;
+    let growth =
+        utxo_counts.map(|counts| cost_growth(&runs, &counts, arguments.cost_window_blocks.max(1)));
     if let Some(parent) = arguments.out.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|source| PlotError::Write { path: parent.to_path_buf(), source })?;
     }
-    let csv_path = output_path(&arguments.out, ".csv");
-    let write_error = |source| PlotError::Write { path: csv_path.clone(), source };
-    let csv_file = File::create(&csv_path).map_err(write_error)?;
-    write_csv(&runs, BufWriter::new(csv_file)).map_err(write_error)?;
-    let mut written = vec![csv_path.clone()];
+    let mut written = vec![write_text_file(&arguments.out, ".csv", |file| write_csv(&runs, file))?];
     let font = chart_font();
     let mut charts = vec![Chart::SyncTime(&runs)];
     if let Some(baseline) = baseline.filter(|_| runs.len() > 1) {
         charts.push(Chart::Speedup(&runs, baseline));
     }
     charts.push(Chart::Rates(&runs));
+    let mut report = summary(&runs, baseline);
+    if let Some(growth) = &growth {
+        let csv = write_text_file(&arguments.out, "-cost-growth.csv", |file| {
+            write_cost_csv(growth, file)
+        })?;
+        written.push(csv);
+        charts.push(Chart::CostGrowth(growth));
+        report.push('\n');
+        report.push_str(&cost_summary(growth));
+    }
     for chart in &charts {
         written.extend(write_chart(&arguments.out, chart, font.is_ok())?);
     }
     let files: Vec<String> = written.iter().map(|path| path.display().to_string()).collect();
-    let mut report = format!("{}\nwrote {}", summary(&runs, baseline), files.join(", "));
+    report.push_str(&format!("\nwrote {}", files.join(", ")));
     if let Err(error) = font {
         report.push_str(&format!(
             "\nPNG charts not written (font: {error}); install a TrueType font (Debian: fonts-dejavu-core) or set {FONT_VARIABLE} to one"

@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::cost_growth::{CostGrowth, LinearFit, COINS_PER_MILLION};
 use super::metrics::{
     format_duration, rate_window_blocks, rates, speedups, thin, time_unit, RatePoint,
     MICROS_PER_HOUR,
@@ -25,6 +26,8 @@ pub enum Chart<'a> {
     Speedup(&'a [RunSeries], &'a RunSeries),
     /// Rates and cache by height ([`draw_rates`]).
     Rates(&'a [RunSeries]),
+    /// Time per block against the UTXO set's size ([`draw_cost_growth`]).
+    CostGrowth(&'a CostGrowth),
 }
 
 impl Chart<'_> {
@@ -34,6 +37,7 @@ impl Chart<'_> {
             Chart::SyncTime(_) => "sync-time",
             Chart::Speedup(..) => "speedup",
             Chart::Rates(_) => "rates",
+            Chart::CostGrowth(_) => "cost-growth",
         }
     }
 
@@ -54,6 +58,7 @@ impl Chart<'_> {
             Chart::SyncTime(runs) => draw_sync_time(root, runs),
             Chart::Speedup(runs, baseline) => draw_speedup(root, runs, baseline),
             Chart::Rates(runs) => draw_rates(root, runs),
+            Chart::CostGrowth(growth) => draw_cost_growth(root, growth),
         }
     }
 }
@@ -303,6 +308,87 @@ where
     draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperLeft)
 }
 
+/// Milliseconds per block against the UTXO set's size, one line per run
+/// through its windows, and its least-squares line dashed in a lighter
+/// shade; the legend gives each line's intercept and slope.
+pub fn draw_cost_growth<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    growth: &CostGrowth,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let windows = growth.runs.iter().flat_map(|run| &run.windows);
+    let millions_max =
+        axis_max(windows.clone().map(|window| window.utxo_count / COINS_PER_MILLION));
+    let milliseconds_max = axis_max(windows.map(|window| window.milliseconds_per_block));
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!(
+                "IBD: time per block against the UTXO set's size ({}-block windows)",
+                growth.window_blocks
+            ),
+            ("sans-serif", 26),
+        )
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..millions_max, 0.0..milliseconds_max)?;
+    chart
+        .configure_mesh()
+        .label_style(LABEL_FONT)
+        .axis_desc_style(AXIS_FONT)
+        .x_desc("UTXO set size (millions of coins)")
+        .y_desc("milliseconds per block")
+        .draw()?;
+    let mut legend = Vec::with_capacity(growth.runs.len());
+    for (index, run) in growth.runs.iter().enumerate() {
+        let points = thin(&run.windows, SERIES_POINTS_MAX)
+            .into_iter()
+            .map(|window| (window.utxo_count / COINS_PER_MILLION, window.milliseconds_per_block));
+        chart.draw_series(LineSeries::new(points, color(index).stroke_width(2)))?;
+        let Some(fit) = run.fit else {
+            legend.push((run.name.clone(), color(index)));
+            continue;
+        };
+        if let Some(line) = line_in_box(&fit, millions_max, milliseconds_max) {
+            let style = color(index).mix(0.6).stroke_width(2);
+            chart.draw_series(DashedLineSeries::new(line, 8, 6, style))?;
+        }
+        legend.push((
+            format!(
+                "{}: {:.1} ms + {:.2} ms per M coins",
+                run.name, fit.intercept_milliseconds, fit.slope_milliseconds_per_million_coins
+            ),
+            color(index),
+        ));
+    }
+    draw_legend(&chart.plotting_area().strip_coord_spec(), &legend, Corner::UpperLeft)
+}
+
+/// The part of `fit`'s line inside `0..millions_max` x `0..milliseconds_max`
+/// (plotters does not clip a line to the plotting area), if any.
+fn line_in_box(
+    fit: &LinearFit,
+    millions_max: f64,
+    milliseconds_max: f64,
+) -> Option<[(f64, f64); 2]> {
+    let slope = fit.slope_milliseconds_per_million_coins;
+    let intercept = fit.intercept_milliseconds;
+    let (mut low, mut high) = (0.0, millions_max);
+    if slope != 0.0 {
+        // Where the line crosses the bottom and the top of the box.
+        let bottom = -intercept / slope;
+        let top = (milliseconds_max - intercept) / slope;
+        low = f64::max(low, bottom.min(top));
+        high = f64::min(high, bottom.max(top));
+    } else if !(0.0..=milliseconds_max).contains(&intercept) {
+        return None;
+    }
+    let at = |millions: f64| (millions, fit.milliseconds_per_block_at(millions));
+    (low < high && low.is_finite() && high.is_finite()).then(|| [at(low), at(high)])
+}
+
 /// Pixels between a legend and the plotting area's edge, and around its
 /// entries.
 const LEGEND_PADDING_PIXELS: i32 = 10;
@@ -353,4 +439,31 @@ where
         area.draw_text(label, &style.pos(anchor), (text_left, middle))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(intercept: f64, slope: f64) -> LinearFit {
+        LinearFit {
+            slope_milliseconds_per_million_coins: slope,
+            intercept_milliseconds: intercept,
+            r_squared: None,
+            window_count: 2,
+        }
+    }
+
+    #[test]
+    fn clips_a_fitted_line_to_the_chart() {
+        assert_eq!(line_in_box(&fit(10.0, 2.0), 20.0, 100.0), Some([(0.0, 10.0), (20.0, 50.0)]));
+        // Leaves through the top at 45 M coins.
+        assert_eq!(line_in_box(&fit(10.0, 2.0), 60.0, 100.0), Some([(0.0, 10.0), (45.0, 100.0)]));
+        // Enters through the bottom at 5 M coins.
+        assert_eq!(line_in_box(&fit(-10.0, 2.0), 20.0, 100.0), Some([(5.0, 0.0), (20.0, 30.0)]));
+        assert_eq!(line_in_box(&fit(50.0, -10.0), 20.0, 100.0), Some([(0.0, 50.0), (5.0, 0.0)]));
+        assert_eq!(line_in_box(&fit(30.0, 0.0), 20.0, 100.0), Some([(0.0, 30.0), (20.0, 30.0)]));
+        assert_eq!(line_in_box(&fit(130.0, 0.0), 20.0, 100.0), None);
+        assert_eq!(line_in_box(&fit(130.0, 1.0), 20.0, 100.0), None);
+    }
 }

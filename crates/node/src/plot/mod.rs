@@ -1,15 +1,17 @@
 //! `ibex plot`: IBD progress from Bitcoin Core's or Ibex's `debug.log` files,
 //! drawn the way Core's performance work shows it: sync time by height,
 //! speed-up over a baseline run, blocks/s, transactions/s and the UTXO cache
-//! by height, plus a CSV and a text summary.
+//! by height, plus a CSV and a text summary; with an `ibex gen` manifest,
+//! the time per block against the UTXO set's size ([`cost_growth`]).
 //!
 //! [`parse`] is a pure parser of log lines into one run's series,
-//! [`metrics`] derives the figures, [`draw`] draws the charts on any
+//! [`metrics`] and [`cost_growth`] derive the figures, [`draw`] draws the charts on any
 //! plotters backend, [`output`] writes them as SVG and PNG (with the font
 //! [`font`] finds on the system), and [`command`] ties them to the command
 //! line.
 
 pub mod command;
+pub mod cost_growth;
 pub mod draw;
 pub mod font;
 pub mod metrics;
@@ -41,6 +43,14 @@ pub enum PlotError {
     UnknownBaseline {
         /// The name given.
         name: String,
+    },
+    /// The `--utxo-counts` manifest cannot give the UTXO set's sizes.
+    #[error("{}: {reason}", path.display())]
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
     },
     /// An output file could not be written.
     #[error("{}: cannot write: {source}", path.display())]

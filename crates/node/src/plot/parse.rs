@@ -130,7 +130,7 @@ fn parse_tip(text: &str) -> Option<TipLine> {
 }
 
 /// Whether a line reports a chainstate flush: Ibex's `FlushStateToDisk
-/// (reason): ...`, Core's `-debug=bench` timer line `FlushStateToDisk: write
+/// (reason): ...` (not its `FlushStateToDisk start (reason)` line), Core's `-debug=bench` timer line `FlushStateToDisk: write
 /// coins cache to disk (N coins, XkB) completed (Yms)` (not its `started`
 /// line), or Core's `-debug=coindb` line `Committed N changed transaction
 /// outputs (out of M) to coin database...`.

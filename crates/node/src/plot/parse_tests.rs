@@ -55,12 +55,14 @@ fn parses_ibex_lines_with_microseconds() {
     let log = "\
 2026-11-24T14:46:47.000000Z Ibex version 0.1.0
 2026-11-24T14:46:47.250000Z UpdateTip: new best=aa height=7 version=0x20000000 log2_work=4.000000 tx=12 date='2026-11-22T03:12:16Z' progress=1.000000 cache=0.0MiB(7txo)
+2026-11-24T14:46:48.000000Z FlushStateToDisk start (periodic): writing 7 changed coins (0.00 MiB of cache) at height 7, in the background
 2026-11-24T14:46:48.500000Z FlushStateToDisk (periodic): 7 coins written, 0 erased, 1 batches, 0.01 MiB, 8 block index records, 3 ms (validation waited 0 ms)
 2026-11-24T14:46:49.000001Z UpdateTip: new best=bb height=8 version=0x20000000 log2_work=4.169925 tx=20 date='2026-11-22T03:12:17Z' progress=1.000000 cache=0.1MiB(9txo)
 ";
     let series = read_series("ibex", log.as_bytes(), ParseOptions::default()).unwrap();
     let times: Vec<i64> = series.points.iter().map(|point| point.elapsed_micros).collect();
     assert_eq!(times, [250_000, 2_000_001]);
+    // The start line is not a flush: the flush is when it was written.
     assert_eq!(series.flushes, [FlushPoint { elapsed_micros: 1_500_000, height: 7 }]);
     let tip = parse_line("2026-11-24T14:46:47Z UpdateTip: new best=aa height=7 version=0x1 log2_work=4 tx=12 date='x' progress=1 cache=2.5MiB(31txo)");
     assert_eq!(

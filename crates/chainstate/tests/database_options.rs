@@ -1,0 +1,76 @@
+//! The coins database's column family gets the options Ibex sets, not
+//! RocksDB's defaults: read back from the `OPTIONS-*` file RocksDB writes
+//! with the settings it actually applied, and from its properties.
+//!
+//! Until session 9 the family was opened with `DB::open_cf` and a list of
+//! names, which gives every listed family `Options::default()`: no bloom
+//! filter, 64 MiB memtables and RocksDB's own block cache, while the
+//! module docs claimed otherwise. This test fails on that mistake.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use ibex_chainstate::database_levels::level0_file_triggers;
+use ibex_chainstate::{CoinsDatabase, DatabaseOptions};
+
+/// The `[CFOptions "default"]` and `[TableOptions/BlockBasedTable
+/// "default"]` sections of the newest `OPTIONS-*` file, as one text.
+fn default_family_options(path: &Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|file| file.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
+        .collect();
+    files.sort();
+    let text =
+        std::fs::read_to_string(files.last().expect("RocksDB writes an OPTIONS file")).unwrap();
+    let mut kept = String::new();
+    let mut keep = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            keep = line.contains("\"default\"");
+        }
+        if keep {
+            kept.push_str(line.trim());
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+fn setting<'a>(options: &'a str, name: &str) -> &'a str {
+    options
+        .lines()
+        .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("{name} not in the default family's options:\n{options}"))
+}
+
+#[test]
+fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
+    let directory = tempfile::tempdir().unwrap();
+    let options = DatabaseOptions {
+        memtable_bytes: 3 << 20,
+        block_cache_bytes: 5 << 20,
+        ..DatabaseOptions::default()
+    };
+    let database = CoinsDatabase::open(directory.path(), &options).unwrap();
+    let applied = default_family_options(directory.path());
+    assert_eq!(setting(&applied, "write_buffer_size"), (3u64 << 20).to_string());
+    assert_eq!(setting(&applied, "max_write_buffer_number"), "2");
+    // 3 MiB memtables: 16 files make 48 MiB of level 0.
+    let triggers = level0_file_triggers(3 << 20);
+    assert_eq!(triggers.compaction_files, 16);
+    let applied_trigger = setting(&applied, "level0_file_num_compaction_trigger");
+    assert_eq!(applied_trigger, triggers.compaction_files.to_string());
+    let slowdown = setting(&applied, "level0_slowdown_writes_trigger");
+    assert_eq!(slowdown, triggers.slowdown_files.to_string());
+    assert_eq!(setting(&applied, "level0_stop_writes_trigger"), triggers.stop_files.to_string());
+    assert_eq!(setting(&applied, "compression"), "kNoCompression");
+    assert_eq!(setting(&applied, "memtable_whole_key_filtering"), "true");
+    assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
+    assert!(setting(&applied, "filter_policy").contains("bloomfilter"), "{applied}");
+    assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinaryAndHash");
+    // BIP30's per-transaction seek needs `'C' || txid` prefixes in the filters.
+    assert!(setting(&applied, "prefix_extractor").contains("FixedPrefix.33"), "{applied}");
+    assert_eq!(database.block_cache_capacity_bytes(), Some(5 << 20));
+}
