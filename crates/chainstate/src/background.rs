@@ -11,8 +11,11 @@
 //!   frozen unspent coin is copied into the live map as clean (the
 //!   database will hold it once the write ends); a frozen spent entry means
 //!   "no coin" (the database still has the coin until the erase lands).
-//! - Prefetch: requests leave out frozen keys, and results read before the
-//!   freeze are discarded (the flush epoch changes).
+//! - Prefetch: a block's frozen unspent coins are copied into the live
+//!   map first (clean, as a spend's read would), so a shard freed before
+//!   the spend costs no read; database requests leave out frozen keys, and
+//!   results read before the freeze are discarded (the flush epoch
+//!   changes).
 //! - Order: a new flush first waits for the previous writer, so "clean"
 //!   always means "equal to the database once pending writes end", and a
 //!   later put or erase of a key never overtakes an earlier one.

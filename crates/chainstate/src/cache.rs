@@ -16,11 +16,13 @@
 //! | spent DIRTY        | unspent coin    | error (missing coin)     | -> unspent DIRTY     | -> unspent DIRTY           | erase, dropped     |
 //!
 //! Never present: spent FRESH (erased at once), spent clean (misses are not
-//! cached), FRESH without DIRTY. A third flag, FROM_DATABASE, only says
-//! where an unspent clean coin came from (read from the database, not put
-//! there by connect): the spend counts it ([`crate::coin_reads`]); any
-//! change of the entry clears it, and it takes no part in the table. `add` of an unspendable script (OP_RETURN or
-//! over 10,000 bytes) does nothing, as in Core. `add` without overwrite on an
+//! cached), FRESH without DIRTY. Two more flags, FROM_DATABASE and
+//! FROM_FROZEN, only say where an unspent clean coin came from (read from
+//! the database or copied from a background flush's frozen map by the
+//! prefetch, not put there by connect): the spend counts it ([`crate::coin_reads`]); any
+//! change of the entry clears it, and it takes no part in the table.
+//! `add` of an unspendable script (OP_RETURN or over 10,000 bytes) does
+//! nothing, as in Core. `add` without overwrite on an
 //! absent entry trusts the caller (BIP30/BIP34) that the database has no
 //! unspent coin there, exactly as Core's `AddCoin(possible_overwrite=false)`.
 //!
@@ -57,19 +59,16 @@ use crate::coin_reads::CoinSource;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
 
-/// Outputs of one transaction not in memory from which BIP30 asks the
-/// database once for the transaction (a prefix seek: one prefix-filter
-/// probe per memtable and table) rather than once per output (a point
-/// read: one whole-key probe each). Measured on the `utxo-heavy` chain at
-/// `-dbcache=100` with scripts skipped, 1 and 3 were within noise (46.0
-/// against 48.0 s; 66 against 70 s of CPU), so every transaction seeks.
-pub const BIP30_PREFIX_SEEK_OUTPUTS_MIN: u32 = 1;
-
 const DIRTY: u8 = 1;
 const FRESH: u8 = 2;
 /// The coin was read from the database (by the prefetch or a lookup):
 /// statistics only ([`crate::coin_reads`]).
 pub(crate) const FROM_DATABASE: u8 = 4;
+/// The coin was copied from a background flush's frozen map by the
+/// prefetch: statistics only, like [`FROM_DATABASE`].
+pub(crate) const FROM_FROZEN: u8 = 8;
+/// The flags that only say where a clean coin came from.
+const SOURCE_FLAGS: u8 = FROM_DATABASE | FROM_FROZEN;
 
 /// The maps keep at least 1/this of their share, however much the
 /// database's table readers hold (see [`CoinsCache::limit_bytes`]).
@@ -103,15 +102,6 @@ impl CacheEntry {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.coin.as_ref().map_or(0, Coin::heap_bytes)
     }
-}
-
-/// What a BIP30 lookup found ([`CoinsCache::unspent_lookup`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnspentLookup {
-    /// An unspent coin is there.
-    pub unspent: bool,
-    /// Neither map had the outpoint: the database answered.
-    pub reached_database: bool,
 }
 
 /// What BIP30's question for a whole transaction found
@@ -292,20 +282,10 @@ impl CoinsCache {
     /// BIP30 lookups, almost all for outpoints that do not exist, run on
     /// several threads at once (see [`crate::connect`]).
     pub fn has_unspent(&self, outpoint: &OutPoint) -> Result<bool, ChainstateError> {
-        self.unspent_lookup(outpoint).map(|lookup| lookup.unspent)
-    }
-
-    /// [`Self::has_unspent`], saying whether the database answered.
-    pub fn unspent_lookup(&self, outpoint: &OutPoint) -> Result<UnspentLookup, ChainstateError> {
-        let in_memory = |unspent| UnspentLookup { unspent, reached_database: false };
-        if let Some(entry) = self.map.get(outpoint) {
-            return Ok(in_memory(entry.coin.is_some()));
+        match self.memory_entry(outpoint) {
+            Some(unspent) => Ok(unspent),
+            None => self.database.has_coin(outpoint),
         }
-        if let Some(unspent) = self.frozen_lookup(outpoint, |coin| coin.is_some()) {
-            return Ok(in_memory(unspent));
-        }
-        let unspent = self.database.has_coin(outpoint)?;
-        Ok(UnspentLookup { unspent, reached_database: true })
     }
 
     /// BIP30's question for a whole transaction: whether any of the
@@ -313,13 +293,18 @@ impl CoinsCache {
     /// memory, in a background flush's frozen map or in the database.
     ///
     /// Outputs with an entry in memory are answered by it (a spent entry
-    /// hides the database's coin until the flush). The rest are asked of
-    /// the database, with one prefix seek when there are at least
-    /// [`BIP30_PREFIX_SEEK_OUTPUTS_MIN`] of them: a transaction id is
-    /// unique to its transaction, so a new one almost never has a coin on
-    /// disk and the prefix bloom filters say so without reading a block.
-    /// Only if the seek finds a coin of `txid` are the outputs read one by
-    /// one. The same answer as [`CoinsCache::has_unspent`] per output.
+    /// hides the database's coin until the flush). If any is not in
+    /// memory, the database is asked once for the whole transaction, with a
+    /// prefix seek: a transaction id is unique to its transaction, so a new
+    /// one almost never has a coin on disk, and the prefix bloom filters
+    /// say so without reading a block. Only if the seek finds a coin of
+    /// `txid` are the outputs read one by one. The same answer as
+    /// [`CoinsCache::has_unspent`] per output.
+    ///
+    /// Seeking only from 3 outputs not in memory (point reads below) was
+    /// measured on the `utxo-heavy` chain at `-dbcache=100` with scripts
+    /// skipped: within noise of always seeking (48.0 against 46.0 s; 70
+    /// against 66 s of CPU), so it always seeks.
     pub fn has_unspent_output_of(
         &self,
         txid: &Txid,
@@ -339,7 +324,7 @@ impl CoinsCache {
         if not_in_memory == 0 {
             return Ok(answer(false));
         }
-        if not_in_memory >= BIP30_PREFIX_SEEK_OUTPUTS_MIN && !self.database.has_coin_of(txid)? {
+        if !self.database.has_coin_of(txid)? {
             return Ok(answer(false));
         }
         for vout in 0..output_count {
@@ -411,7 +396,7 @@ impl CoinsCache {
                     self.dirty_count += 1;
                 }
                 entry.coin = Some(coin);
-                entry.flags = (entry.flags | DIRTY) & !FROM_DATABASE;
+                entry.flags = (entry.flags | DIRTY) & !SOURCE_FLAGS;
             }
         }
         self.script_heap_bytes += heap_bytes;
@@ -441,6 +426,8 @@ impl CoinsCache {
         let was_dirty = entry.is_dirty();
         let source = loaded.unwrap_or(if entry.flags & FROM_DATABASE != 0 {
             CoinSource::Prefetch
+        } else if entry.flags & FROM_FROZEN != 0 {
+            CoinSource::FrozenMap
         } else {
             CoinSource::LiveMap
         });

@@ -151,9 +151,10 @@ fn apply_transactions(
 /// One in-memory lookup per output (~2.5 per transaction on the bench
 /// chain, ~11 on `utxo-heavy`), nearly all for outpoints that do not
 /// exist: a miss in the in-memory map (a cache miss, ~100-200 ns), then one
-/// RocksDB prefix seek per transaction answered by its prefix bloom filters
-/// (session 9: a point read per output cost a bloom probe per memtable and
-/// table each, 7.6 s of a 37 s import of `utxo-heavy` to height 1,200). On regtest, where BIP30 applies at every height,
+/// RocksDB prefix seek per transaction answered by its prefix bloom
+/// filters. A point read per output (before session 9) cost a bloom probe per
+/// memtable and table each: 7.6 s of a 37 s import of `utxo-heavy` to
+/// height 1,200. Earlier, on regtest, where BIP30 applies at every height,
 /// `perf` put `contains_key` and RocksDB's point reads at about a quarter
 /// of the samples of a scripts-skipped `-reindex-chainstate` on the bench
 /// chain. Measured after this change (read-only lookups without a second

@@ -43,7 +43,7 @@ pub mod txoutset;
 pub mod undo;
 
 pub use budget::{CoinsDatabaseMemory, MemoryBudget};
-pub use cache::{CoinsCache, FlushMode, OutputsLookup, UnspentLookup};
+pub use cache::{CoinsCache, FlushMode, OutputsLookup};
 pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
 pub use coin_reads::{
     CoinReadCounts, CoinSource, COIN_AGE_RANGES, COIN_AGE_RANGE_HIGHS_BLOCKS, COIN_AGE_RANGE_NAMES,
