@@ -42,9 +42,11 @@ const NO_FLUSH_DBCACHE: &str = "-dbcache=200";
 const SMALL_DBCACHE: &str = "-dbcache=4";
 /// Cache-full flushes the small cache makes at least (43 seen).
 const SMALL_CACHE_FLUSHES_MIN: usize = 20;
-/// A 10 MiB coins cache (~60,000 changed coins a flush, six cache-full
-/// flushes over the chain) written in batches of at most 64 KiB.
-const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=20", "-dbbatchsize=65536"];
+/// A coins cache whose UTXO share (what `-dbcache=32` leaves after the
+/// budget's other parts: `ibex_chainstate::MemoryBudget`) holds more than
+/// [`KILLED_FLUSH_CHANGED_COINS_MIN`] changed coins a flush, written in
+/// batches of at most 64 KiB.
+const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=32", "-dbbatchsize=65536"];
 /// Changed coins a killed flush holds at least: ~70 bytes each, so more
 /// than 100 batches of 64 KiB.
 const KILLED_FLUSH_CHANGED_COINS_MIN: u64 = 40_000;
