@@ -135,6 +135,22 @@ pub fn import_blocks(
     shutdown: &AtomicBool,
 ) -> Result<ImportSummary, ChainstateError> {
     index_headers_first(chainstate, source)?;
+    if matches!(source, ImportSource::OwnBlockFiles) {
+        // An unfinished `-reindex` left blocks indexed with their file
+        // positions: connect those first, read from where the index says
+        // (the stored-block read-ahead), instead of streaming and preparing
+        // every record before them again only to find them known. With
+        // `-stopatheight` at or below them, no file is streamed at all.
+        chainstate.advance_best_chain()?;
+        if shutdown.load(Ordering::Relaxed) {
+            chainstate.settle()?;
+            return Ok(ImportSummary { interrupted: true, ..ImportSummary::default() });
+        }
+        if chainstate.reached_stop_height() {
+            chainstate.activate_best_chain()?;
+            return Ok(ImportSummary { interrupted: true, ..ImportSummary::default() });
+        }
+    }
     let params = chainstate.params().clone();
     let directory = chainstate.blocks_directory().to_path_buf();
     let obfuscation = *chainstate.obfuscation();

@@ -221,6 +221,7 @@ pub fn run_engine(
     let started = Instant::now();
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);
+    chainstate.set_interrupt(shutdown.clone());
     node_metrics.attach_chain(chainstate.metrics());
     log_loaded(&chainstate, logger);
     let reindexing = reindex_state == ReindexState::Importing;

@@ -70,3 +70,28 @@ fn reindex_then_txoutsetinfo_gives_cores_answers() {
     let ours = txoutsetinfo(datadir.path(), "hash_serialized_3");
     assert_same(&ours, core, &tip_fields);
 }
+
+/// `-reindex-chainstate` while a `-reindex` is unfinished: the blocks the
+/// interrupted reindex indexed are connected from their stored positions
+/// first, so with `-stopatheight` below them no block file is streamed
+/// again ("0 blocks read"), and the coins are Core's at that height.
+#[test]
+fn reindex_chainstate_after_an_unfinished_reindex_connects_the_stored_blocks_first() {
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(common::core_chain().join("expected.json")).unwrap(),
+    )
+    .unwrap();
+    let datadir = tempfile::tempdir().unwrap();
+    common::copy_core_blocks(datadir.path());
+    let log = ibexd(datadir.path(), &["-reindex", "-stopatheight=600"]);
+    let first_run_bytes = log.len();
+    assert!(!log.contains("Reindexing finished: 0 blocks read"), "the first run reads the files");
+    let log = ibexd(datadir.path(), &["-reindex-chainstate", "-stopatheight=100"]);
+    let second_run = &log[first_run_bytes..];
+    assert!(second_run.contains("Reindexing finished: 0 blocks read"), "{second_run}");
+    assert!(second_run.contains(" height=100 "), "{second_run}");
+    assert!(!second_run.contains(" height=101 "), "{second_run}");
+    let fields = ["height", "bestblock", "txouts", "bogosize", "muhash", "total_amount"];
+    let ours = txoutsetinfo(datadir.path(), "muhash");
+    assert_same(&ours, &expected["gettxoutsetinfo"]["100"]["muhash"], &fields);
+}

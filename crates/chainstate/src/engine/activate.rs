@@ -54,7 +54,7 @@ impl Chainstate {
     /// point.
     pub fn advance_best_chain(&mut self) -> Result<(), ChainstateError> {
         loop {
-            if self.reached_stop_height() {
+            if self.reached_stop_height() || self.interrupted() {
                 return Ok(());
             }
             let Some(best) = self.selection.best() else {
@@ -96,7 +96,7 @@ impl Chainstate {
                 self.start_read_ahead(target, height)?;
             }
             let Some(id) = self.index.ancestor(target, height) else { break };
-            if !self.connect_tip(id)? || self.reached_stop_height() {
+            if !self.connect_tip(id)? || self.reached_stop_height() || self.interrupted() {
                 break;
             }
             // Readers waiting get a settled state between two blocks; a

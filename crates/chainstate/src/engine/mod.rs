@@ -39,6 +39,7 @@ pub mod settle;
 pub mod tips;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,6 +114,9 @@ pub struct Chainstate {
     pub(crate) reads: reader::ReadService,
     /// Counters and levels published for monitoring.
     pub(crate) metrics: Arc<ChainMetrics>,
+    /// Set by the node on shutdown: connecting stops between two blocks
+    /// ([`Chainstate::set_interrupt`]).
+    pub(crate) interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -254,6 +258,19 @@ impl Chainstate {
     /// Changes the `-stopatheight` height.
     pub fn set_stop_at_height(&mut self, height: Option<u32>) {
         self.options.stop_at_height = height;
+    }
+
+    /// Makes connecting stop between two blocks once `flag` is set (the
+    /// node's shutdown signal), as Core's `ActivateBestChain` checks for a
+    /// shutdown between steps: a long activation (the stored blocks of a
+    /// `-reindex-chainstate`) ends at the next block, the chain consistent.
+    pub fn set_interrupt(&mut self, flag: Arc<AtomicBool>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// Whether the flag given to [`Self::set_interrupt`] is set.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 
     /// Whether `-stopatheight` has been reached.

@@ -46,6 +46,7 @@ impl Chainstate {
             statistics: ChainStatistics::default(),
             reads: super::reader::ReadService::new(persistence_files),
             metrics: Arc::default(),
+            interrupt: None,
         };
         chainstate.metrics.watch_coins_database(chainstate.connector.cache().database());
         chainstate.recover()?;
