@@ -11,13 +11,16 @@
 //!   after each flush, coin reads by age that add up to the inputs
 //!   connected, and (with the small cache) bytes RocksDB flushed or
 //!   compacted.
-//! - `kill -9` while a background flush of ~60,000 changed coins is being
-//!   written in batches of 64 KiB (`-dbcache=20 -dbbatchsize=65536`: the
-//!   cache fills six times over the chain), seen from the flush's start line
-//!   in the log, three times at three flushes; each time `ibex txoutsetinfo`
-//!   reports the interrupted flush and the log has no end line for it. The
-//!   restarts (without `-reindex`) replay it, and the last one runs to the
-//!   end: the clean run's UTXO set.
+//! - `kill -9` while a background flush of 40,000+ changed coins is being
+//!   written in batches of 64 KiB (`-dbcache=32 -dbbatchsize=65536`), seen
+//!   from the flush's start line in the log and no end line after it, three
+//!   times (often the same flush again: see below). The coins database has no write-ahead log
+//!   (`ibex_chainstate::database`): what a kill leaves on disk is a prefix
+//!   of the batches, either inside a flush (`ibex txoutsetinfo` reports the
+//!   interrupted flush and the restart replays it) or at an earlier tip (the
+//!   restart connects the blocks after it again); each restart is checked
+//!   against what was left. The last one runs to the end: the clean run's
+//!   UTXO set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -53,8 +56,8 @@ const KILLED_FLUSH_CHANGED_COINS_MIN: u64 = 40_000;
 /// How long after a flush's start line each kill comes: inside the write
 /// (150-360 ms for such a flush on a loaded 2-core machine).
 const KILL_DELAYS_MS: [u64; 3] = [5, 20, 40];
-/// Kills that may land after the write ended (the restart then goes on
-/// from the flushed tip) before the test gives up.
+/// Kills that may land after the flush's end line (the restart then goes
+/// on from the flushed tip) before the test gives up.
 const KILL_MISSES_MAX: usize = 2;
 /// How often the log is read while waiting for a flush to start.
 const LOG_POLL_INTERVAL: Duration = Duration::from_millis(2);
@@ -370,7 +373,10 @@ impl LogTail {
 struct Kill {
     /// The height the killed flush was writing.
     height: u64,
-    /// Whether the coins database was left with the flush unfinished.
+    /// Whether the log shows the flush still running at the kill (no end
+    /// line after its start line).
+    in_flight: bool,
+    /// Whether the coins database was left with a flush unfinished.
     interrupted: bool,
 }
 
@@ -394,19 +400,20 @@ fn kill_during_next_flush(datadir: &Path, previous: Option<&Kill>, delay_ms: u64
     let changed = number_after(&start, "writing ").unwrap();
     assert!(changed >= KILLED_FLUSH_CHANGED_COINS_MIN, "{start}");
     let height = number_after(&start, "at height ").unwrap();
+    let after_start = &log[log.find(&start).unwrap() + start.len()..];
+    let in_flight = !after_start.contains(CACHE_FULL_END_LINE);
     let output = common::txoutsetinfo(datadir, &[]);
     let interrupted = !output.status.success();
     if interrupted {
         let error = String::from_utf8_lossy(&output.stderr);
         assert!(error.contains("interrupted flush"), "{error}");
-        // Nothing after the start line says the flush ended.
-        let after_start = &log[log.find(&start).unwrap() + start.len()..];
-        assert!(!after_start.contains(CACHE_FULL_END_LINE), "{}", log_summary(&log));
-        eprintln!("killed {delay_ms} ms into a flush of {changed} changed coins at height {height}: interrupted");
-    } else {
-        eprintln!("killed {delay_ms} ms into a flush at height {height}: it had ended");
     }
-    Kill { height, interrupted }
+    eprintln!(
+        "killed {delay_ms} ms into a flush of {changed} changed coins at height {height}: {}, {}",
+        if in_flight { "still writing" } else { "it had ended" },
+        if interrupted { "left unfinished on disk" } else { "an earlier tip on disk" }
+    );
+    Kill { height, in_flight, interrupted }
 }
 
 #[test]
@@ -423,22 +430,21 @@ fn kill_nine_during_background_flushes_then_restart_reaches_the_same_utxo_set() 
         assert!(misses <= KILL_MISSES_MAX, "{misses} kills came after the flush ended");
         let delay_ms = KILL_DELAYS_MS[interrupted_heights.len()];
         let kill = kill_during_next_flush(&datadir, kills.last(), delay_ms);
-        if kill.interrupted {
+        if kill.in_flight {
             interrupted_heights.push(kill.height);
         }
         kills.push(kill);
     }
-    // Three different flushes, each further up the chain.
-    assert!(
-        interrupted_heights.windows(2).all(|pair| pair[0] < pair[1]),
-        "{interrupted_heights:?}"
-    );
+    // No height order is asserted: a kill that leaves an earlier tip on
+    // disk (the memtables holding the flush died with the process) makes
+    // the next run connect those blocks and flush at them again.
 
     let mut tail = LogTail::from_end(&datadir);
     let mut node = common::spawn_node(&mut ibexd(&datadir, &KILL_CACHE_OPTIONS));
     assert!(wait_exit(&mut node, &datadir).success(), "{}", log_summary(tail.read()));
     let log = tail.read().to_owned();
-    assert!(log.contains(REPLAY_LINE), "{}", log_summary(&log));
+    let replayed = log.contains(REPLAY_LINE);
+    assert_eq!(replayed, kills.last().unwrap().interrupted, "{}", log_summary(&log));
     let found = common::txoutsetinfo_json(&datadir, &[]);
     assert_eq!(found["txouts"].as_u64(), Some(chain.utxo_count));
     assert_same_utxo_set(unflushed_utxo_set(), &found);

@@ -8,6 +8,10 @@
 //! A crash between any two steps leaves a state the next open repairs:
 //! before 3 the coins still name the old tip (blocks after it are connected
 //! again); during 3 the head-blocks record makes [`super::recovery`] replay.
+//! The coins skip RocksDB's write-ahead log, so a crash keeps a prefix of
+//! their batches, possibly ending before the last flushes: the same two
+//! cases. A shutdown or periodic flush waits for them to be durable
+//! ([`crate::database::CoinsDatabase::persist_memtables`]); a cache-full one does not.
 //!
 //! Step 3 is reported twice: [`ChainEvent::FlushStarted`] when it begins
 //! (what it will write) and [`ChainEvent::Flushed`] once it is written, so
@@ -32,10 +36,11 @@ impl Chainstate {
         let started = Instant::now();
         let shutdown = reason == FlushReason::Shutdown;
         self.collect_background_flush(if shutdown { Collect::AtShutdown } else { Collect::Wait })?;
-        let Some(target) = self.prepare_flush()? else { return Ok(()) };
+        let Some(target) = self.prepare_flush()? else { return self.persist_for(reason) };
         let started_event = self.flush_started_event(reason, &target, false);
         self.emit(started_event);
         let stats = self.connector.cache_mut().flush(target.hash, mode)?;
+        self.persist_for(reason)?;
         let index_records = target.index_records;
         let duration_ms = elapsed_ms(started);
         // A shutdown flush holds up no validation; the others stop it whole.
@@ -118,6 +123,7 @@ impl Chainstate {
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
         let Some(info) = self.persistence.background_flush.take() else { return Ok(()) };
+        self.persist_for(info.reason)?;
         let duration_ms = elapsed_ms(info.started);
         let stall_ms = if collect == Collect::AtShutdown { 0 } else { elapsed_ms(waited) };
         self.record_flush(duration_ms, stall_ms, &stats);
@@ -130,6 +136,18 @@ impl Chainstate {
         });
         self.emit_database_measured();
         Ok(())
+    }
+
+    /// Makes the coins database's writes durable unless `reason` is a full
+    /// cache (see [`crate::database`], "No write-ahead log"): a shutdown
+    /// or a periodic flush promises what it wrote survives a crash; a
+    /// flush that only frees memory does not wait for the disk, and a
+    /// crash after it replays the blocks its unwritten memtables held.
+    fn persist_for(&self, reason: FlushReason) -> Result<(), ChainstateError> {
+        if reason == FlushReason::CacheFull {
+            return Ok(());
+        }
+        self.connector.cache().database().persist_memtables()
     }
 
     /// Settles the pipeline, syncs block and undo files and writes the block
