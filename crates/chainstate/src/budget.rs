@@ -20,20 +20,20 @@
 //! At 26 M coins (the `utxo-heavy` chain) the table readers hold ~45 MiB
 //! (RocksDB's `estimate-table-readers-mem`: 10 bits a key of bloom filter,
 //! ~1.3 bytes a coin, and the index blocks, ~0.4): at `-dbcache=450` the
-//! maps keep 290-320 MiB as the readers grow, 21-23 shards of 2^17
-//! buckets (105 bytes each) holding 1.8-2.3 M entries when the cache is
-//! flushed (3.1-3.5 M before, in 440 MiB plus a quarter more while
-//! flushing). A 180 M-coin mainnet set would
+//! maps' 212 MiB share keeps ~165-210 MiB as the readers grow (until
+//! session 10, with memtables of a 32nd, 290-320 MiB). A 180 M-coin
+//! mainnet set would
 //! need ~310 MiB of table readers, more than `-dbcache=450`'s share; the
 //! maps then keep a quarter of it and the rest of the readers is not
 //! counted (moving the filters into a bounded block cache, partitioned, is
 //! the way to count them there).
 //!
 //! Measured on the `utxo-heavy` chain to height 2,000 (scripts skipped),
-//! at its peak RSS at `-dbcache=450` (493 MiB, 480 MiB anonymous): maps
-//! 284 MiB, table readers 31 MiB, memtables 11 MiB, block cache 3 MiB,
-//! blocks read ahead 27 MiB serialised (~50 MiB in the heap): ~380 MiB
-//! counted, within the 450. Outside it: glibc's free chunks (80-90 MiB
+//! peak RSS 356 MiB at `-dbcache=450` and 132 MiB at 100 (session 10).
+//! With session 9's split (memtables of a 32nd), at the peak at 450 (493
+//! MiB, 480 MiB anonymous): maps 284 MiB, table readers 31 MiB, memtables
+//! 11 MiB, block cache 3 MiB, blocks read ahead 27 MiB serialised (~50 MiB
+//! in the heap): ~380 MiB counted, within the 450. Outside it: glibc's free chunks (80-90 MiB
 //! on average, `mallinfo2`; capping the arenas at two with
 //! `MALLOC_ARENA_MAX=2` made the peak worse, 532 MiB), the script
 //! pipeline's blocks, thread stacks and the binary (12 MiB of file pages):

@@ -48,14 +48,15 @@
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
 //! while the cache it writes is still in memory), from the coins
 //! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
-//! memtables of a 32nd of it (1-16 MiB), at most
+//! memtables of a 6th of it (1-64 MiB: memory there buys more than in the
+//! UTXO maps, [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
 //! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
-//! batches of at most half a memtable (a batch lands whole in one), and a
-//! block cache of a 64th (at most 4 MiB: Core gives LevelDB half of its
-//! coins-database share for the same purpose). The options are set on the
-//! default column family itself: opened with `DB::open_cf`, it took
-//! RocksDB's defaults instead (until session 9: 64 MiB memtables, a 32 MiB
-//! block cache and no bloom filter).
+//! batches of at most a quarter of a memtable (a batch lands whole in
+//! one), and a block cache of a 64th (at most 4 MiB: Core gives LevelDB
+//! half of its coins-database share for the same purpose). The options are
+//! set on the default column family itself: opened with `DB::open_cf`, it
+//! took RocksDB's defaults instead (until session 9: 64 MiB memtables, a
+//! 32 MiB block cache and no bloom filter).
 //!
 //! The table readers are held by the process, outside the block cache:
 //! each open table keeps its bloom filter (10 bits a key, ~1.3 bytes a
