@@ -66,6 +66,8 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     assert_eq!(slowdown, triggers.slowdown_files.to_string());
     assert_eq!(setting(&applied, "level0_stop_writes_trigger"), triggers.stop_files.to_string());
     assert_eq!(setting(&applied, "compression"), "kNoCompression");
+    assert_eq!(setting(&applied, "max_bytes_for_level_multiplier"), "3.000000");
+    assert_eq!(setting(&applied, "level_compaction_dynamic_level_bytes"), "true");
     assert_eq!(setting(&applied, "memtable_whole_key_filtering"), "true");
     assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
     assert!(setting(&applied, "filter_policy").contains("bloomfilter"), "{applied}");
