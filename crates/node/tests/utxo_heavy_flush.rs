@@ -14,13 +14,14 @@
 //! - `kill -9` while a background flush of 40,000+ changed coins is being
 //!   written in batches of 64 KiB (`-dbcache=32 -dbbatchsize=65536`), seen
 //!   from the flush's start line in the log and no end line after it, three
-//!   times (often the same flush again: see below). The coins database has no write-ahead log
+//!   times. The coins database has no write-ahead log
 //!   (`ibex_chainstate::database`): what a kill leaves on disk is a prefix
 //!   of the batches, either inside a flush (`ibex txoutsetinfo` reports the
 //!   interrupted flush and the restart replays it) or at an earlier tip (the
-//!   restart connects the blocks after it again); each restart is checked
-//!   against what was left. The last one runs to the end: the clean run's
-//!   UTXO set.
+//!   restart connects the blocks after it again); a clean run past each
+//!   killed flush is checked against what was left, so the three kills hit
+//!   three flushes further up the chain. The last run goes to the end: the
+//!   clean run's UTXO set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -54,11 +55,13 @@ const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=32", "-dbbatchsize=65536"];
 /// than 100 batches of 64 KiB.
 const KILLED_FLUSH_CHANGED_COINS_MIN: u64 = 40_000;
 /// How long after a flush's start line each kill comes: inside the write
-/// (150-360 ms for such a flush on a loaded 2-core machine).
-const KILL_DELAYS_MS: [u64; 3] = [5, 20, 40];
+/// (20-70 ms for such a flush without a write-ahead log).
+const KILL_DELAYS_MS: [u64; 3] = [3, 8, 15];
 /// Kills that may land after the flush's end line (the restart then goes
 /// on from the flushed tip) before the test gives up.
 const KILL_MISSES_MAX: usize = 2;
+/// Blocks a clean run goes past a killed flush's height.
+const CLEAN_RUN_BLOCKS: u64 = 100;
 /// How often the log is read while waiting for a flush to start.
 const LOG_POLL_INTERVAL: Duration = Duration::from_millis(2);
 
@@ -394,8 +397,8 @@ fn kill_during_next_flush(datadir: &Path, previous: Option<&Kill>, delay_ms: u64
     node.wait().unwrap();
     let log = tail.read().to_owned();
     let replayed = log.find(REPLAY_LINE).is_some_and(|at| at < log.find(&start).unwrap());
-    let previous_interrupted = previous.is_some_and(|kill| kill.interrupted);
-    assert_eq!(replayed, previous_interrupted, "{}", log_summary(&log));
+    // A clean run followed every earlier kill: nothing is left to replay.
+    assert!(!replayed, "{}", log_summary(&log));
     assert!(start.ends_with(", in the background"), "{start}");
     let changed = number_after(&start, "writing ").unwrap();
     assert!(changed >= KILLED_FLUSH_CHANGED_COINS_MIN, "{start}");
@@ -416,6 +419,17 @@ fn kill_during_next_flush(datadir: &Path, previous: Option<&Kill>, delay_ms: u64
     Kill { height, in_flight, interrupted }
 }
 
+/// Runs `ibexd` to `height` and lets it stop there; says whether it
+/// replayed an interrupted flush first.
+fn run_to_height(datadir: &Path, height: u64) -> bool {
+    let mut tail = LogTail::from_end(datadir);
+    let stop = format!("-stopatheight={height}");
+    let options = [&KILL_CACHE_OPTIONS[..], &[stop.as_str()]].concat();
+    let mut node = common::spawn_node(&mut ibexd(datadir, &options));
+    assert!(wait_exit(&mut node, datadir).success(), "{}", log_summary(tail.read()));
+    tail.read().contains(REPLAY_LINE)
+}
+
 #[test]
 fn kill_nine_during_background_flushes_then_restart_reaches_the_same_utxo_set() {
     let chain = scaled_chain();
@@ -433,18 +447,26 @@ fn kill_nine_during_background_flushes_then_restart_reaches_the_same_utxo_set() 
         if kill.in_flight {
             interrupted_heights.push(kill.height);
         }
+        // A kill may leave an earlier tip on disk (the memtables holding the
+        // flush died with the process): a clean run past the killed flush,
+        // replaying it if it was left unfinished, makes the next kill land
+        // at a later flush.
+        let replayed = run_to_height(&datadir, kill.height + CLEAN_RUN_BLOCKS);
+        assert_eq!(replayed, kill.interrupted, "height {}", kill.height);
         kills.push(kill);
     }
-    // No height order is asserted: a kill that leaves an earlier tip on
-    // disk (the memtables holding the flush died with the process) makes
-    // the next run connect those blocks and flush at them again.
+    // Three different flushes, each further up the chain (the clean runs
+    // between the kills move past each killed flush).
+    assert!(
+        interrupted_heights.windows(2).all(|pair| pair[0] < pair[1]),
+        "{interrupted_heights:?}"
+    );
 
     let mut tail = LogTail::from_end(&datadir);
     let mut node = common::spawn_node(&mut ibexd(&datadir, &KILL_CACHE_OPTIONS));
     assert!(wait_exit(&mut node, &datadir).success(), "{}", log_summary(tail.read()));
     let log = tail.read().to_owned();
-    let replayed = log.contains(REPLAY_LINE);
-    assert_eq!(replayed, kills.last().unwrap().interrupted, "{}", log_summary(&log));
+    assert!(!log.contains(REPLAY_LINE), "{}", log_summary(&log));
     let found = common::txoutsetinfo_json(&datadir, &[]);
     assert_eq!(found["txouts"].as_u64(), Some(chain.utxo_count));
     assert_same_utxo_set(unflushed_utxo_set(), &found);
