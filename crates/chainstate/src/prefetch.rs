@@ -130,40 +130,42 @@ impl CoinsCache {
         inserted_count
     }
 
-    /// Copies the unspent coins of `outpoints` that only a background
-    /// flush's frozen map holds into the live map, clean (the database
-    /// holds them once the writer ends). The writer frees the frozen map a
-    /// shard at a time ([`crate::frozen_map`]): a coin left there when its
-    /// block's prefetch skips it would be read from the database, one at a
-    /// time at the spend, if its shard were freed before the spend. A
-    /// frozen spent entry is not copied: the block cannot spend it.
-    /// Returns how many coins were copied.
-    pub fn copy_frozen_coins(&mut self, outpoints: &[OutPoint]) -> usize {
-        if !self.has_background_flush() {
-            return 0;
-        }
-        let mut copied_count = 0;
+    /// [`Self::prefetch_request`] in one pass that also copies the
+    /// unspent coins only a background flush's frozen map holds into the
+    /// live map, clean (the database holds them once the writer ends). The
+    /// writer frees the frozen map a shard at a time ([`crate::frozen_map`]):
+    /// a coin left there when its block's prefetch skips it would be read
+    /// from the database, one at a time at the spend, if its shard were
+    /// freed before the spend. A frozen spent entry is neither copied nor
+    /// requested: the block cannot spend it.
+    fn request_copying_frozen(&mut self, outpoints: &[OutPoint]) -> PrefetchRequest {
+        let mut missing = Vec::new();
         for outpoint in outpoints {
             if outpoint.is_null() || self.map.contains_key(outpoint) {
                 continue;
             }
-            let Some(Some(coin)) = self.frozen_lookup(outpoint, |coin| coin.cloned()) else {
-                continue;
-            };
-            self.script_heap_bytes += coin.heap_bytes();
-            self.map.insert(*outpoint, CacheEntry { coin: Some(coin), flags: FROM_FROZEN });
-            copied_count += 1;
+            match self.frozen_lookup(outpoint, |coin| coin.cloned()) {
+                Some(Some(coin)) => {
+                    self.script_heap_bytes += coin.heap_bytes();
+                    let entry = CacheEntry { coin: Some(coin), flags: FROM_FROZEN };
+                    self.map.insert(*outpoint, entry);
+                }
+                Some(None) => {}
+                None => missing.push(*outpoint),
+            }
         }
-        copied_count
+        missing.sort_unstable();
+        missing.dedup();
+        PrefetchRequest { flush_epoch: self.flush_epoch, outpoints: missing }
     }
 
     /// Reads every coin of `outpoints` missing from memory, in parallel, and
     /// caches it clean, after copying the ones a background flush holds
-    /// ([`Self::copy_frozen_coins`]). Returns how many coins were inserted
-    /// from the database.
+    /// into the live map in the same pass (a frozen shard may be freed
+    /// before the spend). Returns how many coins were inserted from the
+    /// database.
     pub fn prefetch(&mut self, outpoints: &[OutPoint]) -> Result<usize, ChainstateError> {
-        self.copy_frozen_coins(outpoints);
-        let request = self.prefetch_request(outpoints);
+        let request = self.request_copying_frozen(outpoints);
         if request.outpoints.is_empty() {
             return Ok(0);
         }

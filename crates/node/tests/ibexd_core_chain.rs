@@ -28,12 +28,15 @@ fn assert_same(ours: &Value, core: &Value, fields: &[&str]) {
     }
 }
 
+/// Core's answers for its chain (`expected.json`).
+fn core_answers() -> Value {
+    let text = std::fs::read_to_string(common::core_chain().join("expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 #[test]
 fn reindex_then_txoutsetinfo_gives_cores_answers() {
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(common::core_chain().join("expected.json")).unwrap(),
-    )
-    .unwrap();
+    let expected = core_answers();
     let datadir = tempfile::tempdir().unwrap();
     common::copy_core_blocks(datadir.path());
     let fields = ["height", "bestblock", "txouts", "bogosize", "muhash", "total_amount"];
@@ -77,10 +80,7 @@ fn reindex_then_txoutsetinfo_gives_cores_answers() {
 /// again ("0 blocks read"), and the coins are Core's at that height.
 #[test]
 fn reindex_chainstate_after_an_unfinished_reindex_connects_the_stored_blocks_first() {
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(common::core_chain().join("expected.json")).unwrap(),
-    )
-    .unwrap();
+    let expected = core_answers();
     let datadir = tempfile::tempdir().unwrap();
     common::copy_core_blocks(datadir.path());
     let log = ibexd(datadir.path(), &["-reindex", "-stopatheight=600"]);
