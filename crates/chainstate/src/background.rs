@@ -198,6 +198,12 @@ impl CoinsCache {
         self.background.as_ref()?.frozen.map.lookup(outpoint, visit)
     }
 
+    /// Shard releases the running background flush has begun (0 without
+    /// one): see [`FrozenMap::release_count`].
+    pub(crate) fn frozen_release_count(&self) -> usize {
+        self.background.as_ref().map_or(0, |flush| flush.frozen.map.release_count())
+    }
+
     /// Bytes of the frozen map still held by a background flush.
     pub(crate) fn frozen_memory_bytes(&self) -> usize {
         self.background.as_ref().map_or(0, |flush| flush.frozen.map.held_bytes())

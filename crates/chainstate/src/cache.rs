@@ -53,6 +53,7 @@ use hashbrown::hash_map::Entry as MapEntry;
 use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, OutPoint, Txid};
 
+use crate::bip30_reader::Bip30Reader;
 use crate::coin::Coin;
 use crate::coin_map::{shard_count_for, CoinMap};
 use crate::coin_reads::CoinSource;
@@ -289,56 +290,20 @@ impl CoinsCache {
     }
 
     /// BIP30's question for a whole transaction: whether any of the
-    /// first `output_count` outputs of `txid` is an unspent coin, in
-    /// memory, in a background flush's frozen map or in the database.
-    ///
-    /// Outputs with an entry in memory are answered by it (a spent entry
-    /// hides the database's coin until the flush). If any is not in
-    /// memory, the database is asked once for the whole transaction, with a
-    /// prefix seek: a transaction id is unique to its transaction, so a new
-    /// one almost never has a coin on disk, and the prefix bloom filters
-    /// say so without reading a block. Only if the seek finds a coin of
-    /// `txid` are the outputs read one by one. The same answer as
-    /// [`CoinsCache::has_unspent`] per output.
-    ///
-    /// Seeking only from 3 outputs not in memory (point reads below) was
-    /// measured on the `utxo-heavy` chain at `-dbcache=100` with scripts
-    /// skipped: within noise of always seeking (48.0 against 46.0 s; 70
-    /// against 66 s of CPU), so it always seeks.
+    /// first `output_count` outputs of `txid` is an unspent coin
+    /// ([`Bip30Reader::has_unspent_output_of`]; many questions in a row go
+    /// to one [`Bip30Reader`]).
     pub fn has_unspent_output_of(
         &self,
         txid: &Txid,
         output_count: u32,
     ) -> Result<OutputsLookup, ChainstateError> {
-        let mut not_in_memory = 0u32;
-        for vout in 0..output_count {
-            match self.memory_entry(&OutPoint { txid: *txid, vout }) {
-                Some(true) => {
-                    return Ok(OutputsLookup { unspent: true, answered_by_database: not_in_memory })
-                }
-                Some(false) => {}
-                None => not_in_memory += 1,
-            }
-        }
-        let answer = |unspent| OutputsLookup { unspent, answered_by_database: not_in_memory };
-        if not_in_memory == 0 {
-            return Ok(answer(false));
-        }
-        if !self.database.has_coin_of(txid)? {
-            return Ok(answer(false));
-        }
-        for vout in 0..output_count {
-            let outpoint = OutPoint { txid: *txid, vout };
-            if self.memory_entry(&outpoint).is_none() && self.database.has_coin(&outpoint)? {
-                return Ok(answer(true));
-            }
-        }
-        Ok(answer(false))
+        Bip30Reader::new(self).has_unspent_output_of(txid, output_count)
     }
 
     /// The entry for `outpoint` in memory: `Some(true)` unspent,
     /// `Some(false)` spent and not yet flushed, `None` not in memory.
-    fn memory_entry(&self, outpoint: &OutPoint) -> Option<bool> {
+    pub(crate) fn memory_entry(&self, outpoint: &OutPoint) -> Option<bool> {
         match self.map.get(outpoint) {
             Some(entry) => Some(entry.coin.is_some()),
             None => self.frozen_lookup(outpoint, |coin| coin.is_some()),

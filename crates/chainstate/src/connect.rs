@@ -22,6 +22,7 @@ use ibex_primitives::{Amount, BlockView, OutPoint, TransactionView, Txid};
 
 use rayon::prelude::*;
 
+use crate::bip30_reader::Bip30Reader;
 use crate::cache::CoinsCache;
 use crate::coin::Coin;
 use crate::coin_reads::CoinReadCounts;
@@ -175,7 +176,12 @@ fn check_bip30(
             .par_iter()
             .zip(txids)
             .enumerate()
-            .map(|(index, (transaction, &txid))| scan_outputs(cache, transaction, txid, index))
+            .map_init(
+                || Bip30Reader::new(cache),
+                |reader, (index, (transaction, &txid))| {
+                    scan_outputs(reader, transaction, txid, index)
+                },
+            )
             .reduce(Bip30Scan::default, Bip30Scan::merge)
     });
     coin_reads.bip30_lookups += scan.lookups;
@@ -209,16 +215,16 @@ impl Bip30Scan {
 }
 
 /// Looks up the outputs of the transaction at `index` (one question for
-/// all of them: [`CoinsCache::has_unspent_output_of`]).
+/// all of them: [`Bip30Reader::has_unspent_output_of`]).
 fn scan_outputs(
-    cache: &CoinsCache,
+    reader: &mut Bip30Reader<'_>,
     transaction: &TransactionView<'_>,
     txid: Txid,
     index: usize,
 ) -> Bip30Scan {
     let output_count = transaction.outputs().len() as u32;
     let mut scan = Bip30Scan { lookups: u64::from(output_count), ..Bip30Scan::default() };
-    match cache.has_unspent_output_of(&txid, output_count) {
+    match reader.has_unspent_output_of(&txid, output_count) {
         Ok(lookup) => {
             scan.database_lookups = u64::from(lookup.answered_by_database);
             if lookup.unspent {

@@ -36,13 +36,21 @@ use crate::coin_map::{new_shard, shard_index, CoinMap, Shard};
 pub(crate) struct FrozenMap {
     shards: Box<[RwLock<Option<Shard>>]>,
     held_bytes: AtomicUsize,
+    /// Releases begun: counted before a shard is taken, so a lookup that
+    /// finds a shard released then reads a count that includes it
+    /// ([`FrozenMap::release_count`]).
+    releases: AtomicUsize,
 }
 
 impl FrozenMap {
     /// Freezes `map`, which holds `held_bytes` (its tables and scripts).
     pub(crate) fn new(map: CoinMap, held_bytes: usize) -> FrozenMap {
         let shards = map.into_shards().into_vec().into_iter().map(|shard| RwLock::new(Some(shard)));
-        FrozenMap { shards: shards.collect(), held_bytes: AtomicUsize::new(held_bytes) }
+        FrozenMap {
+            shards: shards.collect(),
+            held_bytes: AtomicUsize::new(held_bytes),
+            releases: AtomicUsize::new(0),
+        }
     }
 
     fn read(&self, index: usize) -> RwLockReadGuard<'_, Option<Shard>> {
@@ -57,6 +65,17 @@ impl FrozenMap {
     /// Bytes the shards not yet released hold.
     pub(crate) fn held_bytes(&self) -> usize {
         self.held_bytes.load(Ordering::Acquire)
+    }
+
+    /// Shard releases begun so far. A reader that keeps a database
+    /// iterator across lookups ([`crate::bip30_reader`]) must make a new
+    /// one when this changes: a shard released after the iterator was made
+    /// holds writes the iterator's snapshot does not see. The count rises
+    /// after the shard's writes reach RocksDB and before the shard is
+    /// taken, so a lookup that found the shard gone reads a count that
+    /// includes its release.
+    pub(crate) fn release_count(&self) -> usize {
+        self.releases.load(Ordering::SeqCst)
     }
 
     /// `visit` of the entry for `outpoint` (its coin, `None` when spent),
@@ -85,6 +104,8 @@ impl FrozenMap {
     /// Frees shard `index`, whose entries are all in the database now, and
     /// whose coins hold `script_heap_bytes` besides the table.
     pub(crate) fn release(&self, index: usize, script_heap_bytes: usize) {
+        // Counted before the take (see `release_count`).
+        self.releases.fetch_add(1, Ordering::SeqCst);
         let released = {
             let mut shard = self.shards[index].write().unwrap_or_else(PoisonError::into_inner);
             shard.take()

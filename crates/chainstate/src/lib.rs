@@ -10,6 +10,7 @@
 //! blocks it covers so a crash mid-flush is detected and replayed.
 
 pub mod background;
+pub mod bip30_reader;
 mod block_read_ahead;
 pub mod budget;
 pub mod cache;

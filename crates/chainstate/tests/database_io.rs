@@ -100,8 +100,11 @@ fn figures_from_rocksdb_are_known_and_agree() {
     assert!(io.compaction_read.expect("compaction reads known").bytes() > 0, "{context}");
     assert!(io.compaction_seconds.expect("compaction time known") > 0.0, "{context}");
     assert!(io.write_stall_seconds.is_some(), "{context}");
-    // Two 1 MiB memtables cannot take 1 MiB batches without waits.
-    assert!(io.write_stops.expect("stops known") > 0, "{context}");
+    // Two 1 MiB memtables taking 1 MiB batches usually make writes wait,
+    // but not always: whether they do depends on the flush thread's pace
+    // (a loaded machine once let every flush keep up), so only the count's
+    // presence is asserted.
+    assert!(io.write_stops.is_some(), "{context}");
     assert!(io.write_slowdowns.is_some(), "{context}");
     let deeper: u64 = io.files_per_level[1..].iter().map(|files| files.unwrap()).sum();
     assert!(deeper > 0, "compactions moved files below level 0: {context}");
