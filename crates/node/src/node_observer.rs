@@ -173,6 +173,13 @@ impl ChainObserver for NodeObserver {
             ChainEvent::CoinsDatabaseMeasured(io) => {
                 self.logger.log(&crate::database_report::database_line(io));
             }
+            ChainEvent::WholeKeyFiltersDropped { table_readers_bytes, share_bytes } => {
+                self.logger.log(&format!(
+                    "Coins database filters: the table readers hold {:.1} MiB of the UTXO cache's {:.1} MiB; tables written from now on filter on transaction ids only",
+                    *table_readers_bytes as f64 / (1024.0 * 1024.0),
+                    *share_bytes as f64 / (1024.0 * 1024.0)
+                ));
+            }
             ChainEvent::Replayed { rolled_back, rolled_forward } => {
                 self.logger.log(&format!(
                     "Replaying blocks after an interrupted flush: rolled back {rolled_back}, rolled forward {rolled_forward}"

@@ -116,6 +116,17 @@ pub enum ChainEvent {
     /// (RocksDB's figures, [`crate::database_io`]): sent after each
     /// [`ChainEvent::Flushed`] (boxed: ~500 bytes, once a flush).
     CoinsDatabaseMeasured(Box<CoinsDatabaseIo>),
+    /// The coins database's table readers passed
+    /// 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`](crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR)
+    /// of the UTXO cache's share of `-dbcache`: tables written from now on
+    /// filter on transaction ids only
+    /// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]).
+    WholeKeyFiltersDropped {
+        /// What the table readers held, in bytes.
+        table_readers_bytes: usize,
+        /// The share of `-dbcache` the maps and the readers live in, in bytes.
+        share_bytes: usize,
+    },
     /// A restart found an interrupted flush and replayed blocks.
     Replayed {
         /// Blocks rolled back.
