@@ -38,6 +38,29 @@ fn default_family_options(path: &Path) -> String {
     kept
 }
 
+/// The `[DBOptions]` section of the newest `OPTIONS-*` file.
+fn database_options_section(path: &Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|file| file.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
+        .collect();
+    files.sort();
+    let text = std::fs::read_to_string(files.last().unwrap()).unwrap();
+    let mut kept = String::new();
+    let mut keep = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            keep = line.starts_with("[DBOptions]");
+        }
+        if keep {
+            kept.push_str(line.trim());
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
 fn setting<'a>(options: &'a str, name: &str) -> &'a str {
     options
         .lines()
@@ -71,7 +94,14 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     assert_eq!(setting(&applied, "memtable_whole_key_filtering"), "true");
     assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
     assert!(setting(&applied, "filter_policy").contains("bloomfilter"), "{applied}");
-    assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinaryAndHash");
+    // Binary search in data blocks, no hash index (`database::DATA_BLOCK_INDEX`).
+    assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinarySearch");
+    // Three compaction threads and a flush thread, compactions split in two.
+    let database_wide = database_options_section(directory.path());
+    let jobs = ibex_chainstate::database::COMPACTION_JOBS_MAX + 1;
+    assert_eq!(setting(&database_wide, "max_background_jobs"), jobs.to_string());
+    let subcompactions = ibex_chainstate::database::SUBCOMPACTIONS_MAX;
+    assert_eq!(setting(&database_wide, "max_subcompactions"), subcompactions.to_string());
     // BIP30's per-transaction seek needs `'C' || txid` prefixes in the filters.
     assert!(setting(&applied, "prefix_extractor").contains("FixedPrefix.33"), "{applied}");
     assert_eq!(database.block_cache_capacity_bytes(), Some(5 << 20));

@@ -129,7 +129,7 @@ fn prefix_only_filters_keep_the_options_and_every_answer() {
         assert_eq!(table_setting(path, "whole_key_filtering"), "false");
         // Everything else the table factory had is kept.
         assert!(table_setting(path, "filter_policy").contains("bloomfilter"));
-        assert_eq!(table_setting(path, "data_block_index_type"), "kDataBlockBinaryAndHash");
+        assert_eq!(table_setting(path, "data_block_index_type"), "kDataBlockBinarySearch");
         assert_eq!(database.block_cache_capacity_bytes(), Some(5 << 20));
 
         write_set(&database, 2, count);
