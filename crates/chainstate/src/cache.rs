@@ -177,7 +177,8 @@ impl CoinsCache {
 
     /// Counts `bytes` held by the coins database's table readers (bloom
     /// filters and indexes) against the share: they grow with the
-    /// database, ~1.8 bytes a coin.
+    /// database, ~1.8 bytes a coin with whole-key filters (fewer once the
+    /// engine drops them: [`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]).
     pub fn set_table_readers_bytes(&mut self, bytes: usize) {
         self.table_readers_bytes = bytes;
     }

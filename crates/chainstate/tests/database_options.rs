@@ -13,59 +13,19 @@ use std::path::Path;
 use ibex_chainstate::database_levels::level0_file_triggers;
 use ibex_chainstate::{CoinsDatabase, DatabaseOptions};
 
+mod options_file;
+
+use options_file::{sections, setting};
+
 /// The `[CFOptions "default"]` and `[TableOptions/BlockBasedTable
-/// "default"]` sections of the newest `OPTIONS-*` file, as one text.
+/// "default"]` sections, as one text.
 fn default_family_options(path: &Path) -> String {
-    let mut files: Vec<_> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|file| file.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
-        .collect();
-    files.sort();
-    let text =
-        std::fs::read_to_string(files.last().expect("RocksDB writes an OPTIONS file")).unwrap();
-    let mut kept = String::new();
-    let mut keep = false;
-    for line in text.lines() {
-        if line.starts_with('[') {
-            keep = line.contains("\"default\"");
-        }
-        if keep {
-            kept.push_str(line.trim());
-            kept.push('\n');
-        }
-    }
-    kept
+    sections(path, |header| header.contains("\"default\""))
 }
 
-/// The `[DBOptions]` section of the newest `OPTIONS-*` file.
+/// The `[DBOptions]` section.
 fn database_options_section(path: &Path) -> String {
-    let mut files: Vec<_> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|file| file.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
-        .collect();
-    files.sort();
-    let text = std::fs::read_to_string(files.last().unwrap()).unwrap();
-    let mut kept = String::new();
-    let mut keep = false;
-    for line in text.lines() {
-        if line.starts_with('[') {
-            keep = line.starts_with("[DBOptions]");
-        }
-        if keep {
-            kept.push_str(line.trim());
-            kept.push('\n');
-        }
-    }
-    kept
-}
-
-fn setting<'a>(options: &'a str, name: &str) -> &'a str {
-    options
-        .lines()
-        .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
-        .unwrap_or_else(|| panic!("{name} not in the default family's options:\n{options}"))
+    sections(path, |header| header.starts_with("[DBOptions]"))
 }
 
 #[test]

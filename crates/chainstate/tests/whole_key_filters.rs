@@ -8,8 +8,11 @@
 
 use std::path::Path;
 
+mod options_file;
+
 use ibex_chainstate::{Coin, CoinsDatabase, DatabaseOptions};
 use ibex_primitives::{Amount, OutPoint, Txid};
+use options_file::{sections, setting};
 
 /// Outputs of each transaction written (payout-like, as on `utxo-heavy`).
 const OUTPUTS_PER_TRANSACTION: u32 = 12;
@@ -92,24 +95,9 @@ fn check_set(database: &CoinsDatabase, set: u8, count: u32, spent: bool) {
 /// One setting of the `[TableOptions/BlockBasedTable "default"]` section of
 /// the newest `OPTIONS-*` file.
 fn table_setting(path: &Path, name: &str) -> String {
-    let mut files: Vec<_> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|file| file.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
-        .collect();
-    files.sort();
-    let text = std::fs::read_to_string(files.last().unwrap()).unwrap();
-    let mut in_table = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_table = line.starts_with("[TableOptions/BlockBasedTable \"default\"");
-        } else if in_table {
-            if let Some(value) = line.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
-                return value.to_owned();
-            }
-        }
-    }
-    panic!("{name} not in the table options:\n{text}")
+    let table =
+        sections(path, |header| header.starts_with("[TableOptions/BlockBasedTable \"default\""));
+    setting(&table, name).to_owned()
 }
 
 #[test]
