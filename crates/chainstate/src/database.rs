@@ -300,8 +300,10 @@ impl CoinsDatabase {
         rocks.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
         // Filters also hold each coin key's `'C' || txid` prefix, so that
         // BIP30 asks once per transaction whether any of its outputs
-        // exists ([`CoinsDatabase::has_coin_of`]). Point reads still use
-        // the whole-key filters; walks use total-order iterators.
+        // exists ([`CoinPrefixSeeker::has_coin_of`]). Point reads use the
+        // whole-key filters until they are dropped
+        // ([`CoinsDatabase::drop_whole_key_filters`]); walks use
+        // total-order iterators.
         rocks.set_prefix_extractor(SliceTransform::create_fixed_prefix(COIN_TXID_PREFIX_BYTES));
         rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
         rocks.set_write_buffer_size(options.memtable_bytes);
@@ -399,16 +401,10 @@ impl CoinsDatabase {
         Ok(self.db.get_pinned(CoinKey::new(outpoint))?.is_some())
     }
 
-    /// Whether the database has an unspent coin of any output of the
-    /// transaction `txid`: one prefix seek, answered by the prefix bloom
-    /// filters for nearly every new transaction, instead of one point read
-    /// per output. Many questions in a row go to one
-    /// [`CoinsDatabase::prefix_seeker`] instead.
-    pub fn has_coin_of(&self, txid: &Txid) -> Result<bool, ChainstateError> {
-        self.prefix_seeker().has_coin_of(txid)
-    }
-
-    /// An iterator for [`CoinPrefixSeeker::has_coin_of`] questions. It
+    /// An iterator for [`CoinPrefixSeeker::has_coin_of`] questions
+    /// (BIP30's: whether any output of a transaction is an unspent coin,
+    /// one prefix seek answered by the prefix bloom filters for nearly
+    /// every new transaction, instead of one point read per output). It
     /// reads the database as it was when made: writes that land later are
     /// not seen (make a new one to see them).
     pub fn prefix_seeker(&self) -> CoinPrefixSeeker<'_> {
@@ -568,11 +564,12 @@ impl CoinsDatabase {
     /// table's filter (the prefix extractor is unchanged). So no read can
     /// miss a coin, whatever mix of tables a restart finds.
     pub fn drop_whole_key_filters(&self) -> Result<bool, ChainstateError> {
-        if !self.whole_key_filters.swap(false, Ordering::AcqRel) {
+        if !self.has_whole_key_filters() {
             return Ok(false);
         }
+        // The flag follows the option only once RocksDB has taken it.
         self.db.set_options(&[("block_based_table_factory", "{whole_key_filtering=false;}")])?;
-        Ok(true)
+        Ok(self.whole_key_filters.swap(false, Ordering::AcqRel))
     }
 
     /// Writes RocksDB's memtables to table files and waits until they are
