@@ -211,6 +211,13 @@ fn benchmarks_the_same_ibexd_twice_with_flame_graphs() {
         let files = results["files"].to_string();
         assert!(files.contains("flame-diff-a-b.svg"), "{files}");
         assert!(out.join("logs/a-perf.log").is_file());
+        // The same samples by quarter of the heights, timed by the log.
+        assert!(files.contains("profile-quarters-b.md"), "{files}");
+        let quarters = std::fs::read_to_string(out.join("profile-quarters-a.md")).unwrap();
+        assert!(quarters.starts_with("# a: CPU time by quarter of the heights"), "{quarters}");
+        for quarter in 1..=4 {
+            assert!(quarters.contains(&format!("## Quarter {quarter}: ")), "{quarters}");
+        }
     }
     assert!(!out.join("work").exists(), "the runs' data directories are removed");
     assert_eq!(std::fs::read(chain.join("blk00000.dat")).unwrap(), chain_bytes);

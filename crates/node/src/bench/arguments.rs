@@ -100,8 +100,10 @@ their uncertainty), DIR/results.md, DIR/logs/NAME-RUN.log and ibex plot's \
 charts of the measured runs (DIR/plot/ibd-*.svg). A node is warned about \
 when its wall times have a coefficient of variation above 5 % or an outlier \
 (modified z-score above 3.5). --flamegraph adds one untimed run per node \
-under perf record and writes DIR/flame-NAME.svg and \
-DIR/flame-diff-BASELINE-NAME.svg (it says so and carries on without perf).")]
+under perf record and writes DIR/flame-NAME.svg, \
+DIR/flame-diff-BASELINE-NAME.svg and DIR/profile-quarters-NAME.md (CPU time \
+by thread and function in each quarter of the heights; it says so and \
+carries on without perf).")]
 pub struct IbdArguments {
     /// The chain: a directory of Core block files (blk?????.dat, maybe
     /// xor.dat), such as `ibex gen --out`.
@@ -157,7 +159,8 @@ pub struct IbdArguments {
     #[arg(long = "timeout-s", value_name = "SECONDS",
           default_value_t = RUN_TIMEOUT_SECONDS_DEFAULT)]
     pub run_timeout_seconds: u64,
-    /// Record each node once more under perf and draw flame graphs.
+    /// Record each node once more under perf, draw flame graphs and cut the
+    /// samples by quarter of the heights.
     #[arg(long)]
     pub flamegraph: bool,
     /// perf record's sampling frequency, in Hz.

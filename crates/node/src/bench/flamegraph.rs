@@ -6,7 +6,9 @@
 //! of each other node against the baseline: the node's stacks, widths from
 //! its own samples, red where it spends a larger share of its time than
 //! the baseline and blue where smaller (the baseline's counts are scaled to
-//! the node's total, inferno's `normalize`).
+//! the node's total, inferno's `normalize`). The same samples, stamped
+//! with the log's clock, are also cut by quarter of the heights into
+//! `profile-quarters-NAME.md` ([`super::quarter_profile`]).
 //!
 //! Without `perf`, or when the kernel does not let it record
 //! (`kernel.perf_event_paranoid` above 1 for a user other than root), the
@@ -28,6 +30,7 @@ use inferno::collapse::Collapse;
 use inferno::differential::Options as DifferenceOptions;
 use inferno::flamegraph::Options as GraphOptions;
 
+use super::quarter_profile::{QuarterBounds, QuarterProfile};
 use super::runner::Bench;
 
 /// The profiler's program name, looked up on `PATH`.
@@ -110,9 +113,13 @@ fn read_paranoid() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
-/// Folds `perf script -i perf_data`'s output into `folded` (one line per
-/// distinct stack: frames joined by `;`, then the sample count).
-pub fn fold_perf_data(perf_data: &Path, folded: &Path) -> Result<(), FlamegraphError> {
+/// Streams `perf script -i perf_data`'s output (default fields) through
+/// `consume`, which writes its result to `output_path` (named in errors).
+fn with_perf_script<T>(
+    perf_data: &Path,
+    output_path: &Path,
+    consume: impl FnOnce(BufReader<std::process::ChildStdout>) -> std::io::Result<T>,
+) -> Result<T, FlamegraphError> {
     let command = format!("perf script -i {}", perf_data.display());
     let failed = |message: String| FlamegraphError::Command { command: command.clone(), message };
     let mut child = Command::new(PERF_PROGRAM)
@@ -125,14 +132,43 @@ pub fn fold_perf_data(perf_data: &Path, folded: &Path) -> Result<(), FlamegraphE
         .spawn()
         .map_err(|error| failed(error.to_string()))?;
     let stdout = child.stdout.take().ok_or_else(|| failed("no output".to_owned()))?;
-    let output = File::create(folded).map_err(io_error(folded))?;
-    let folding = fold_perf_script(BufReader::with_capacity(STREAM_BUFFER_BYTES, stdout), output);
+    let consumed = consume(BufReader::with_capacity(STREAM_BUFFER_BYTES, stdout));
     let status = child.wait().map_err(|error| failed(error.to_string()))?;
-    folding.map_err(io_error(folded))?;
+    let value = consumed.map_err(io_error(output_path))?;
     if !status.success() {
         return Err(failed(status.to_string()));
     }
-    Ok(())
+    Ok(value)
+}
+
+/// Folds `perf script -i perf_data`'s output into `folded` (one line per
+/// distinct stack: frames joined by `;`, then the sample count).
+pub fn fold_perf_data(perf_data: &Path, folded: &Path) -> Result<(), FlamegraphError> {
+    let output = File::create(folded).map_err(io_error(folded))?;
+    with_perf_script(perf_data, folded, |reader| fold_perf_script(reader, output))
+}
+
+/// Writes `profile-quarters` Markdown for `perf_data` to `markdown`: the
+/// samples cut by quarter of the heights of the run that `log` records
+/// ([`super::quarter_profile`]).
+pub fn write_quarter_profile(
+    perf_data: &Path,
+    log: &Path,
+    stop_height: u32,
+    node: &str,
+    markdown: &Path,
+) -> Result<(), FlamegraphError> {
+    let log_file = File::open(log).map_err(io_error(log))?;
+    let start = super::progress::START_HEIGHT;
+    let bounds = QuarterBounds::from_log(BufReader::new(log_file), start, stop_height)
+        .map_err(io_error(log))?
+        .ok_or_else(|| FlamegraphError::Command {
+            command: format!("quarters of {}", log.display()),
+            message: format!("the log does not reach height {stop_height}"),
+        })?;
+    let profile =
+        with_perf_script(perf_data, markdown, |reader| QuarterProfile::read(reader, &bounds))?;
+    std::fs::write(markdown, profile.markdown(node, &bounds)).map_err(io_error(markdown))
 }
 
 /// Folds `perf script` text from `input` into `output`.
@@ -167,8 +203,12 @@ pub fn fold_difference(
     inferno::differential::from_files(options, before, after, output).map_err(io_error(difference))
 }
 
-/// The profiled run of node `index`: its folded stacks and flame graph.
-fn profile_node(bench: &Bench<'_>, index: usize) -> Result<(PathBuf, PathBuf), FlamegraphError> {
+/// The profiled run of node `index`: its folded stacks, flame graph and
+/// profile by quarter (`None` with a note when that one failed).
+fn profile_node(
+    bench: &Bench<'_>,
+    index: usize,
+) -> Result<(PathBuf, PathBuf, Result<PathBuf, String>), FlamegraphError> {
     let node = &bench.nodes[index];
     let perf_data = bench.work.join(format!("perf-{}.data", node.name));
     let wrapper: Vec<OsString> = vec![
@@ -177,14 +217,22 @@ fn profile_node(bench: &Bench<'_>, index: usize) -> Result<(PathBuf, PathBuf), F
         "-F".into(),
         bench.arguments.perf_frequency_hertz.to_string().into(),
         format!("--call-graph={}", bench.arguments.perf_call_graph).into(),
+        // The log's clock, for the profile by quarter.
+        "-k".into(),
+        "CLOCK_REALTIME".into(),
         "-o".into(),
         perf_data.clone().into(),
         "--".into(),
     ];
-    bench.run_node(index, &format!("{}-perf", node.name), &wrapper)?;
+    let (_, _, log) = bench.run_node(index, &format!("{}-perf", node.name), &wrapper)?;
     let out = &bench.arguments.out;
     let folded = out.join(format!("flame-{}.folded", node.name));
     fold_perf_data(&perf_data, &folded)?;
+    let quarters = out.join(format!("profile-quarters-{}.md", node.name));
+    let quarters =
+        write_quarter_profile(&perf_data, &log, bench.stop_height, &node.name, &quarters)
+            .map(|()| quarters)
+            .map_err(|error| format!("flamegraph: {}: profile by quarter: {error}", node.name));
     let _ = std::fs::remove_file(&perf_data);
     let svg = out.join(format!("flame-{}.svg", node.name));
     let title = format!(
@@ -195,7 +243,7 @@ fn profile_node(bench: &Bench<'_>, index: usize) -> Result<(PathBuf, PathBuf), F
         bench.stop_height
     );
     draw(&folded, &svg, &title)?;
-    Ok((folded, svg))
+    Ok((folded, svg, quarters))
 }
 
 /// What `--flamegraph` made, and what it could not.
@@ -222,9 +270,13 @@ pub fn flame_graphs(bench: &Bench<'_>) -> FlamegraphOutcome {
     let mut folded = vec![None; bench.nodes.len()];
     for (index, node) in bench.nodes.iter().enumerate() {
         match profile_node(bench, index) {
-            Ok((stacks, svg)) => {
+            Ok((stacks, svg, quarters)) => {
                 folded[index] = Some(stacks);
                 outcome.files.push(svg);
+                match quarters {
+                    Ok(markdown) => outcome.files.push(markdown),
+                    Err(text) => note(&mut outcome, text),
+                }
             }
             Err(error) => {
                 note(&mut outcome, format!("flamegraph: {}: {error}, skipped", node.name))

@@ -85,6 +85,7 @@ pub mod flamegraph;
 pub mod measure;
 pub mod node_kind;
 pub mod progress;
+pub mod quarter_profile;
 pub mod quarters;
 pub mod report;
 pub mod runner;

@@ -24,7 +24,7 @@ use crate::plot::cost_growth::{
 use crate::plot::parse::{read_series, ParseOptions, RunSeries};
 
 /// Every run starts from the genesis block (a fresh data directory).
-const START_HEIGHT: u32 = 0;
+pub const START_HEIGHT: u32 = 0;
 
 /// One measured run's tips.
 #[derive(Debug, Clone)]
