@@ -204,7 +204,7 @@ pub fn fold_difference(
 }
 
 /// The profiled run of node `index`: its folded stacks, flame graph and
-/// profile by quarter (`None` with a note when that one failed).
+/// profile by quarter (or the note saying why that one failed).
 fn profile_node(
     bench: &Bench<'_>,
     index: usize,

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::quarters::{quarter_end_heights, QUARTER_COUNT};
-use crate::plot::parse::parse_timestamp_micros;
+use crate::plot::parse::{parse_line, read_bounded_line, LineEvent};
 
 /// Threads listed for each quarter, at most.
 pub const THREADS_LISTED_MAX: usize = 10;
@@ -50,21 +50,22 @@ impl QuarterBounds {
     /// `start_height..=stop_height`. `None` when the log does not reach the
     /// stop height.
     pub fn from_log<R: BufRead>(
-        log: R,
+        mut log: R,
         start_height: u32,
         stop_height: u32,
     ) -> std::io::Result<Option<QuarterBounds>> {
         let ends = quarter_end_heights(start_height, stop_height);
         let mut bounds: [Option<i64>; QUARTER_COUNT + 1] = [None; QUARTER_COUNT + 1];
-        for line in log.lines() {
-            let line = line?;
-            let Some(height) = update_tip_height(&line) else { continue };
-            let Some(micros) = parse_timestamp_micros(&line) else { continue };
-            if height > start_height && bounds[0].is_none() {
+        let mut line = Vec::with_capacity(1024);
+        while read_bounded_line(&mut log, &mut line)?.is_some() {
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\n', '\r']);
+            let Some((micros, LineEvent::Tip(tip))) = parse_line(text) else { continue };
+            if tip.height > start_height && bounds[0].is_none() {
                 bounds[0] = Some(micros);
             }
             for (index, &end) in ends.iter().enumerate() {
-                if height >= end && bounds[index + 1].is_none() {
+                if tip.height >= end && bounds[index + 1].is_none() {
                     bounds[index + 1] = Some(micros);
                 }
             }
@@ -88,16 +89,6 @@ impl QuarterBounds {
     pub fn wall_seconds(&self, index: usize) -> f64 {
         (self.bounds_micros[index + 1] - self.bounds_micros[index]) as f64 / MICROS_PER_SECOND
     }
-}
-
-/// The height of an `UpdateTip` line (Core's and Ibex's: `height=N`).
-fn update_tip_height(line: &str) -> Option<u32> {
-    if !line.contains("UpdateTip") {
-        return None;
-    }
-    let rest = &line[line.find(" height=")? + " height=".len()..];
-    let digits = rest.split(|character: char| !character.is_ascii_digit()).next()?;
-    digits.parse().ok()
 }
 
 /// CPU time by quarter, in nanoseconds: by thread, and by thread and
@@ -178,48 +169,53 @@ fn frame_function(line: &str) -> Option<String> {
 
 impl QuarterProfile {
     /// Reads `perf script` output (default fields, with or without call
-    /// chains) and adds each sample to its quarter.
-    pub fn read<R: BufRead>(input: R, bounds: &QuarterBounds) -> std::io::Result<QuarterProfile> {
+    /// chains) and adds each sample to its quarter. Lines are read at most
+    /// [`crate::plot::parse::LINE_BYTES_MAX`] bytes long; a header cut there or not a sample
+    /// is counted in [`QuarterProfile::unreadable_line_count`].
+    pub fn read<R: BufRead>(
+        mut input: R,
+        bounds: &QuarterBounds,
+    ) -> std::io::Result<QuarterProfile> {
         let mut profile = QuarterProfile::default();
+        // A header waits for its first frame line, which names the sample.
         let mut pending: Option<(String, i64, u64)> = None;
-        for line in input.lines() {
-            let line = line?;
+        let mut bytes = Vec::with_capacity(1024);
+        while let Some(truncated) = read_bounded_line(&mut input, &mut bytes)? {
+            let line = String::from_utf8_lossy(&bytes);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.starts_with(char::is_whitespace) && !line.trim().is_empty() {
+                // A frame: the first one under a header names its sample;
+                // the rest of a call chain is not counted.
+                if let Some(header) = pending.take() {
+                    profile.add(bounds, header, frame_function(line));
+                }
+                continue;
+            }
+            if let Some(header) = pending.take() {
+                profile.add(bounds, header, None);
+            }
             if line.trim().is_empty() {
-                if let Some((thread, micros, period)) = pending.take() {
-                    profile.add(bounds, thread, "[unknown]".to_owned(), micros, period);
-                }
                 continue;
             }
-            let is_frame = line.starts_with(char::is_whitespace);
-            if !is_frame {
-                if let Some((thread, micros, period)) = pending.take() {
-                    profile.add(bounds, thread, "[unknown]".to_owned(), micros, period);
-                }
-                match parse_header(&line) {
-                    Some(header) => pending = Some(header),
-                    None => profile.unreadable_line_count += 1,
-                }
-                continue;
-            }
-            if let Some((thread, micros, period)) = pending.take() {
-                let function = frame_function(&line).unwrap_or_else(|| "[unknown]".to_owned());
-                profile.add(bounds, thread, function, micros, period);
+            match parse_header(line).filter(|_| !truncated) {
+                Some(header) => pending = Some(header),
+                None => profile.unreadable_line_count += 1,
             }
         }
-        if let Some((thread, micros, period)) = pending.take() {
-            profile.add(bounds, thread, "[unknown]".to_owned(), micros, period);
+        if let Some(header) = pending {
+            profile.add(bounds, header, None);
         }
         Ok(profile)
     }
 
+    /// Adds one sample (`None`: no frame named it).
     fn add(
         &mut self,
         bounds: &QuarterBounds,
-        thread: String,
-        function: String,
-        micros: i64,
-        period: u64,
+        (thread, micros, period): (String, i64, u64),
+        function: Option<String>,
     ) {
+        let function = function.unwrap_or_else(|| "[unknown]".to_owned());
         let Some(quarter) = bounds.quarter_of(micros) else {
             self.outside_nanos += period;
             return;
@@ -281,6 +277,7 @@ fn largest<K: Ord + Clone>(map: &HashMap<K, u64>, count: usize) -> Vec<(K, u64)>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plot::parse::{parse_timestamp_micros, LINE_BYTES_MAX};
 
     /// A log reaching heights 1..=8 at seconds 10, 11, ... 17 after
     /// 2026-11-28T00:00:00Z, with other lines between.
@@ -310,10 +307,12 @@ mod tests {
         assert_eq!(bounds.bounds_micros, expected);
         assert!((bounds.wall_seconds(0) - 1.0).abs() < 1e-9);
         assert!((bounds.wall_seconds(3) - 2.0).abs() < 1e-9);
+        let mut with_garbage = b"\xff\xfe not text\n".to_vec();
+        with_garbage.extend_from_slice(log_to_height(8).as_bytes());
+        let read = QuarterBounds::from_log(&with_garbage[..], 0, 8).unwrap();
+        assert_eq!(read, Some(bounds), "a line that is not UTF-8 is skipped");
         let short = QuarterBounds::from_log(log_to_height(7).as_bytes(), 0, 8).unwrap();
         assert_eq!(short, None, "the stop height was not reached");
-        assert_eq!(update_tip_height("x UpdateTip: new best=ab height=123 version=1"), Some(123));
-        assert_eq!(update_tip_height("x FlushStateToDisk at height=5"), None);
     }
 
     /// `perf script` text: one sample a line pair (header, leaf frame),
@@ -378,6 +377,15 @@ mod tests {
         let profile = QuarterProfile::read(text.as_bytes(), &bounds).unwrap();
         assert_eq!(profile.unreadable_line_count, 1);
         assert_eq!(profile.threads[1].get("ibexd"), Some(&7));
+        // A header longer than a line may be is cut, counted and skipped;
+        // bytes that are not UTF-8 do not stop the reading.
+        let long_name = "x".repeat(LINE_BYTES_MAX);
+        let mut bytes =
+            format!("{long_name} 1/2 [000] 0.000015: 9 cpu-clock:\n\tabc f (/x)\n\n").into_bytes();
+        bytes.extend_from_slice(b"ibexd\xff 1/2 [000] 0.000025: 5 cpu-clock:\n\tabc g (/x)\n");
+        let profile = QuarterProfile::read(&bytes[..], &bounds).unwrap();
+        assert_eq!(profile.unreadable_line_count, 1);
+        assert_eq!(profile.total_nanos(2), 5, "only the readable sample");
         assert_eq!(thread_family("ibex-script-12"), "ibex-script");
         assert_eq!(thread_family("rocksdb:low"), "rocksdb:low");
         assert_eq!(thread_family("b-"), "b-");
