@@ -323,6 +323,18 @@ fn bip30_exceptions_and_the_bip34_shortcut() {
     // Chains without a BIP34 hash always check.
     let regtest = Params::regtest();
     assert!(regtest.bip30_check_required(500, &some_block, Some(&some_block)));
+    // Where BIP34 binds every block after genesis, a repeated txid cannot
+    // be valid: the engine looks BIP30 up only for failing blocks.
+    for network in [Network::Testnet4, Network::Signet, Network::Regtest] {
+        assert!(Params::for_network(network).bip34_from_first_block(), "{network:?}");
+    }
+    for network in [Network::Main, Network::Testnet3] {
+        assert!(!Params::for_network(network).bip34_from_first_block(), "{network:?}");
+    }
+    let later = RegtestOptions::new().test_activation_height("bip34@2").unwrap().build();
+    assert!(!later.bip34_from_first_block());
+    let zero = RegtestOptions::new().test_activation_height("bip34@0").unwrap().build();
+    assert!(zero.bip34_from_first_block());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::block_read_ahead::{
     read_ahead_bytes, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
 };
 use crate::cache::FlushMode;
-use crate::connect::{ConnectContext, ConnectError, ConnectedBlock};
+use crate::connect::{Bip30Check, ConnectContext, ConnectError, ConnectedBlock};
 use crate::disconnect::DisconnectResult;
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
@@ -249,7 +249,13 @@ impl Chainstate {
             .index
             .ancestor(parent, params.bip34_height)
             .map(|ancestor| self.index.entry(ancestor).hash);
-        let enforce_bip30 = params.bip30_check_required(height, &hash, bip34_ancestor.as_ref());
+        let bip30 = if !params.bip30_check_required(height, &hash, bip34_ancestor.as_ref()) {
+            Bip30Check::Skip
+        } else if params.bip34_from_first_block() {
+            Bip30Check::OnFailure
+        } else {
+            Bip30Check::BeforeConnect
+        };
         let index = &self.index;
         let chain = &self.chain;
         let median_time_past_at =
@@ -264,7 +270,7 @@ impl Chainstate {
                 previous_median_time_past: index.median_time_past(parent),
                 median_time_past_at: &median_time_past_at,
             },
-            enforce_bip30,
+            bip30,
             threads: self.scripts.threads(),
         };
         self.connector.connect(block, &context)

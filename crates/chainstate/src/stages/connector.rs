@@ -19,8 +19,10 @@
 //!   ~0 when the coins are cached (the bench chain's set fits the cache);
 //! - spends and adds: ~7,500 hash-map operations at ~100-200 ns
 //!   (`foldhash`, a cache miss each): ~1-1.5 ms;
-//! - BIP30 (regtest checks it at every height): ~7,500 lookups spread over
-//!   the script threads, ~1 ms of wall time;
+//! - BIP30 where it is looked up before the block (Core checks it at every
+//!   height on regtest; Ibex only for failing blocks there:
+//!   [`crate::connect::Bip30Check`]): ~7,500 lookups spread over the
+//!   script threads, ~1 ms of wall time;
 //! - the rules on the spent coins and the undo record (~3,700 coins
 //!   copied): ~0.5 ms; writing the undo data ~0.3 ms.
 //!

@@ -101,12 +101,19 @@ pub struct Node {
     root: tempfile::TempDir,
     events: Events,
     pub cache_bytes_max: usize,
+    /// The chain's parameters (regtest's unless a test changes them).
+    pub params: Params,
 }
 
 impl Node {
     pub fn new() -> Node {
         let root = tempfile::tempdir().unwrap();
-        Node { root, events: Events::default(), cache_bytes_max: 32 << 20 }
+        Node {
+            root,
+            events: Events::default(),
+            cache_bytes_max: 32 << 20,
+            params: Params::regtest(),
+        }
     }
 
     pub fn with_chain(chain: &Generated) -> Node {
@@ -127,7 +134,7 @@ impl Node {
     /// connecting thread) after it is recorded.
     pub fn open_watching(&self, mut watch: impl FnMut(&ChainEvent) + Send + 'static) -> Chainstate {
         let options = ChainstateOptions {
-            params: Params::regtest(),
+            params: self.params.clone(),
             blocks_directory: self.blocks(),
             chainstate_directory: self.root.path().join("chainstate"),
             memory: ibex_chainstate::MemoryBudget::for_coins_bytes(self.cache_bytes_max, 1 << 16),

@@ -22,6 +22,8 @@ pub struct Node {
     /// The periodic flush interval: zero flushes after every block, which
     /// settles each block's scripts before the next one is connected.
     pub flush_interval: Duration,
+    /// The chain's parameters (regtest's unless a test changes them).
+    pub params: Params,
 }
 
 impl Node {
@@ -29,7 +31,12 @@ impl Node {
     pub fn empty() -> Node {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("blocks")).unwrap();
-        Node { root, events: Arc::default(), flush_interval: Duration::from_secs(3600) }
+        Node {
+            root,
+            events: Arc::default(),
+            flush_interval: Duration::from_secs(3600),
+            params: Params::regtest(),
+        }
     }
 
     /// A data directory whose `blk00000.dat` holds `blocks` in this order,
@@ -59,7 +66,7 @@ impl Node {
 
     pub fn open(&self) -> Chainstate {
         let options = ChainstateOptions {
-            params: Params::regtest(),
+            params: self.params.clone(),
             blocks_directory: self.blocks(),
             chainstate_directory: self.root.path().join("chainstate"),
             memory: ibex_chainstate::MemoryBudget::for_coins_bytes(32 << 20, 1 << 20),

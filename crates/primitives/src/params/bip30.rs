@@ -79,4 +79,14 @@ impl Params {
         let enforce = !is_bip30_repeat(height, hash) && !through_bip34_block;
         enforce || height >= BIP34_IMPLIES_BIP30_LIMIT
     }
+
+    /// Whether BIP34 binds every block after genesis (its height is 0 or
+    /// 1: regtest, signet and testnet4 by default): every coinbase then
+    /// starts with its own height, so no two coinbases are alike, and a
+    /// transaction repeating an earlier one's txid cannot be valid (see
+    /// `ibex_chainstate::connect::Bip30Check::OnFailure`). Core still
+    /// checks BIP30 there (no `BIP34Hash` is set), at every height.
+    pub fn bip34_from_first_block(&self) -> bool {
+        self.bip34_height <= 1
+    }
 }
