@@ -23,10 +23,12 @@
 //! maps' 212 MiB share keeps ~165-210 MiB as the readers grow (until
 //! session 10, with memtables of a 32nd, 290-320 MiB). A 180 M-coin
 //! mainnet set would
-//! need ~310 MiB of table readers, more than `-dbcache=450`'s share; the
-//! maps then keep a quarter of it and the rest of the readers is not
-//! counted (moving the filters into a bounded block cache, partitioned, is
-//! the way to count them there).
+//! have needed ~310 MiB of table readers, more than `-dbcache=450`'s
+//! share; without filters in the last level (session 13:
+//! [`crate::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
+//! most of it. Past the share the maps keep a quarter of it and the rest
+//! of the readers is not counted (partitioned indexes in a bounded block
+//! cache are the way to count them there).
 //!
 //! Measured on the `utxo-heavy` chain to height 2,000 (scripts skipped),
 //! peak RSS 356 MiB at `-dbcache=450` and 132 MiB at 100 (session 10).

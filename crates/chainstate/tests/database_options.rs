@@ -54,6 +54,8 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     assert_eq!(setting(&applied, "memtable_whole_key_filtering"), "true");
     assert_ne!(setting(&applied, "memtable_prefix_bloom_size_ratio").parse::<f64>().unwrap(), 0.0);
     assert!(setting(&applied, "filter_policy").contains("bloomfilter"), "{applied}");
+    // None in the last level (`database::LAST_LEVEL_FILTERS`).
+    assert_eq!(setting(&applied, "optimize_filters_for_hits"), "true");
     // Binary search in data blocks, no hash index (`database::DATA_BLOCK_INDEX`).
     assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinarySearch");
     // Three compaction threads and a flush thread, compactions split in two.

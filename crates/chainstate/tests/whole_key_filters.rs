@@ -3,7 +3,9 @@
 //! shrinks what the table readers hold, and never hides a coin: point reads,
 //! batched reads and BIP30's prefix seeks give the same answers from tables
 //! written before and after the change, and after a restart that starts with
-//! whole-key filters again over a mix of both kinds of tables.
+//! whole-key filters again over a mix of both kinds of tables. The last
+//! level's tables carry no filter at all (`database::LAST_LEVEL_FILTERS`),
+//! and still answer every read.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -153,4 +155,24 @@ fn prefix_only_filters_take_a_fraction_of_the_memory() {
     // ~10 KB for 8,000 transaction ids (the indexes are alike in both).
     assert!(whole > 100_000, "{whole}");
     assert!(prefixes * 2 < whole, "prefix filters {prefixes} bytes, whole-key {whole}");
+}
+
+#[test]
+fn the_last_level_holds_no_filters_and_answers_every_read() {
+    let directory = tempfile::tempdir().unwrap();
+    let database = CoinsDatabase::open(directory.path(), &options()).unwrap();
+    let count = 8_000;
+    write_set(&database, 1, count);
+    spend_some(&database, 1, count);
+    // Level 0 (memtables written): filters of 10 bits a coin, ~120 KB.
+    let level0 = database.table_readers_bytes().unwrap();
+    assert!(level0 > 100_000, "{level0}");
+    database.compact_all().unwrap();
+    let files_by_level = database.property_text("rocksdb.levelstats").unwrap();
+    let last = database.table_readers_bytes().unwrap();
+    // Only the index blocks are left (~0.4 bytes a coin).
+    assert!(last * 3 < level0, "{last} bytes after, {level0} before: {files_by_level}");
+    // Reads that find their coin, and those that find none (spent or
+    // never written), answer as before.
+    check_set(&database, 1, count, true);
 }

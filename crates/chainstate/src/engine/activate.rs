@@ -189,7 +189,7 @@ impl Chainstate {
             self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
-        self.connector.prefetch_inputs(view)?;
+        self.connector.prefetch_inputs(&block)?;
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
             block_script_flags(&self.options.params, view_height(self, id), &block.hash())
         });

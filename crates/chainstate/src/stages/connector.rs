@@ -34,8 +34,6 @@
 //! pages ([`crate::heap::TableAllocator`]) so that at least the TLB does
 //! not add a page walk to each (`docs/benchmarks.md`, session 6).
 
-use ibex_primitives::BlockView;
-
 use crate::block_read_ahead::{BlockFiles, BlockReadAhead, BlockToRead};
 use crate::cache::CoinsCache;
 use crate::connect::ConnectedBlock;
@@ -56,12 +54,20 @@ pub(crate) struct Connector {
     read_ahead: Option<BlockReadAhead>,
     /// Reused for each block's outpoints.
     outpoints: Vec<ibex_primitives::OutPoint>,
+    /// Reused for each block's transaction ids.
+    block_txids: hashbrown::HashSet<ibex_primitives::Txid>,
 }
 
 impl Connector {
     /// The stage over `cache`.
     pub(crate) fn new(cache: CoinsCache) -> Connector {
-        Connector { cache, recent: None, read_ahead: None, outpoints: Vec::new() }
+        Connector {
+            cache,
+            recent: None,
+            read_ahead: None,
+            outpoints: Vec::new(),
+            block_txids: hashbrown::HashSet::new(),
+        }
     }
 
     /// The UTXO cache.
@@ -116,11 +122,17 @@ impl Connector {
         self.read_ahead = None;
     }
 
-    /// Reads the coins `block`'s inputs spend into the cache, in parallel.
-    pub(crate) fn prefetch_inputs(&mut self, block: &BlockView<'_>) -> Result<(), ChainstateError> {
+    /// Reads the coins `block`'s inputs spend into the cache, in parallel:
+    /// not those its own transactions make, which no table holds (each
+    /// would cost a read that finds nothing).
+    pub(crate) fn prefetch_inputs(&mut self, block: &PreparedBlock) -> Result<(), ChainstateError> {
+        self.block_txids.clear();
+        self.block_txids.extend(block.txids().iter().copied());
         self.outpoints.clear();
-        for transaction in block.transactions().skip(1) {
-            self.outpoints.extend(transaction.inputs().iter().map(|input| input.previous_output()));
+        for transaction in block.view().transactions().skip(1) {
+            let spent = transaction.inputs().iter().map(|input| input.previous_output());
+            let from_before = spent.filter(|outpoint| !self.block_txids.contains(&outpoint.txid));
+            self.outpoints.extend(from_before);
         }
         self.cache.prefetch(&self.outpoints).map(|_inserted| ())
     }
