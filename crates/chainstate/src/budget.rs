@@ -6,9 +6,9 @@
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | two memtables of a 6th (1-64 MiB), each with room for a flush batch landing in it whole (a quarter of a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 47.5 | 180.0 |
+//! | coins database (RocksDB) | three memtables of a 9th (1-42.7 MiB; two are written to a table together), each with room for a flush batch landing in it whole (a quarter of a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 46.0 | 174.7 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
-//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 38.1 | 211.8 |
+//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 39.5 | 217.1 |
 //!
 //! Blocks read ahead are the import's reader queue and the stored-block
 //! read-ahead during `-reindex`/`-loadblock`, or the download window when
@@ -56,9 +56,11 @@ pub const MEBIBYTE: usize = 1 << 20;
 pub const BLOCK_INDEX_DATABASE_BYTES_MAX: usize = 2 << 20;
 /// One RocksDB memtable of the coins database, at least ...
 pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
-/// ... and at most (a 6th of `-dbcache` in between: see [`MEMTABLE_SHARE_DIVISOR`]).
-pub const MEMTABLE_BYTES_MAX: usize = 64 << 20;
-/// One memtable is `-dbcache` / this. Memory in RocksDB's memtables buys
+/// ... and at most (a 9th of `-dbcache` in between: see
+/// [`MEMTABLE_SHARE_DIVISOR`]): all of them together hold at most 128 MiB.
+pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
+/// One memtable is `-dbcache` / this: the memtables together take a third.
+/// Memory in RocksDB's memtables buys
 /// more than the same memory in the UTXO maps when the set is far larger
 /// than the cache: measured on the `utxo-heavy` chain to height 2,000,
 /// scripts skipped, `-reindex-chainstate`: at `-dbcache=100`, memtables of
@@ -67,13 +69,36 @@ pub const MEMTABLE_BYTES_MAX: usize = 64 << 20;
 /// 48.1 s and 96 MiB 49.5 s. Larger memtables make fewer, larger level-0
 /// files (less rewriting: [`crate::database_levels`]), and a coin created
 /// and spent within one memtable's life never reaches a table file.
-pub const MEMTABLE_SHARE_DIVISOR: usize = 6;
+/// Until session 14 there were two memtables of a 6th: the same third of
+/// `-dbcache`, now in three (see [`MEMTABLES_MERGED_PER_FLUSH`]).
+pub const MEMTABLE_SHARE_DIVISOR: usize = 9;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
 /// Memtables of the coins database at once, the one being filled included
-/// (RocksDB's `max_write_buffer_number`): writes wait for the older one
+/// (RocksDB's `max_write_buffer_number`): writes wait for the older ones
 /// to reach disk rather than grow memory.
-pub const MEMTABLE_COUNT_MAX: usize = 2;
+pub const MEMTABLE_COUNT_MAX: usize = 3;
+/// Full memtables RocksDB writes to one level-0 table together (its
+/// `min_write_buffer_number_to_merge`): one memtable fills while the two
+/// before it wait to be written as one.
+///
+/// # Why
+/// Young coins stay readable from memory for two to three memtables'
+/// lives instead of one to two, so more spends of coins a flush has just
+/// written are served from a memtable rather than a level-0 table (a filter
+/// probe per table, an index seek, a 4 KiB block copied and checksummed);
+/// a coin written by one flush and erased by the next is dropped when
+/// both land in the same table; and each level-0 table holds twice as
+/// much, so a compaction of level 0 carries more (the trigger counts
+/// tables: [`crate::database_levels::level0_file_triggers`]). Measured on
+/// the `utxo-heavy` chain to height 2,000, scripts skipped,
+/// `-reindex-chainstate`, Ibex alone, three alternating runs each
+/// (session 14, docs/utxo-heavy.md): at `-dbcache=100`, three memtables
+/// of 11.1 MiB merged two at a time took 49.1, 50.2 and 50.7 s (93.2 CPU s
+/// on average) against two of 16.7 MiB at 55.1, 52.8 and 53.6 s (100.5 CPU
+/// s); at `-dbcache=450` (three of 42.7 MiB against two of 64) 46.6 s
+/// against 46.9 s.
+pub const MEMTABLES_MERGED_PER_FLUSH: usize = 2;
 /// The coins database's block cache, at least ...
 pub const BLOCK_CACHE_BYTES_MIN: usize = 256 << 10;
 /// ... and at most (a 64th of `-dbcache` in between; Core gives LevelDB
@@ -96,7 +121,8 @@ pub const FLOOR_BYTES: usize = 24 << 20;
 /// The coins database's (RocksDB's) share of memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoinsDatabaseMemory {
-    /// One memtable (`write_buffer_size`); [`MEMTABLE_COUNT_MAX`] of them.
+    /// One memtable (`write_buffer_size`); [`MEMTABLE_COUNT_MAX`] of them,
+    /// written [`MEMTABLES_MERGED_PER_FLUSH`] to a level-0 table.
     pub memtable_bytes: usize,
     /// The largest write batch of a flush: it lands whole in one memtable,
     /// so each may hold this much beyond its size.
@@ -204,17 +230,18 @@ mod tests {
         assert_eq!(budget.block_index_database_bytes, 2 * MEBIBYTE);
         assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MAX);
         assert_eq!(budget.coins_database.flush_batch_bytes_max, MEMTABLE_BYTES_MAX / 4);
-        assert_eq!(budget.coins_database.total_bytes(), 180 * MEBIBYTE);
+        assert_eq!(MEMTABLE_COUNT_MAX * MEMTABLE_BYTES_MAX, (128 << 20) - 2);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 174.67).abs() < 0.01);
         assert_eq!(budget.coins_database.block_cache_bytes, 4 * MEBIBYTE);
         assert_eq!(budget.incoming_blocks_bytes, 450 * MEBIBYTE / 8);
         assert_eq!(budget.incoming_blocks_serialised_bytes(), 450 * MEBIBYTE / 16);
-        assert!((mebibytes(budget.coins_bytes) - 211.75).abs() < 0.01, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 217.08).abs() < 0.01, "{}", budget.coins_bytes);
         assert_eq!(budget.parts_bytes(), 450 * MEBIBYTE);
         let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
-        assert_eq!(budget.coins_database.memtable_bytes, 100 * MEBIBYTE / 6);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 47.4).abs() < 0.05);
+        assert_eq!(budget.coins_database.memtable_bytes, 100 * MEBIBYTE / 9);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 46.0).abs() < 0.05);
         assert_eq!(budget.incoming_blocks_bytes, 25 * MEBIBYTE / 2);
-        assert!((mebibytes(budget.coins_bytes) - 38.1).abs() < 0.05, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 39.5).abs() < 0.05, "{}", budget.coins_bytes);
     }
 
     #[test]
@@ -249,7 +276,7 @@ mod tests {
 
     #[test]
     fn the_maps_get_most_of_a_large_cache() {
-        // The database's share stops growing at two 64 MiB memtables.
+        // The database's share stops growing at three 42.7 MiB memtables.
         for (mebibytes_total, share_percent) in [(450, 45), (1000, 65), (4000, 90), (16000, 97)] {
             let budget = MemoryBudget::from_dbcache_bytes(mebibytes_total * MEBIBYTE, BATCH);
             let coins_percent = budget.coins_bytes * 100 / budget.dbcache_bytes;

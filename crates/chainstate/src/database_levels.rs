@@ -2,12 +2,16 @@
 //! from its memtable size ([`level0_file_triggers`]) and the size ratio
 //! between levels ([`LEVEL_SIZE_MULTIPLIER`]).
 
+use crate::budget::MEMTABLES_MERGED_PER_FLUSH;
+
 const _: () = assert!(4 * LEVEL0_COMPACTION_FILES_MAX <= i32::MAX as usize);
 
 use rocksdb::Options;
 
-/// Level-0 bytes a compaction into the next level starts from, at least.
-pub const LEVEL0_COMPACTION_BYTES_MIN: usize = 256 << 20;
+/// Level-0 bytes a compaction into the next level starts from, at least,
+/// counted in memtables written (a table holds
+/// [`MEMTABLES_MERGED_PER_FLUSH`] of them).
+pub const LEVEL0_COMPACTION_BYTES_MIN: usize = 336 << 20;
 /// Level-0 files that start a compaction, at most.
 pub const LEVEL0_COMPACTION_FILES_MAX: usize = 24;
 
@@ -64,9 +68,17 @@ pub struct Level0Triggers {
 /// MiB wrote 5.1 GiB (4.5), stalled 0.2 s and took 52.6 s. 512 MiB (32
 /// files of 16 MiB) was slower again at `-dbcache=100`, 70.3 s against
 /// 66.8 s: every read probes more level-0 files.
+///
+/// Since session 14 each table holds [`MEMTABLES_MERGED_PER_FLUSH`]
+/// memtables, and the bytes went from 256 to 336 MiB: at `-dbcache=100`
+/// (memtables of 11.1 MiB) 15 tables, as in the three runs that chose the
+/// merge (docs/utxo-heavy.md, session 14); 11 tables (the same 256 MiB)
+/// gave back most of the gain (52.8 s against 50.7 s and 53.6 s in one
+/// round).
 pub fn level0_file_triggers(memtable_bytes: usize) -> Level0Triggers {
+    let table_bytes = memtable_bytes.saturating_mul(MEMTABLES_MERGED_PER_FLUSH).max(1);
     let compaction_files =
-        (LEVEL0_COMPACTION_BYTES_MIN / memtable_bytes.max(1)).clamp(4, LEVEL0_COMPACTION_FILES_MAX);
+        (LEVEL0_COMPACTION_BYTES_MIN / table_bytes).clamp(4, LEVEL0_COMPACTION_FILES_MAX);
     Level0Triggers {
         compaction_files,
         slowdown_files: (3 * compaction_files).max(20),
@@ -95,13 +107,17 @@ mod tests {
             let found = level0_file_triggers(memtable_bytes);
             (found.compaction_files, found.slowdown_files, found.stop_files)
         };
-        // RocksDB's defaults from 64 MiB memtables up (`-dbcache=384`).
+        // RocksDB's defaults from 33.6 MiB memtables up (`-dbcache=303`).
         assert_eq!(triggers(64 << 20), (4, 20, 36));
-        assert_eq!(triggers(128 << 20), (4, 20, 36));
-        // -dbcache=100: 16.7 MiB memtables, 15 files (~250 MiB) a compaction.
-        assert_eq!(triggers((100 << 20) / 6), (15, 45, 60));
-        assert_eq!(triggers(16 << 20), (16, 48, 64));
+        assert_eq!(triggers(crate::budget::MEMTABLE_BYTES_MAX), (4, 20, 36));
+        assert_eq!(triggers(34 << 20), (4, 20, 36));
+        assert_eq!(triggers(33 << 20), (5, 20, 36));
+        // -dbcache=100: 11.1 MiB memtables, tables of two, 15 of them
+        // (~333 MiB of memtables) a compaction.
+        assert_eq!(triggers((100 << 20) / 9), (15, 45, 60));
+        assert_eq!(triggers(8 << 20), (21, 63, 84));
         assert_eq!(triggers(1 << 20), (24, 72, 96));
         assert_eq!(triggers(0), (24, 72, 96));
+        assert_eq!(triggers(usize::MAX), (4, 20, 36));
     }
 }

@@ -39,8 +39,10 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     let database = CoinsDatabase::open(directory.path(), &options).unwrap();
     let applied = default_family_options(directory.path());
     assert_eq!(setting(&applied, "write_buffer_size"), (3u64 << 20).to_string());
-    assert_eq!(setting(&applied, "max_write_buffer_number"), "2");
-    // 3 MiB memtables: 24 files (the most) make 72 MiB of level 0.
+    assert_eq!(setting(&applied, "max_write_buffer_number"), "3");
+    // Two full memtables are written to one level-0 table.
+    assert_eq!(setting(&applied, "min_write_buffer_number_to_merge"), "2");
+    // 3 MiB memtables: 24 files (the most) of two memtables each.
     let triggers = level0_file_triggers(3 << 20);
     assert_eq!(triggers.compaction_files, 24);
     let applied_trigger = setting(&applied, "level0_file_num_compaction_trigger");
