@@ -336,9 +336,8 @@ impl CoinsDatabase {
         // ([`crate::budget::MEMTABLES_MERGED_PER_FLUSH`]); small constants,
         // so the casts cannot truncate.
         rocks.set_max_write_buffer_number(crate::budget::MEMTABLE_COUNT_MAX as i32);
-        rocks.set_min_write_buffer_number_to_merge(
-            crate::budget::MEMTABLES_MERGED_PER_FLUSH as i32,
-        );
+        rocks
+            .set_min_write_buffer_number_to_merge(crate::budget::MEMTABLES_MERGED_PER_FLUSH as i32);
         crate::database_levels::set_level0_triggers(&mut rocks, options.memtable_bytes);
         // Values are already compact; compression would cost CPU for little.
         rocks.set_compression_type(DBCompressionType::None);
