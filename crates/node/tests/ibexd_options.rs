@@ -428,7 +428,7 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     assert!(log.contains("* Using 1.0 MiB for in-memory UTXO set"), "{log}");
     assert!(
         log.contains(
-            "[warning] -dbcache=4 is below the caches' minimums: they take up to 12.5 MiB"
+            "[warning] -dbcache=4 is below the caches' minimums: they take up to 13.8 MiB"
         ),
         "{log}"
     );
