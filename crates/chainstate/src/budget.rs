@@ -6,9 +6,9 @@
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | three memtables of a 9th (1-42.7 MiB; two are written to a table together), each with room for a flush batch landing in it whole (a quarter of a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 46.0 | 174.7 |
+//! | coins database (RocksDB) | three memtables of a 12th (1-42.7 MiB; two are written to a table together), each with room for a flush batch landing in it whole (a quarter of a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 34.9 | 154.0 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
-//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 39.5 | 217.1 |
+//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 50.6 | 237.8 |
 //!
 //! Blocks read ahead are the import's reader queue and the stored-block
 //! read-ahead during `-reindex`/`-loadblock`, or the download window when
@@ -56,10 +56,10 @@ pub const MEBIBYTE: usize = 1 << 20;
 pub const BLOCK_INDEX_DATABASE_BYTES_MAX: usize = 2 << 20;
 /// One RocksDB memtable of the coins database, at least ...
 pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
-/// ... and at most (a 9th of `-dbcache` in between: see
+/// ... and at most (a 12th of `-dbcache` in between: see
 /// [`MEMTABLE_SHARE_DIVISOR`]): all of them together hold at most 128 MiB.
 pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
-/// One memtable is `-dbcache` / this: the memtables together take a third.
+/// One memtable is `-dbcache` / this: the memtables together take a quarter.
 /// Memory in RocksDB's memtables buys
 /// more than the same memory in the UTXO maps when the set is far larger
 /// than the cache: measured on the `utxo-heavy` chain to height 2,000,
@@ -69,9 +69,16 @@ pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
 /// 48.1 s and 96 MiB 49.5 s. Larger memtables make fewer, larger level-0
 /// files (less rewriting: [`crate::database_levels`]), and a coin created
 /// and spent within one memtable's life never reaches a table file.
-/// Until session 14 there were two memtables of a 6th: the same third of
-/// `-dbcache`, now in three (see [`MEMTABLES_MERGED_PER_FLUSH`]).
-pub const MEMTABLE_SHARE_DIVISOR: usize = 9;
+/// Until session 14 there were two memtables of a 6th. Three of them,
+/// two written to a table together ([`MEMTABLES_MERGED_PER_FLUSH`]),
+/// serve young coins from memory longer, and then the maps need the
+/// memory more: measured the same way (session 14, `docs/utxo-heavy.md`),
+/// at `-dbcache=100` memtables of a 7th took 56.0 s, a 9th 53.2, 50.2 and
+/// 50.5 s, a 12th 48.8, 48.9 and 49.4 s, a 16th 46.9 and 48.6 s, a 24th
+/// 53.0 s and a 32nd 54.0 s; at `-dbcache=450` a 9th (capped at 42.7 MiB)
+/// 48.3 and 50.0 s, a 12th 49.9 and 48.0 s, a 16th 51.3 s. A 12th is the
+/// best of both sizes.
+pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
 /// Memtables of the coins database at once, the one being filled included
@@ -97,7 +104,8 @@ pub const MEMTABLE_COUNT_MAX: usize = 3;
 /// of 11.1 MiB merged two at a time took 49.1, 50.2 and 50.7 s (93.2 CPU s
 /// on average) against two of 16.7 MiB at 55.1, 52.8 and 53.6 s (100.5 CPU
 /// s); at `-dbcache=450` (three of 42.7 MiB against two of 64) 46.6 s
-/// against 46.9 s.
+/// against 46.9 s. Their size was then chosen again
+/// ([`MEMTABLE_SHARE_DIVISOR`]).
 pub const MEMTABLES_MERGED_PER_FLUSH: usize = 2;
 /// The coins database's block cache, at least ...
 pub const BLOCK_CACHE_BYTES_MIN: usize = 256 << 10;
@@ -228,20 +236,20 @@ mod tests {
     fn default_cache_split() {
         let budget = MemoryBudget::from_dbcache_bytes(450 * MEBIBYTE, BATCH);
         assert_eq!(budget.block_index_database_bytes, 2 * MEBIBYTE);
-        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MAX);
-        assert_eq!(budget.coins_database.flush_batch_bytes_max, MEMTABLE_BYTES_MAX / 4);
+        assert_eq!(budget.coins_database.flush_batch_bytes_max, 450 * MEBIBYTE / 48);
         assert_eq!(MEMTABLE_COUNT_MAX * MEMTABLE_BYTES_MAX, (128 << 20) - 2);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 174.67).abs() < 0.01);
+        assert_eq!(budget.coins_database.memtable_bytes, 450 * MEBIBYTE / 12);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 154.0).abs() < 0.01);
         assert_eq!(budget.coins_database.block_cache_bytes, 4 * MEBIBYTE);
         assert_eq!(budget.incoming_blocks_bytes, 450 * MEBIBYTE / 8);
         assert_eq!(budget.incoming_blocks_serialised_bytes(), 450 * MEBIBYTE / 16);
-        assert!((mebibytes(budget.coins_bytes) - 217.08).abs() < 0.01, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 237.75).abs() < 0.01, "{}", budget.coins_bytes);
         assert_eq!(budget.parts_bytes(), 450 * MEBIBYTE);
         let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
-        assert_eq!(budget.coins_database.memtable_bytes, 100 * MEBIBYTE / 9);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 46.0).abs() < 0.05);
+        assert_eq!(budget.coins_database.memtable_bytes, 100 * MEBIBYTE / 12);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 34.9).abs() < 0.05);
         assert_eq!(budget.incoming_blocks_bytes, 25 * MEBIBYTE / 2);
-        assert!((mebibytes(budget.coins_bytes) - 39.5).abs() < 0.05, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 50.6).abs() < 0.05, "{}", budget.coins_bytes);
     }
 
     #[test]

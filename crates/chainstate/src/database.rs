@@ -50,7 +50,7 @@
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
 //! while the cache it writes is still in memory), from the coins
 //! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
-//! memtables of a 9th of it (1-42.7 MiB: memory there buys more than in the
+//! memtables of a 12th of it (1-42.7 MiB: memory there buys more than in the
 //! UTXO maps, [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
 //! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
 //! batches of at most a quarter of a memtable (a batch lands whole in

@@ -221,9 +221,9 @@ mod tests {
         // between RocksDB, the blocks read ahead and the UTXO set.
         let budget = memory_budget_for(450, 32 << 20);
         assert_eq!(budget.block_index_database_bytes, 2 << 20);
-        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "174.7");
+        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "154.0");
         assert_eq!(mebibytes(budget.incoming_blocks_bytes), "56.2");
-        assert_eq!(mebibytes(budget.coins_bytes), "217.1");
+        assert_eq!(mebibytes(budget.coins_bytes), "237.8");
         assert_eq!(budget.parts_bytes(), 450 << 20);
         // At Core's 4 MiB floor the parts' minimums take more.
         let budget = memory_budget_for(4, 32 << 20);
