@@ -20,7 +20,7 @@
 //! At 26 M coins (the `utxo-heavy` chain) the table readers hold ~45 MiB
 //! (RocksDB's `estimate-table-readers-mem`: 10 bits a key of bloom filter,
 //! ~1.3 bytes a coin, and the index blocks, ~0.4): at `-dbcache=450` the
-//! maps' 212 MiB share keeps ~165-210 MiB as the readers grow (until
+//! maps' 212 MiB share (sessions 10-13) kept ~165-210 MiB as the readers grow (until
 //! session 10, with memtables of a 32nd, 290-320 MiB). A 180 M-coin
 //! mainnet set would
 //! have needed ~310 MiB of table readers, more than `-dbcache=450`'s
@@ -60,19 +60,20 @@ pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
 /// [`MEMTABLE_SHARE_DIVISOR`]): all of them together hold at most 128 MiB.
 pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
 /// One memtable is `-dbcache` / this: the memtables together take a quarter.
-/// Memory in RocksDB's memtables buys
-/// more than the same memory in the UTXO maps when the set is far larger
-/// than the cache: measured on the `utxo-heavy` chain to height 2,000,
+/// With two memtables (until session 14), memory in them bought more than
+/// the same memory in the UTXO maps when the set is far larger than the
+/// cache: measured on the `utxo-heavy` chain to height 2,000,
 /// scripts skipped, `-reindex-chainstate`: at `-dbcache=100`, memtables of
 /// 3.1 MiB (a 32nd) took 93.0 s and 16 MiB (maps of 28 MiB, 769 flushes)
 /// 66.8 s; at `-dbcache=450`, 14 MiB took 52.6 s, 64 MiB (maps of 164 MiB)
 /// 48.1 s and 96 MiB 49.5 s. Larger memtables make fewer, larger level-0
 /// files (less rewriting: [`crate::database_levels`]), and a coin created
 /// and spent within one memtable's life never reaches a table file.
-/// Until session 14 there were two memtables of a 6th. Three of them,
-/// two written to a table together ([`MEMTABLES_MERGED_PER_FLUSH`]),
-/// serve young coins from memory longer, and then the maps need the
-/// memory more: measured the same way (session 14, `docs/utxo-heavy.md`),
+/// Until session 14 there were two memtables of a 6th. With three, two
+/// written to a table together ([`MEMTABLES_MERGED_PER_FLUSH`]), smaller
+/// memtables and larger maps measured faster at `-dbcache=100` (why is not
+/// settled: the profile shows less compaction, the same cost of reads),
+/// measured the same way (session 14, `docs/utxo-heavy.md`),
 /// at `-dbcache=100` memtables of a 7th took 56.0 s, a 9th 53.2, 50.2 and
 /// 50.5 s, a 12th 48.8, 48.9 and 49.4 s, a 16th 46.9 and 48.6 s, a 24th
 /// 53.0 s and a 32nd 54.0 s; at `-dbcache=450` a 9th (capped at 42.7 MiB)

@@ -32,7 +32,8 @@
 //! waited for, and a crash then costs at most three memtables of blocks
 //! replayed. RocksDB writes two full memtables to one table
 //! ([`crate::budget::MEMTABLES_MERGED_PER_FLUSH`]): still the oldest
-//! first, and both or neither, so what survives is still a prefix. Measured on the `utxo-heavy` chain to height 2,000 at
+//! first, and both or neither, so what survives is still a prefix.
+//! Measured on the `utxo-heavy` chain to height 2,000 at
 //! `-dbcache=100` (scripts skipped): the WAL was 2.2 GiB of the 2.3 GiB
 //! written to the database again, and dropping it took the import from
 //! 66.8 s to 62.6 s.
@@ -50,8 +51,8 @@
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
 //! while the cache it writes is still in memory), from the coins
 //! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
-//! memtables of a 12th of it (1-42.7 MiB: memory there buys more than in the
-//! UTXO maps, [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
+//! memtables of a 12th of it (1-42.7 MiB, chosen by measurement:
+//! [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
 //! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
 //! batches of at most a quarter of a memtable (a batch lands whole in
 //! one), and a block cache of a 64th (at most 4 MiB: Core gives LevelDB

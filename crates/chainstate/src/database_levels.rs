@@ -2,11 +2,11 @@
 //! from its memtable size ([`level0_file_triggers`]) and the size ratio
 //! between levels ([`LEVEL_SIZE_MULTIPLIER`]).
 
+use rocksdb::Options;
+
 use crate::budget::MEMTABLES_MERGED_PER_FLUSH;
 
 const _: () = assert!(4 * LEVEL0_COMPACTION_FILES_MAX <= i32::MAX as usize);
-
-use rocksdb::Options;
 
 /// Level-0 bytes a compaction into the next level starts from, at least,
 /// counted in memtables written (a table holds
