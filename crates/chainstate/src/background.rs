@@ -55,6 +55,7 @@ use crate::cache::{CacheEntry, CoinsCache, FlushMode};
 use crate::coin::Coin;
 use crate::coin_map::{CoinMap, Shard};
 use crate::database::{CoinsDatabase, FlushStats, FlushWriter};
+use crate::database_ingest::{keyed, sort_in_key_order, KeyedCoinWrite};
 use crate::error::ChainstateError;
 use crate::frozen_map::FrozenMap;
 
@@ -80,6 +81,9 @@ fn write_frozen(
     frozen: &FrozenCoins,
     best_block: BlockHash,
 ) -> Result<FlushStats, ChainstateError> {
+    if database.ingests_flushes() {
+        return ingest_frozen(database, frozen, best_block);
+    }
     let mut writer = database.begin_flush(best_block)?;
     let release = frozen.mode == FlushMode::EmptyCache;
     for index in 0..frozen.map.shard_count() {
@@ -91,6 +95,28 @@ fn write_frozen(
         }
     }
     writer.finish()
+}
+
+/// Writes every dirty entry of `frozen` as one table, sorted, and ingests
+/// it ([`crate::database_ingest`]). The shards are held until the table is
+/// in: their coins are readable nowhere else until then.
+fn ingest_frozen(
+    database: &CoinsDatabase,
+    frozen: &FrozenCoins,
+    best_block: BlockHash,
+) -> Result<FlushStats, ChainstateError> {
+    let shards = frozen.map.read_all();
+    let mut writes: Vec<KeyedCoinWrite<'_>> = Vec::new();
+    for shard in shards.iter().filter_map(|shard| shard.as_ref()) {
+        writes.extend(
+            shard
+                .iter()
+                .filter(|(_, entry)| entry.is_dirty())
+                .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref()))),
+        );
+    }
+    sort_in_key_order(&mut writes);
+    database.ingest_flush(best_block, &writes)
 }
 
 /// Writes `shard`'s dirty entries; returns the script bytes its coins hold
@@ -282,9 +308,41 @@ mod tests {
     }
 
     #[test]
+    fn an_ingested_flush_holds_its_shards_until_its_table_is_in() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut cache = cache_in(directory.path(), 4 << 20);
+        assert!(cache.database().ingests_flushes());
+        let count = fill(&mut cache, 0);
+        // Half of them spent after a first flush: the second writes erasures.
+        cache.flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+        for index in (0..count).step_by(2) {
+            cache.spend(&outpoint(index)).unwrap();
+        }
+        let live = cache.live_memory_bytes();
+        cache.start_background_flush(BlockHash([2; 32]), FlushMode::EmptyCache).unwrap();
+        wait_for_writer(&cache);
+        // Written and ingested, the shards still held until collected.
+        assert_eq!(cache.frozen_release_count(), 0);
+        assert!(cache.frozen_memory_bytes() > 0 && cache.frozen_memory_bytes() <= live);
+        let stats = cache.finish_background_flush().unwrap().unwrap();
+        assert_eq!(stats.coins_erased, u64::from(count.div_ceil(2)));
+        assert_eq!(stats.batch_count, 1, "one table");
+        let database = cache.database();
+        assert_eq!(database.best_block().unwrap(), Some(BlockHash([2; 32])));
+        assert_eq!(database.head_blocks().unwrap(), None);
+        for index in 0..count {
+            let expected = (index % 2 == 1).then(|| coin(index));
+            assert_eq!(database.coin(&outpoint(index)).unwrap(), expected, "{index}");
+        }
+        let tables = std::fs::read_dir(database.tables_directory()).unwrap().count();
+        assert_eq!(tables, 0, "each table moved into the database");
+    }
+
+    #[test]
     fn an_emptying_flush_gives_its_shards_back_as_it_writes_them() {
         let directory = tempfile::tempdir().unwrap();
         let mut cache = cache_in(directory.path(), 4 << 20);
+        cache.database().set_batch_flushes(true);
         let count = fill(&mut cache, 0);
         let live = cache.live_memory_bytes();
         cache.start_background_flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();

@@ -123,6 +123,9 @@ mod tests {
     fn a_kept_iterator_is_renewed_when_the_writer_frees_shards() {
         let directory = tempfile::tempdir().unwrap();
         let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+        // Shards are released as they are written only by batch flushes
+        // (an ingested flush holds them until its table is in).
+        database.set_batch_flushes(true);
         let mut cache = CoinsCache::new(Arc::new(database), 24 << 20);
         let mut count = 0u32;
         while !cache.is_full() {

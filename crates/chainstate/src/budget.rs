@@ -6,9 +6,9 @@
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | three memtables of a 12th (1-42.7 MiB; two are written to a table together), each with room for a flush batch landing in it whole (a quarter of a memtable, at most `-dbbatchsize`), the batch being built, and a block cache of a 64th (0.25-4 MiB) | 34.9 | 154.0 |
+//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables since session 15: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]) | 19.8 | 72.3 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
-//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (released a shard at a time), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 50.6 | 237.8 |
+//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (held until its table is in), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 65.7 | 319.5 |
 //!
 //! Blocks read ahead are the import's reader queue and the stored-block
 //! read-ahead during `-reindex`/`-loadblock`, or the download window when
@@ -59,27 +59,28 @@ pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
 /// ... and at most (a 12th of `-dbcache` in between: see
 /// [`MEMTABLE_SHARE_DIVISOR`]): all of them together hold at most 128 MiB.
 pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
-/// One memtable is `-dbcache` / this: the memtables together take a quarter.
+/// One memtable was `-dbcache` / this until session 15, when flushes
+/// began to go in as ingested tables ([`crate::database_ingest`]): the
+/// memtables now hold only `-dbcrashratio`'s batches and are
+/// [`MEMTABLE_BYTES_MIN`], their memory given to the UTXO maps.
+///
+/// # History
 /// With two memtables (until session 14), memory in them bought more than
 /// the same memory in the UTXO maps when the set is far larger than the
 /// cache: measured on the `utxo-heavy` chain to height 2,000,
 /// scripts skipped, `-reindex-chainstate`: at `-dbcache=100`, memtables of
 /// 3.1 MiB (a 32nd) took 93.0 s and 16 MiB (maps of 28 MiB, 769 flushes)
-/// 66.8 s; at `-dbcache=450`, 14 MiB took 52.6 s, 64 MiB (maps of 164 MiB)
-/// 48.1 s and 96 MiB 49.5 s. Larger memtables make fewer, larger level-0
-/// files (less rewriting: [`crate::database_levels`]), and a coin created
-/// and spent within one memtable's life never reaches a table file.
-/// Until session 14 there were two memtables of a 6th. With three, two
-/// written to a table together ([`MEMTABLES_MERGED_PER_FLUSH`]), smaller
-/// memtables and larger maps measured faster at `-dbcache=100` (why is not
-/// settled: the profile shows less compaction, the same cost of reads),
-/// measured the same way (session 14, `docs/utxo-heavy.md`),
-/// at `-dbcache=100` memtables of a 7th took 56.0 s, a 9th 53.2, 50.2 and
-/// 50.5 s, a 12th 48.8, 48.9 and 49.4 s, a 16th 46.9 and 48.6 s, a 24th
-/// 53.0 s and a 32nd 54.0 s; at `-dbcache=450` a 9th (capped at 42.7 MiB)
-/// 48.3 and 50.0 s, a 12th 49.9 and 48.0 s, a 16th 51.3 s. A 12th is the
-/// best of both sizes.
+/// 66.8 s. With three, two written to a table together, a 12th measured
+/// best (session 14: at `-dbcache=100` a 9th took 50.2-53.2 s, a 12th
+/// 48.8-49.4 s, a 16th 46.9 and 48.6 s; `docs/utxo-heavy.md`).
 pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
+/// The order a flush sorts its coins in before writing them as a table
+/// ([`crate::database_ingest::sort_in_key_order`]: 32 bytes a dirty coin,
+/// a number and two pointers) may take `-dbcache` / this. A flush of the
+/// `utxo-heavy` chain at `-dbcache=100` writes ~330,000 changed coins from
+/// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
+/// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers.
+pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
 /// Memtables of the coins database at once, the one being filled included
@@ -139,6 +140,8 @@ pub struct CoinsDatabaseMemory {
     pub flush_batch_bytes_max: usize,
     /// The block cache.
     pub block_cache_bytes: usize,
+    /// A flush's coins in key order ([`FLUSH_ORDER_SHARE_DIVISOR`]).
+    pub flush_order_bytes: usize,
 }
 
 impl CoinsDatabaseMemory {
@@ -148,13 +151,14 @@ impl CoinsDatabaseMemory {
         MEMTABLE_COUNT_MAX * (self.memtable_bytes + self.flush_batch_bytes_max)
             + self.flush_batch_bytes_max
             + self.block_cache_bytes
+            + self.flush_order_bytes
     }
 
     fn for_dbcache(dbcache_bytes: usize, batch_bytes_max: usize) -> CoinsDatabaseMemory {
-        let memtable_bytes =
-            (dbcache_bytes / MEMTABLE_SHARE_DIVISOR).clamp(MEMTABLE_BYTES_MIN, MEMTABLE_BYTES_MAX);
+        let memtable_bytes = MEMTABLE_BYTES_MIN;
         CoinsDatabaseMemory {
             memtable_bytes,
+            flush_order_bytes: dbcache_bytes / FLUSH_ORDER_SHARE_DIVISOR,
             flush_batch_bytes_max: batch_bytes_max
                 .clamp(1, memtable_bytes / FLUSH_BATCH_MEMTABLE_DIVISOR),
             block_cache_bytes: (dbcache_bytes / 64)
@@ -238,20 +242,21 @@ mod tests {
     fn default_cache_split() {
         let budget = MemoryBudget::from_dbcache_bytes(450 * MEBIBYTE, BATCH);
         assert_eq!(budget.block_index_database_bytes, 2 * MEBIBYTE);
-        assert_eq!(budget.coins_database.flush_batch_bytes_max, 450 * MEBIBYTE / 48);
+        assert_eq!(budget.coins_database.flush_batch_bytes_max, MEBIBYTE / 4);
         assert_eq!(MEMTABLE_COUNT_MAX * MEMTABLE_BYTES_MAX, (128 << 20) - 2);
-        assert_eq!(budget.coins_database.memtable_bytes, 450 * MEBIBYTE / 12);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 154.0).abs() < 0.01);
+        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MIN);
+        assert_eq!(budget.coins_database.flush_order_bytes, 450 * MEBIBYTE / 7);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 72.29).abs() < 0.01);
         assert_eq!(budget.coins_database.block_cache_bytes, 4 * MEBIBYTE);
         assert_eq!(budget.incoming_blocks_bytes, 450 * MEBIBYTE / 8);
         assert_eq!(budget.incoming_blocks_serialised_bytes(), 450 * MEBIBYTE / 16);
-        assert!((mebibytes(budget.coins_bytes) - 237.75).abs() < 0.01, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 319.46).abs() < 0.01, "{}", budget.coins_bytes);
         assert_eq!(budget.parts_bytes(), 450 * MEBIBYTE);
         let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
-        assert_eq!(budget.coins_database.memtable_bytes, 100 * MEBIBYTE / 12);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 34.9).abs() < 0.05);
+        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MIN);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 19.85).abs() < 0.01);
         assert_eq!(budget.incoming_blocks_bytes, 25 * MEBIBYTE / 2);
-        assert!((mebibytes(budget.coins_bytes) - 50.6).abs() < 0.05, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 65.65).abs() < 0.01, "{}", budget.coins_bytes);
     }
 
     #[test]
@@ -286,14 +291,14 @@ mod tests {
 
     #[test]
     fn the_maps_get_most_of_a_large_cache() {
-        // The database's share stops growing at three 42.7 MiB memtables.
-        for (mebibytes_total, share_percent) in [(450, 45), (1000, 65), (4000, 90), (16000, 97)] {
+        // The database's share grows only by the flush order's 7th.
+        for (mebibytes_total, share_percent) in [(450, 70), (1000, 72), (4000, 82), (16000, 84)] {
             let budget = MemoryBudget::from_dbcache_bytes(mebibytes_total * MEBIBYTE, BATCH);
             let coins_percent = budget.coins_bytes * 100 / budget.dbcache_bytes;
             assert!(coins_percent >= share_percent, "{mebibytes_total}: {coins_percent} %");
         }
         let budget = MemoryBudget::from_dbcache_bytes(16000 * MEBIBYTE, BATCH);
-        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MAX);
+        assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MIN);
         assert_eq!(budget.incoming_blocks_bytes, INCOMING_BLOCKS_BYTES_MAX);
     }
 
@@ -305,8 +310,9 @@ mod tests {
         assert_eq!(tiny.incoming_blocks_bytes, INCOMING_BLOCKS_BYTES_MIN);
         // Half a MiB of block index, three 1 MiB memtables with a quarter
         // MiB batch landing in each, a batch being built and a quarter MiB
-        // block cache, one largest block read ahead, 1 MiB of maps.
-        assert!((mebibytes(tiny.parts_bytes()) - 13.75).abs() < 0.01, "{}", tiny.parts_bytes());
+        // block cache, a 7th of 4 MiB for a flush's order, one largest
+        // block read ahead, 1 MiB of maps.
+        assert!((mebibytes(tiny.parts_bytes()) - 14.32).abs() < 0.01, "{}", tiny.parts_bytes());
         // Just above it, the maps get what is left.
         let small = MemoryBudget::from_dbcache_bytes(FLOOR_BYTES, BATCH);
         assert!(small.coins_bytes > COINS_BYTES_MIN);

@@ -215,6 +215,11 @@ impl CoinKey {
         CoinKey { bytes, length: (33 + digit_count) as u8 }
     }
 
+    /// The key's bytes followed by zeros, [`COIN_KEY_BYTES_MAX`] in all.
+    pub fn padded_bytes(&self) -> &[u8; COIN_KEY_BYTES_MAX] {
+        &self.bytes
+    }
+
     /// Decodes a key read from the database.
     pub fn decode(bytes: &[u8]) -> Result<OutPoint, CoinDecodeError> {
         let mut reader = Reader::new(bytes);

@@ -5,7 +5,13 @@
 //! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip).
 //!
 //! # Crash safety
-//! A flush is a sequence of batches. The first erases `'B'` and writes `'H'`
+//! Since session 15 a flush is written as one sorted table and ingested,
+//! which is atomic ([`crate::database_ingest`]); the batch protocol below
+//! remains for `-dbcrashratio` and for tests of it
+//! ([`CoinsDatabase::set_batch_flushes`]), and its `'H'` record for
+//! restarts after a crash inside such a flush.
+//!
+//! A batch flush is a sequence of batches. The first erases `'B'` and writes `'H'`
 //! = (new tip, old tip); the middle ones carry coins; the last erases `'H'`
 //! and writes `'B'` = new tip. A crash between batches leaves `'H'` on disk
 //! and no `'B'`: the database holds a mix of the two states, and
@@ -51,11 +57,11 @@
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
 //! while the cache it writes is still in memory), from the coins
 //! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
-//! memtables of a 12th of it (1-42.7 MiB, chosen by measurement:
-//! [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
+//! memtables of 1 MiB since flushes are ingested as tables (until session
+//! 15 a 12th of it: [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
 //! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
 //! batches of at most a quarter of a memtable (a batch lands whole in
-//! one), and a block cache of a 64th (at most 4 MiB: Core gives LevelDB
+//! one), the order a flush sorts its coins in, and a block cache of a 64th (at most 4 MiB: Core gives LevelDB
 //! half of its coins-database share for the same purpose). The options are
 //! set on the default column family itself: opened with `DB::open_cf`, it
 //! took RocksDB's defaults instead (until session 9: 64 MiB memtables, a
@@ -208,8 +214,10 @@ pub fn holds_database_files(path: &Path) -> bool {
         [".sst", ".blob", ".log"].iter().any(|suffix| name.ends_with(suffix))
     })
 }
-const BEST_BLOCK_KEY: &[u8] = b"B";
-const HEAD_BLOCKS_KEY: &[u8] = b"H";
+/// Key of the best block record (`'B'`, the smallest key).
+pub(crate) const BEST_BLOCK_KEY: &[u8] = b"B";
+/// Key of the head blocks record (`'H'`, the largest key).
+pub(crate) const HEAD_BLOCKS_KEY: &[u8] = b"H";
 /// Compact-size count 2 and two hashes, as Core's `std::vector<uint256>`.
 const HEAD_BLOCKS_BYTES: usize = 1 + 32 + 32;
 
@@ -293,7 +301,12 @@ pub struct CoinsDatabase {
     written_bytes: AtomicU64,
     /// Whether tables written from now on put whole coin keys in their
     /// filters ([`CoinsDatabase::drop_whole_key_filters`]).
-    whole_key_filters: AtomicBool,
+    pub(crate) whole_key_filters: AtomicBool,
+    /// Number of the next table a flush writes ([`crate::database_ingest`]).
+    table_number: AtomicU64,
+    /// Whether flushes go out as write batches instead of ingested tables
+    /// ([`CoinsDatabase::set_batch_flushes`]).
+    pub(crate) batch_flushes: AtomicBool,
 }
 
 impl std::fmt::Debug for CoinsDatabase {
@@ -318,6 +331,7 @@ impl CoinsDatabase {
         // see [`DATA_BLOCK_INDEX`].
         table.set_data_block_index_type(DATA_BLOCK_INDEX);
         let mut rocks = Options::default();
+        rocks.set_env(&background_env()?);
         // A bloom filter over each memtable's whole keys: nearly every
         // point read misses the memtables (BIP30's lookups of new outputs,
         // prefetches of coins flushed earlier), and a miss in a 16 MiB
@@ -361,14 +375,51 @@ impl CoinsDatabase {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |elapsed| elapsed.as_nanos() as u64 | 1);
-        Ok(CoinsDatabase {
+        let database = CoinsDatabase {
             db,
             flush_batch_bytes_max,
             crash_ratio: AtomicU64::new(0),
             crash_random: AtomicU64::new(seed),
             written_bytes: AtomicU64::new(0),
             whole_key_filters: AtomicBool::new(true),
-        })
+            table_number: AtomicU64::new(0),
+            batch_flushes: AtomicBool::new(false),
+        };
+        database.prepare_tables_directory()?;
+        Ok(database)
+    }
+
+    /// Writes flushes as write batches through the memtables (`true`), as
+    /// before session 15 and under `-dbcrashratio`, or as ingested tables
+    /// (`false`, the default: [`crate::database_ingest`]). For tests of the
+    /// batch path.
+    pub fn set_batch_flushes(&self, batches: bool) {
+        self.batch_flushes.store(batches, Ordering::Relaxed);
+    }
+
+    /// The `-dbcrashratio` set (0: none).
+    pub(crate) fn crash_ratio(&self) -> u64 {
+        self.crash_ratio.load(Ordering::Relaxed)
+    }
+
+    /// The database's directory.
+    pub(crate) fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// The RocksDB handle.
+    pub(crate) fn raw(&self) -> &DB {
+        &self.db
+    }
+
+    /// A number for a new table file, unique since open.
+    pub(crate) fn next_table_number(&self) -> u64 {
+        self.table_number.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Counts `bytes` written to the database by the chainstate.
+    pub(crate) fn add_written_bytes(&self, bytes: u64) {
+        self.written_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Sets Core's `-dbcrashratio` (testing only): after each partial
@@ -524,16 +575,7 @@ impl CoinsDatabase {
     /// tip (Core asserts this; here it is [`ChainstateError::InconsistentHeadBlocks`])
     /// and keeps that flush's old tip, since the disk may still hold coins of it.
     pub fn begin_flush(&self, new_tip: BlockHash) -> Result<FlushWriter<'_>, ChainstateError> {
-        let old_tip = match self.head_blocks()? {
-            Some(heads) if heads.new_tip != new_tip => {
-                return Err(ChainstateError::InconsistentHeadBlocks {
-                    interrupted: heads.new_tip,
-                    requested: new_tip,
-                })
-            }
-            Some(heads) => heads.old_tip,
-            None => self.best_block()?.unwrap_or(BlockHash::ZERO),
-        };
+        let old_tip = self.check_head_blocks(new_tip)?;
         let mut record = Vec::with_capacity(HEAD_BLOCKS_BYTES);
         write_compact_size(&mut record, 2);
         record.extend_from_slice(new_tip.as_bytes());
@@ -542,6 +584,24 @@ impl CoinsDatabase {
         batches.batch.delete(BEST_BLOCK_KEY);
         batches.batch.put(HEAD_BLOCKS_KEY, &record);
         Ok(FlushWriter { batches, new_tip })
+    }
+
+    /// The old tip of a flush to `new_tip`: the one an interrupted flush
+    /// recorded (which must have been to `new_tip` too), else the best block.
+    pub(crate) fn check_head_blocks(
+        &self,
+        new_tip: BlockHash,
+    ) -> Result<BlockHash, ChainstateError> {
+        Ok(match self.head_blocks()? {
+            Some(heads) if heads.new_tip != new_tip => {
+                return Err(ChainstateError::InconsistentHeadBlocks {
+                    interrupted: heads.new_tip,
+                    requested: new_tip,
+                })
+            }
+            Some(heads) => heads.old_tip,
+            None => self.best_block()?.unwrap_or(BlockHash::ZERO),
+        })
     }
 
     /// Another writer of coin batches for the flush in progress, for another
@@ -819,6 +879,29 @@ impl<'a> CoinBatches<'a> {
         self.write_batch()?;
         Ok(self.stats)
     }
+}
+
+/// RocksDB's environment with its compaction and flush threads at the
+/// lowest CPU priority (nice 19).
+///
+/// # Why
+/// The process uses both cores of the machines measured, and the
+/// connecting thread and its prefetch readers are the import's critical
+/// path: a compaction that takes a core from them delays every block,
+/// while a compaction delayed by them only runs later, in the gaps (a
+/// flush waits for a prefetch, a block for the disk). RocksDB slows and
+/// stops writes when compactions fall far behind, which bounds the debt.
+/// Measured on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`,
+/// scripts skipped, with flushes ingested as tables (session 15,
+/// docs/utxo-heavy.md): the prefetch readers waited 17 s each to run;
+/// with the compactions reniced the import took 44.8-47.7 s against
+/// 47.6-51.4 s. With memtable flushes (before session 15) it gained
+/// nothing: compactions had no gaps to fill there.
+fn background_env() -> Result<rocksdb::Env, ChainstateError> {
+    let mut env = rocksdb::Env::new()?;
+    env.lower_thread_pool_cpu_priority();
+    env.lower_high_priority_thread_pool_cpu_priority();
+    Ok(env)
 }
 
 /// Options of every write to the coins database: without the WAL (see the

@@ -170,6 +170,24 @@ pub enum ChainstateError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// A table of a background flush could not be written (RocksDB's
+    /// message: a full disk, a key out of order).
+    #[error("cannot write the table {}: {reason}", .path.display())]
+    TableWrite {
+        /// The table's file.
+        path: std::path::PathBuf,
+        /// What RocksDB said.
+        reason: String,
+    },
+    /// The directory of tables waiting to be ingested could not be made or
+    /// emptied.
+    #[error("cannot prepare the table directory {}: {source}", .path.display())]
+    TableDirectory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// The background flush thread panicked.
     #[error("the flush thread panicked")]
     FlushThreadPanicked,

@@ -20,6 +20,7 @@ pub mod coin_reads;
 pub mod compress;
 pub mod connect;
 pub mod database;
+pub mod database_ingest;
 pub mod database_io;
 pub mod database_levels;
 pub mod disconnect;
@@ -38,6 +39,7 @@ pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
 pub mod stages;
+pub mod table_writer;
 #[cfg(test)]
 mod test_chain;
 pub mod txoutset;

@@ -61,6 +61,9 @@ fn interrupted_flush_is_detected_and_replayed() {
     // The reference: A and B connected and flushed without a crash.
     let clean_directory = TempDirectory::new("clean");
     let mut clean = open_cache(&clean_directory);
+    // Write batches, as the crash below interrupts (flushes are ingested
+    // tables otherwise, one each, which no crash can split).
+    clean.database().set_batch_flushes(true);
     connect_a(&mut clean);
     clean.flush(TIP_A, FlushMode::EmptyCache).unwrap();
     connect_b(&mut clean);

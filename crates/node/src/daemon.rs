@@ -221,15 +221,15 @@ mod tests {
         // between RocksDB, the blocks read ahead and the UTXO set.
         let budget = memory_budget_for(450, 32 << 20);
         assert_eq!(budget.block_index_database_bytes, 2 << 20);
-        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "154.0");
+        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "72.3");
         assert_eq!(mebibytes(budget.incoming_blocks_bytes), "56.2");
-        assert_eq!(mebibytes(budget.coins_bytes), "237.8");
+        assert_eq!(mebibytes(budget.coins_bytes), "319.5");
         assert_eq!(budget.parts_bytes(), 450 << 20);
         // At Core's 4 MiB floor the parts' minimums take more.
         let budget = memory_budget_for(4, 32 << 20);
         assert_eq!(budget.block_index_database_bytes, MEBIBYTE as usize / 2);
         assert_eq!(mebibytes(budget.coins_bytes), "1.0");
-        assert_eq!(mebibytes(budget.parts_bytes()), "13.8");
+        assert_eq!(mebibytes(budget.parts_bytes()), "14.3");
         // A huge -dbcache saturates instead of overflowing.
         assert_eq!(memory_budget_for(u64::MAX, 1).dbcache_bytes, usize::MAX);
     }

@@ -117,9 +117,9 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
         "Command-line arg: par=\"2\"".to_owned(),
         "Script verification uses 1 additional threads".to_owned(),
         "* Using 2.0 MiB for block index database".to_owned(),
-        "* Using 34.9 MiB for chain state database".to_owned(),
+        "* Using 19.8 MiB for chain state database".to_owned(),
         "* Using 12.5 MiB for blocks read ahead of validation".to_owned(),
-        "* Using 50.6 MiB for in-memory UTXO set".to_owned(),
+        "* Using 65.7 MiB for in-memory UTXO set".to_owned(),
         "Validating signatures for all blocks.".to_owned(),
         "Shutdown: done".to_owned(),
     ];
@@ -428,7 +428,7 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     assert!(log.contains("* Using 1.0 MiB for in-memory UTXO set"), "{log}");
     assert!(
         log.contains(
-            "[warning] -dbcache=4 is below the caches' minimums: they take up to 13.8 MiB"
+            "[warning] -dbcache=4 is below the caches' minimums: they take up to 14.3 MiB"
         ),
         "{log}"
     );
