@@ -54,10 +54,12 @@ pub const MEBIBYTE: usize = 1 << 20;
 /// Core's share for the block index database: an eighth of `-dbcache`, at
 /// most this.
 pub const BLOCK_INDEX_DATABASE_BYTES_MAX: usize = 2 << 20;
-/// One RocksDB memtable of the coins database, at least ...
+/// One RocksDB memtable of the coins database in the budget (since flushes
+/// are ingested as tables: [`MEMTABLE_SHARE_DIVISOR`]) ...
 pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
-/// ... and at most (a 12th of `-dbcache` in between: see
-/// [`MEMTABLE_SHARE_DIVISOR`]): all of them together hold at most 128 MiB.
+/// ... and at most, for databases opened with their own options
+/// ([`crate::database::MEMTABLE_BYTES_DEFAULT`]): all of them together
+/// hold at most 128 MiB.
 pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
 /// One memtable was `-dbcache` / this until session 15, when flushes
 /// began to go in as ingested tables ([`crate::database_ingest`]): the
