@@ -19,9 +19,11 @@
 //! - Order: a new flush first waits for the previous writer, so "clean"
 //!   always means "equal to the database once pending writes end", and a
 //!   later put or erase of a key never overtakes an earlier one.
-//! - Crash: the writer brackets its batches with the head-blocks record
-//!   exactly as a synchronous flush does; replay does not care which
-//!   thread wrote.
+//! - Crash: the writer writes one table holding the whole flush and
+//!   ingests it atomically, as a synchronous flush does
+//!   ([`crate::database_ingest`]); on the batch path (`-dbcrashratio`) it
+//!   brackets its batches with the head-blocks record. Replay does not
+//!   care which thread wrote.
 //!
 //! # Memory
 //! The live map and the frozen map share the cache's limit
@@ -37,8 +39,16 @@
 //! writer ended and the live map could grow by a quarter of the limit (at
 //! most 128 MiB) meanwhile: the maps peaked at 1.25x the limit.
 //!
+//! Since session 15 flushes are ingested as one table, and the frozen map
+//! is again held whole until the table is in (its coins are readable
+//! nowhere else before): validation waits whenever the live map outgrows
+//! the headroom before the flush ends. At `-dbcache=450` a flush takes
+//! ~1.5 s and the longest wait measured was 1.4 s (at 100, 0.25 s and
+//! 163 ms). Writing a flush as several tables, freeing shards as each is
+//! in, would restore the release above (docs/utxo-heavy.md, session 15).
+//!
 //! # Napkin math
-//! Freezing is a pointer swap. Writing costs ~3 us a coin (encode, RocksDB
+//! Freezing is a pointer swap. On the batch path, writing costs ~3 us a coin (encode, RocksDB
 //! memtable insert): a cache of ~2.3 M coins (~290 MiB at `-dbcache=450`)
 //! takes ~7 s on the writer thread and frees a shard every ~0.35 s, while
 //! validation adds ~14 MB of coins a second with scripts skipped (less
@@ -55,7 +65,7 @@ use crate::cache::{CacheEntry, CoinsCache, FlushMode};
 use crate::coin::Coin;
 use crate::coin_map::{CoinMap, Shard};
 use crate::database::{CoinsDatabase, FlushStats, FlushWriter};
-use crate::database_ingest::{keyed, sort_in_key_order, KeyedCoinWrite};
+use crate::database_ingest::ingest_dirty;
 use crate::error::ChainstateError;
 use crate::frozen_map::FrozenMap;
 
@@ -106,17 +116,8 @@ fn ingest_frozen(
     best_block: BlockHash,
 ) -> Result<FlushStats, ChainstateError> {
     let shards = frozen.map.read_all();
-    let mut writes: Vec<KeyedCoinWrite<'_>> = Vec::new();
-    for shard in shards.iter().filter_map(|shard| shard.as_ref()) {
-        writes.extend(
-            shard
-                .iter()
-                .filter(|(_, entry)| entry.is_dirty())
-                .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref()))),
-        );
-    }
-    sort_in_key_order(&mut writes);
-    database.ingest_flush(best_block, &writes)
+    let entries = shards.iter().filter_map(|shard| shard.as_ref()).flat_map(|shard| shard.iter());
+    ingest_dirty(database, entries, best_block)
 }
 
 /// Writes `shard`'s dirty entries; returns the script bytes its coins hold

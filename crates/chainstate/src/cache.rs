@@ -58,7 +58,6 @@ use crate::coin::Coin;
 use crate::coin_map::{shard_count_for, CoinMap};
 use crate::coin_reads::CoinSource;
 use crate::database::{CoinsDatabase, FlushStats};
-use crate::database_ingest::{keyed, sort_in_key_order, KeyedCoinWrite};
 use crate::error::ChainstateError;
 
 const DIRTY: u8 = 1;
@@ -461,13 +460,7 @@ fn write_dirty_in_parallel(
 ) -> Result<FlushStats, ChainstateError> {
     use rayon::prelude::*;
     if database.ingests_flushes() {
-        let mut writes: Vec<KeyedCoinWrite<'_>> = map
-            .iter()
-            .filter(|(_, entry)| entry.is_dirty())
-            .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref())))
-            .collect();
-        sort_in_key_order(&mut writes);
-        return database.ingest_flush(best_block, &writes);
+        return crate::database_ingest::ingest_dirty(database, map.iter(), best_block);
     }
     let mut writer = database.begin_flush(best_block)?;
     writer.write_head()?;

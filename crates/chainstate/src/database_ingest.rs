@@ -36,6 +36,7 @@ use std::sync::atomic::Ordering;
 use ibex_primitives::{BlockHash, OutPoint};
 use rocksdb::IngestExternalFileOptions;
 
+use crate::cache::CacheEntry;
 use crate::coin::{Coin, CoinKey};
 use crate::database::{CoinsDatabase, FlushStats, COIN_TXID_PREFIX_BYTES};
 use crate::error::ChainstateError;
@@ -107,6 +108,22 @@ pub fn sort_in_key_order(writes: &mut [KeyedCoinWrite<'_>]) {
         }
         start = end;
     }
+}
+
+/// Writes the dirty ones of `entries` as one flush to `new_tip`: sorted
+/// ([`sort_in_key_order`]) and ingested ([`CoinsDatabase::ingest_flush`]).
+/// The background flush and the foreground one both come here.
+pub(crate) fn ingest_dirty<'a>(
+    database: &CoinsDatabase,
+    entries: impl Iterator<Item = (&'a OutPoint, &'a CacheEntry)>,
+    new_tip: BlockHash,
+) -> Result<FlushStats, ChainstateError> {
+    let mut writes: Vec<KeyedCoinWrite<'a>> = entries
+        .filter(|(_, entry)| entry.is_dirty())
+        .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref())))
+        .collect();
+    sort_in_key_order(&mut writes);
+    database.ingest_flush(new_tip, &writes)
 }
 
 impl CoinsDatabase {

@@ -74,8 +74,11 @@ pub struct Level0Triggers {
 /// 11.1 MiB (`-dbcache=100` then) 15 tables, as in the three runs that
 /// chose the merge (docs/utxo-heavy.md, session 14), where 11 tables (the
 /// same 256 MiB) gave back most of the gain (52.8 s against 50.7 s and
-/// 53.6 s in one round); with the 8.3 MiB memtables of
-/// `-dbcache=100` now, 20 tables.
+/// 53.6 s in one round). Since session 15 flushes are ingested as one
+/// table each ([`crate::database_ingest`]) and the memtables are 1 MiB,
+/// so this gives the cap, 24 tables; RocksDB also compacts level 0 once
+/// it holds more bytes than the base level's target (256 MiB), which is
+/// what starts most compactions there (tables of 20-120 MB a flush).
 pub fn level0_file_triggers(memtable_bytes: usize) -> Level0Triggers {
     let table_bytes = memtable_bytes.saturating_mul(MEMTABLES_MERGED_PER_FLUSH).max(1);
     let compaction_files =
