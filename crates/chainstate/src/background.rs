@@ -65,7 +65,7 @@ use crate::cache::{CacheEntry, CoinsCache, FlushMode};
 use crate::coin::Coin;
 use crate::coin_map::{CoinMap, Shard};
 use crate::database::{CoinsDatabase, FlushStats, FlushWriter};
-use crate::database_ingest::ingest_dirty;
+use crate::database_ingest::{sorted_dirty_writes, table_shards, TableFlush};
 use crate::error::ChainstateError;
 use crate::frozen_map::FrozenMap;
 
@@ -107,17 +107,39 @@ fn write_frozen(
     writer.finish()
 }
 
-/// Writes every dirty entry of `frozen` as one table, sorted, and ingests
-/// it ([`crate::database_ingest`]). The shards are held until the table is
-/// in: their coins are readable nowhere else until then.
+/// Writes every dirty entry of `frozen` as the database's
+/// [`CoinsDatabase::flush_table_count`] tables (at most one a shard),
+/// one for each group of neighbouring shards, sorted, and ingests them
+/// one after another ([`TableFlush`]); a flush that empties the cache
+/// frees each group's shards once its table is in (their coins are
+/// readable nowhere else before).
 fn ingest_frozen(
     database: &CoinsDatabase,
     frozen: &FrozenCoins,
     best_block: BlockHash,
 ) -> Result<FlushStats, ChainstateError> {
-    let shards = frozen.map.read_all();
-    let entries = shards.iter().filter_map(|shard| shard.as_ref()).flat_map(|shard| shard.iter());
-    ingest_dirty(database, entries, best_block)
+    let shard_count = frozen.map.shard_count();
+    let table_count = database.flush_table_count().clamp(1, shard_count);
+    let release = frozen.mode == FlushMode::EmptyCache;
+    let mut flush = TableFlush::begin(database, best_block, table_count)?;
+    for table in 0..table_count {
+        let group = table_shards(table, table_count, shard_count);
+        let script_heap_bytes: Vec<usize> = {
+            let guards = frozen.map.read_range(group.clone());
+            let held = || guards.iter().filter_map(|shard| shard.as_ref());
+            flush.ingest_part(&sorted_dirty_writes(held()))?;
+            let heap_bytes = |shard: Option<&Shard>| {
+                shard.map_or(0, |shard| shard.values().map(CacheEntry::heap_bytes).sum())
+            };
+            guards.iter().map(|shard| heap_bytes(shard.as_ref())).collect()
+        };
+        if release {
+            for (index, heap_bytes) in group.zip(script_heap_bytes) {
+                frozen.map.release(index, heap_bytes);
+            }
+        }
+    }
+    flush.finish()
 }
 
 /// Writes `shard`'s dirty entries; returns the script bytes its coins hold
@@ -266,9 +288,9 @@ mod tests {
 
     fn outpoint(index: u32) -> OutPoint {
         let mut txid = [0u8; 32];
-        txid[..4].copy_from_slice(&index.to_le_bytes());
+        txid[2..6].copy_from_slice(&index.to_le_bytes());
         // Spread over the shards as real txids are.
-        txid[6..8].copy_from_slice(&(index.wrapping_mul(40_503) as u16).to_le_bytes());
+        txid[..2].copy_from_slice(&(index.wrapping_mul(40_503) as u16).to_be_bytes());
         OutPoint { txid: Txid(txid), vout: 0 }
     }
 
@@ -309,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ingested_flush_holds_its_shards_until_its_table_is_in() {
+    fn a_flush_in_one_table_writes_erasures_and_frees_its_shards_once_in() {
         let directory = tempfile::tempdir().unwrap();
         let mut cache = cache_in(directory.path(), 4 << 20);
         assert!(cache.database().ingests_flushes());
@@ -319,12 +341,12 @@ mod tests {
         for index in (0..count).step_by(2) {
             cache.spend(&outpoint(index)).unwrap();
         }
-        let live = cache.live_memory_bytes();
         cache.start_background_flush(BlockHash([2; 32]), FlushMode::EmptyCache).unwrap();
         wait_for_writer(&cache);
-        // Written and ingested, the shards still held until collected.
-        assert_eq!(cache.frozen_release_count(), 0);
-        assert!(cache.frozen_memory_bytes() > 0 && cache.frozen_memory_bytes() <= live);
+        // One table (the default options): every shard held until it is
+        // in, then all given back before the flush is collected.
+        assert_eq!(cache.frozen_release_count(), cache.map.shard_count());
+        assert_eq!(cache.frozen_memory_bytes(), 0);
         let stats = cache.finish_background_flush().unwrap().unwrap();
         assert_eq!(stats.coins_erased, u64::from(count.div_ceil(2)));
         assert_eq!(stats.batch_count, 1, "one table");
@@ -337,6 +359,32 @@ mod tests {
         }
         let tables = std::fs::read_dir(database.tables_directory()).unwrap().count();
         assert_eq!(tables, 0, "each table moved into the database");
+    }
+
+    #[test]
+    fn a_flush_in_tables_frees_each_group_of_shards_once_its_table_is_in() {
+        let directory = tempfile::tempdir().unwrap();
+        let options = DatabaseOptions { flush_table_count: 4, ..DatabaseOptions::default() };
+        let database = CoinsDatabase::open(directory.path(), &options).unwrap();
+        let mut cache = CoinsCache::new(Arc::new(database), 4 << 20);
+        let count = fill(&mut cache, 0);
+        let shard_count = cache.map.shard_count();
+        cache.start_background_flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+        wait_for_writer(&cache);
+        // Every shard given back by the writer, group by group, before the
+        // flush is collected.
+        assert_eq!(cache.frozen_release_count(), shard_count);
+        assert_eq!(cache.frozen_memory_bytes(), 0);
+        for index in (0..count).step_by(89) {
+            assert_eq!(cache.coin(&outpoint(index)).unwrap(), Some(coin(index)));
+        }
+        let stats = cache.finish_background_flush().unwrap().unwrap();
+        assert_eq!(stats.batch_count, 4, "one table a group");
+        assert_eq!(stats.coins_written, u64::from(count));
+        let database = cache.database();
+        assert_eq!(database.best_block().unwrap(), Some(BlockHash([1; 32])));
+        assert_eq!(database.head_blocks().unwrap(), None);
+        assert_eq!(std::fs::read_dir(database.tables_directory()).unwrap().count(), 0);
     }
 
     #[test]

@@ -110,9 +110,9 @@ mod tests {
 
     fn outpoint(index: u32) -> OutPoint {
         let mut txid = [0u8; 32];
-        txid[..4].copy_from_slice(&index.to_le_bytes());
+        txid[2..6].copy_from_slice(&index.to_le_bytes());
         // Spread over the shards as real txids are.
-        txid[6..8].copy_from_slice(&(index.wrapping_mul(40_503) as u16).to_le_bytes());
+        txid[..2].copy_from_slice(&(index.wrapping_mul(40_503) as u16).to_be_bytes());
         OutPoint { txid: Txid(txid), vout: 0 }
     }
 

@@ -83,6 +83,27 @@ pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
 /// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers.
 pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
+/// A background flush is written as one table for each this much of
+/// `-dbcache` (at least one, at most [`FLUSH_TABLE_COUNT_MAX`]): its
+/// frozen map's shards in that many groups of neighbouring key ranges,
+/// each group freed once its table is in ([`crate::background`]).
+///
+/// # Why
+/// Written as one table, a flush holds the whole frozen map until the
+/// table is in (~1 s at `-dbcache=450`), while validation fills the live
+/// map's headroom (a 16th of the maps) in ~0.2 s and then waits: measured
+/// on the `utxo-heavy` chain to height 2,000, scripts skipped (session
+/// 16, docs/utxo-heavy.md), validation waited 14.1 s of a 40.8 s import at
+/// `-dbcache=450` (15 waits of 0.8-1.3 s) and 11.2 s of 45.2 s at 100
+/// (119 waits). More tables free memory sooner but make more level-0
+/// files, each probed by every read and counted by the compaction
+/// trigger (scaled by the count: [`crate::database_levels`]). One run
+/// each: at 450, 1 table 40.8 s, 2 31.2, 4 31.7-32.1, 8 27.9-30.9; at
+/// 100, 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16
+/// 52.3-54.6 (a flush there is ~12 MB, tables of a few MB).
+pub const DBCACHE_BYTES_PER_FLUSH_TABLE: usize = 48 << 20;
+/// Tables a flush is written as, at most.
+pub const FLUSH_TABLE_COUNT_MAX: usize = 8;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
 /// Memtables of the coins database at once, the one being filled included
@@ -142,8 +163,11 @@ pub struct CoinsDatabaseMemory {
     pub flush_batch_bytes_max: usize,
     /// The block cache.
     pub block_cache_bytes: usize,
-    /// A flush's coins in key order ([`FLUSH_ORDER_SHARE_DIVISOR`]).
+    /// One table's coins of a flush in key order
+    /// ([`FLUSH_ORDER_SHARE_DIVISOR`], divided among the tables).
     pub flush_order_bytes: usize,
+    /// Tables a flush is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]).
+    pub flush_table_count: usize,
 }
 
 impl CoinsDatabaseMemory {
@@ -156,11 +180,19 @@ impl CoinsDatabaseMemory {
             + self.flush_order_bytes
     }
 
-    fn for_dbcache(dbcache_bytes: usize, batch_bytes_max: usize) -> CoinsDatabaseMemory {
+    fn for_dbcache(
+        dbcache_bytes: usize,
+        batch_bytes_max: usize,
+        flush_table_count: usize,
+    ) -> CoinsDatabaseMemory {
         let memtable_bytes = MEMTABLE_BYTES_MIN;
         CoinsDatabaseMemory {
             memtable_bytes,
-            flush_order_bytes: dbcache_bytes / FLUSH_ORDER_SHARE_DIVISOR,
+            // Keys are uniform, so each group of shards holds about its
+            // share of the changed coins (a miner grinding txids into one
+            // range brings back at most the one table's order).
+            flush_order_bytes: dbcache_bytes / FLUSH_ORDER_SHARE_DIVISOR / flush_table_count,
+            flush_table_count,
             flush_batch_bytes_max: batch_bytes_max
                 .clamp(1, memtable_bytes / FLUSH_BATCH_MEMTABLE_DIVISOR),
             block_cache_bytes: (dbcache_bytes / 64)
@@ -189,8 +221,26 @@ impl MemoryBudget {
     /// Splits `dbcache_bytes`, with flush batches of at most
     /// `batch_bytes_max` (`-dbbatchsize`).
     pub fn from_dbcache_bytes(dbcache_bytes: usize, batch_bytes_max: usize) -> MemoryBudget {
+        let flush_table_count =
+            (dbcache_bytes / DBCACHE_BYTES_PER_FLUSH_TABLE).clamp(1, FLUSH_TABLE_COUNT_MAX);
+        MemoryBudget::split(dbcache_bytes, batch_bytes_max, flush_table_count)
+    }
+
+    /// This budget with flushes written as `flush_table_count` tables (at
+    /// least one), the sort order's share changed to match.
+    pub fn with_flush_table_count(&self, flush_table_count: usize) -> MemoryBudget {
+        let batch_bytes_max = self.coins_database.flush_batch_bytes_max;
+        MemoryBudget::split(self.dbcache_bytes, batch_bytes_max, flush_table_count.max(1))
+    }
+
+    fn split(
+        dbcache_bytes: usize,
+        batch_bytes_max: usize,
+        flush_table_count: usize,
+    ) -> MemoryBudget {
         let block_index_database_bytes = (dbcache_bytes / 8).min(BLOCK_INDEX_DATABASE_BYTES_MAX);
-        let coins_database = CoinsDatabaseMemory::for_dbcache(dbcache_bytes, batch_bytes_max);
+        let coins_database =
+            CoinsDatabaseMemory::for_dbcache(dbcache_bytes, batch_bytes_max, flush_table_count);
         let incoming_blocks_bytes =
             (dbcache_bytes / 8).clamp(INCOMING_BLOCKS_BYTES_MIN, INCOMING_BLOCKS_BYTES_MAX);
         let others =
@@ -247,18 +297,46 @@ mod tests {
         assert_eq!(budget.coins_database.flush_batch_bytes_max, MEBIBYTE / 4);
         assert_eq!(MEMTABLE_COUNT_MAX * MEMTABLE_BYTES_MAX, (128 << 20) - 2);
         assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MIN);
-        assert_eq!(budget.coins_database.flush_order_bytes, 450 * MEBIBYTE / 7);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 72.29).abs() < 0.01);
+        assert_eq!(budget.coins_database.flush_table_count, FLUSH_TABLE_COUNT_MAX);
+        assert_eq!(budget.coins_database.flush_order_bytes, 450 * MEBIBYTE / 7 / 8);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 16.04).abs() < 0.01);
         assert_eq!(budget.coins_database.block_cache_bytes, 4 * MEBIBYTE);
         assert_eq!(budget.incoming_blocks_bytes, 450 * MEBIBYTE / 8);
         assert_eq!(budget.incoming_blocks_serialised_bytes(), 450 * MEBIBYTE / 16);
-        assert!((mebibytes(budget.coins_bytes) - 319.46).abs() < 0.01, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 375.71).abs() < 0.01, "{}", budget.coins_bytes);
         assert_eq!(budget.parts_bytes(), 450 * MEBIBYTE);
         let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
         assert_eq!(budget.coins_database.memtable_bytes, MEMTABLE_BYTES_MIN);
-        assert!((mebibytes(budget.coins_database.total_bytes()) - 19.85).abs() < 0.01);
+        assert_eq!(budget.coins_database.flush_table_count, 2);
+        assert!((mebibytes(budget.coins_database.total_bytes()) - 12.71).abs() < 0.01);
         assert_eq!(budget.incoming_blocks_bytes, 25 * MEBIBYTE / 2);
-        assert!((mebibytes(budget.coins_bytes) - 65.65).abs() < 0.01, "{}", budget.coins_bytes);
+        assert!((mebibytes(budget.coins_bytes) - 72.79).abs() < 0.01, "{}", budget.coins_bytes);
+    }
+
+    #[test]
+    fn flushes_in_more_tables_sort_less_at_a_time() {
+        let table_counts = |mebibytes: usize| {
+            MemoryBudget::from_dbcache_bytes(mebibytes * MEBIBYTE, BATCH)
+                .coins_database
+                .flush_table_count
+        };
+        assert_eq!(
+            [4, 47, 48, 100, 200, 384, 450, 16000].map(table_counts),
+            [1, 1, 1, 2, 4, 8, 8, 8]
+        );
+        let budget = MemoryBudget::from_dbcache_bytes(100 * MEBIBYTE, BATCH);
+        let one = budget.with_flush_table_count(1);
+        let four = budget.with_flush_table_count(4);
+        assert_eq!(one.coins_database.flush_order_bytes, 100 * MEBIBYTE / 7);
+        assert_eq!(four.coins_database.flush_order_bytes, 100 * MEBIBYTE / 7 / 4);
+        // The order's memory goes to the maps, or comes from them.
+        for other in [one, four, budget.with_flush_table_count(0)] {
+            assert_eq!(other.parts_bytes(), 100 * MEBIBYTE);
+            let order_change = budget.coins_database.flush_order_bytes as isize
+                - other.coins_database.flush_order_bytes as isize;
+            assert_eq!(other.coins_bytes as isize - budget.coins_bytes as isize, order_change);
+        }
+        assert_eq!(budget.with_flush_table_count(0).coins_database.flush_table_count, 1);
     }
 
     #[test]
@@ -293,7 +371,7 @@ mod tests {
 
     #[test]
     fn the_maps_get_most_of_a_large_cache() {
-        // The database's share grows only by the flush order's 7th.
+        // The database's share grows only by the flush order's share.
         for (mebibytes_total, share_percent) in [(450, 70), (1000, 72), (4000, 82), (16000, 84)] {
             let budget = MemoryBudget::from_dbcache_bytes(mebibytes_total * MEBIBYTE, BATCH);
             let coins_percent = budget.coins_bytes * 100 / budget.dbcache_bytes;

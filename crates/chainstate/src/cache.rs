@@ -460,7 +460,7 @@ fn write_dirty_in_parallel(
 ) -> Result<FlushStats, ChainstateError> {
     use rayon::prelude::*;
     if database.ingests_flushes() {
-        return crate::database_ingest::ingest_dirty(database, map.iter(), best_block);
+        return crate::database_ingest::ingest_map(database, map, best_block);
     }
     let mut writer = database.begin_flush(best_block)?;
     writer.write_head()?;

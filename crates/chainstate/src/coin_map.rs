@@ -69,11 +69,14 @@ pub(crate) fn new_shard() -> Shard {
     HashMap::with_hasher_in(salted_hash_builder(), TableAllocator)
 }
 
-/// The shard of `outpoint` among `shard_count`: two bytes of the txid
-/// (uniform, and unrelated to the bits hashbrown takes from the keyed
-/// hash inside the shard) scaled to the count.
+/// The shard of `outpoint` among `shard_count`: the txid's first two
+/// bytes (uniform, and unrelated to the bits hashbrown takes from the
+/// keyed hash inside the shard) scaled to the count. The database's keys
+/// start with the txid, so each shard holds one range of keys, in the
+/// shards' order: a flush can write its shards as tables that do not
+/// overlap ([`crate::background`]).
 pub(crate) fn shard_index(outpoint: &OutPoint, shard_count: usize) -> usize {
-    let bytes = u16::from_le_bytes([outpoint.txid.0[6], outpoint.txid.0[7]]);
+    let bytes = u16::from_be_bytes([outpoint.txid.0[0], outpoint.txid.0[1]]);
     (usize::from(bytes) * shard_count) >> 16
 }
 
@@ -197,6 +200,11 @@ impl CoinMap {
     }
 
     /// The shards, in order (see [`shard_index`]).
+    pub(crate) fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// The shards, in order (see [`shard_index`]).
     pub(crate) fn into_shards(self) -> Box<[Shard]> {
         self.shards
     }
@@ -224,9 +232,9 @@ mod tests {
 
     fn outpoint(index: u32) -> OutPoint {
         let mut txid = [0u8; 32];
-        txid[..4].copy_from_slice(&index.to_le_bytes());
-        txid[6] = (index >> 3) as u8;
-        txid[7] = (index as u8).wrapping_mul(37);
+        txid[2..6].copy_from_slice(&index.to_le_bytes());
+        txid[0] = (index as u8).wrapping_mul(37);
+        txid[1] = (index >> 3) as u8;
         OutPoint { txid: Txid(txid), vout: index % 3 }
     }
 
@@ -262,13 +270,18 @@ mod tests {
     }
 
     #[test]
-    fn shard_indexes_cover_every_shard_evenly() {
+    fn shard_indexes_cover_every_shard_evenly_in_key_order() {
         for shard_count in [SHARD_COUNT_MIN, 19, SHARD_COUNT_MAX] {
             let mut counts = vec![0usize; shard_count];
+            let mut previous = 0;
             for high in 0..=u16::MAX {
                 let mut txid = [0u8; 32];
-                txid[6..8].copy_from_slice(&high.to_le_bytes());
-                counts[shard_index(&OutPoint { txid: Txid(txid), vout: 0 }, shard_count)] += 1;
+                txid[..2].copy_from_slice(&high.to_be_bytes());
+                let index = shard_index(&OutPoint { txid: Txid(txid), vout: 0 }, shard_count);
+                // Keys in order, shards in order: one key range a shard.
+                assert!(index == previous || index == previous + 1, "{high}: {index}");
+                previous = index;
+                counts[index] += 1;
             }
             let (least, most) = (counts.iter().min(), counts.iter().max());
             assert!(most.zip(least).is_some_and(|(most, least)| most - least <= 1), "{counts:?}");
@@ -302,10 +315,10 @@ mod tests {
 
     #[test]
     fn shards_near_their_threshold_count_doubled() {
-        // Keys of shard 0 alone (bytes 6 and 7 of the txid zero).
+        // Keys of shard 0 alone (the txid's first two bytes zero).
         let in_first_shard = |index: u32| {
             let mut txid = [0u8; 32];
-            txid[..4].copy_from_slice(&index.to_le_bytes());
+            txid[2..6].copy_from_slice(&index.to_le_bytes());
             OutPoint { txid: Txid(txid), vout: 0 }
         };
         let mut map = CoinMap::new(SHARD_COUNT_MIN);

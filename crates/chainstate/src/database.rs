@@ -232,6 +232,10 @@ pub struct DatabaseOptions {
     pub block_cache_bytes: usize,
     /// One memtable, in bytes.
     pub memtable_bytes: usize,
+    /// Tables a background flush is written as
+    /// ([`crate::budget::DBCACHE_BYTES_PER_FLUSH_TABLE`]); the level-0
+    /// compaction triggers are scaled by it.
+    pub flush_table_count: usize,
 }
 
 impl DatabaseOptions {
@@ -242,6 +246,7 @@ impl DatabaseOptions {
             create_if_missing: true,
             block_cache_bytes: memory.block_cache_bytes,
             memtable_bytes: memory.memtable_bytes,
+            flush_table_count: memory.flush_table_count,
         }
     }
 }
@@ -253,6 +258,7 @@ impl Default for DatabaseOptions {
             create_if_missing: true,
             block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
             memtable_bytes: MEMTABLE_BYTES_DEFAULT,
+            flush_table_count: 1,
         }
     }
 }
@@ -307,6 +313,8 @@ pub struct CoinsDatabase {
     /// Whether flushes go out as write batches instead of ingested tables
     /// ([`CoinsDatabase::set_batch_flushes`]).
     pub(crate) batch_flushes: AtomicBool,
+    /// Tables a background flush is written as (at least one).
+    flush_table_count: usize,
 }
 
 impl std::fmt::Debug for CoinsDatabase {
@@ -353,7 +361,12 @@ impl CoinsDatabase {
         rocks.set_max_write_buffer_number(crate::budget::MEMTABLE_COUNT_MAX as i32);
         rocks
             .set_min_write_buffer_number_to_merge(crate::budget::MEMTABLES_MERGED_PER_FLUSH as i32);
-        crate::database_levels::set_level0_triggers(&mut rocks, options.memtable_bytes);
+        let flush_table_count = options.flush_table_count.max(1);
+        crate::database_levels::set_level0_triggers(
+            &mut rocks,
+            options.memtable_bytes,
+            flush_table_count,
+        );
         // Values are already compact; compression would cost CPU for little.
         rocks.set_compression_type(DBCompressionType::None);
         // Compactions in parallel with each other and split in two
@@ -379,6 +392,7 @@ impl CoinsDatabase {
             db,
             flush_batch_bytes_max,
             crash_ratio: AtomicU64::new(0),
+            flush_table_count,
             crash_random: AtomicU64::new(seed),
             written_bytes: AtomicU64::new(0),
             whole_key_filters: AtomicBool::new(true),
@@ -395,6 +409,12 @@ impl CoinsDatabase {
     /// batch path.
     pub fn set_batch_flushes(&self, batches: bool) {
         self.batch_flushes.store(batches, Ordering::Relaxed);
+    }
+
+    /// Tables a background flush is written as
+    /// ([`DatabaseOptions::flush_table_count`]).
+    pub fn flush_table_count(&self) -> usize {
+        self.flush_table_count
     }
 
     /// The `-dbcrashratio` set (0: none).
@@ -576,10 +596,7 @@ impl CoinsDatabase {
     /// and keeps that flush's old tip, since the disk may still hold coins of it.
     pub fn begin_flush(&self, new_tip: BlockHash) -> Result<FlushWriter<'_>, ChainstateError> {
         let old_tip = self.check_head_blocks(new_tip)?;
-        let mut record = Vec::with_capacity(HEAD_BLOCKS_BYTES);
-        write_compact_size(&mut record, 2);
-        record.extend_from_slice(new_tip.as_bytes());
-        record.extend_from_slice(old_tip.as_bytes());
+        let record = head_blocks_record(new_tip, old_tip);
         let mut batches = CoinBatches::new(self, self.flush_batch_bytes_max);
         batches.batch.delete(BEST_BLOCK_KEY);
         batches.batch.put(HEAD_BLOCKS_KEY, &record);
@@ -755,6 +772,16 @@ impl<'a> FlushWriter<'a> {
         self.batches.database.written_bytes.fetch_add(batch_bytes, Ordering::Relaxed);
         Ok(self.batches.stats)
     }
+}
+
+/// The head-blocks record (`'H'`) of a flush from `old_tip` to `new_tip`:
+/// Core's vector of the two hashes, the new one first.
+pub(crate) fn head_blocks_record(new_tip: BlockHash, old_tip: BlockHash) -> Vec<u8> {
+    let mut record = Vec::with_capacity(HEAD_BLOCKS_BYTES);
+    write_compact_size(&mut record, 2);
+    record.extend_from_slice(new_tip.as_bytes());
+    record.extend_from_slice(old_tip.as_bytes());
+    record
 }
 
 /// Coin writes and erasures of a flush, written in batches of at most a

@@ -30,15 +30,19 @@
 //! `-dbcrashratio` (tests) keeps the batch path: it crashes between
 //! batches, which a table never has.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use ibex_primitives::{BlockHash, OutPoint};
 use rocksdb::IngestExternalFileOptions;
 
-use crate::cache::CacheEntry;
 use crate::coin::{Coin, CoinKey};
-use crate::database::{CoinsDatabase, FlushStats, COIN_TXID_PREFIX_BYTES};
+use crate::coin_map::{CoinMap, Shard};
+use crate::database::{
+    head_blocks_record, CoinsDatabase, FlushStats, BEST_BLOCK_KEY, COIN_TXID_PREFIX_BYTES,
+    HEAD_BLOCKS_KEY,
+};
 use crate::error::ChainstateError;
 use crate::table_writer::TableWriter;
 
@@ -110,20 +114,45 @@ pub fn sort_in_key_order(writes: &mut [KeyedCoinWrite<'_>]) {
     }
 }
 
-/// Writes the dirty ones of `entries` as one flush to `new_tip`: sorted
-/// ([`sort_in_key_order`]) and ingested ([`CoinsDatabase::ingest_flush`]).
-/// The background flush and the foreground one both come here.
-pub(crate) fn ingest_dirty<'a>(
-    database: &CoinsDatabase,
-    entries: impl Iterator<Item = (&'a OutPoint, &'a CacheEntry)>,
-    new_tip: BlockHash,
-) -> Result<FlushStats, ChainstateError> {
-    let mut writes: Vec<KeyedCoinWrite<'a>> = entries
+/// The shards table `table` of `table_count` holds, among `shard_count`:
+/// neighbouring shards, so neighbouring key ranges
+/// ([`crate::coin_map::shard_index`]).
+pub(crate) fn table_shards(table: usize, table_count: usize, shard_count: usize) -> Range<usize> {
+    let table_count = table_count.max(1);
+    table * shard_count / table_count..(table + 1) * shard_count / table_count
+}
+
+/// The dirty entries of `shards` as writes in key order
+/// ([`sort_in_key_order`]).
+pub(crate) fn sorted_dirty_writes<'a>(
+    shards: impl Iterator<Item = &'a Shard>,
+) -> Vec<KeyedCoinWrite<'a>> {
+    let mut writes: Vec<KeyedCoinWrite<'a>> = shards
+        .flat_map(|shard| shard.iter())
         .filter(|(_, entry)| entry.is_dirty())
         .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref())))
         .collect();
     sort_in_key_order(&mut writes);
-    database.ingest_flush(new_tip, &writes)
+    writes
+}
+
+/// Writes the dirty entries of `map` as one flush to `new_tip` in the
+/// database's [`CoinsDatabase::flush_table_count`] tables (a synchronous
+/// flush: the map is kept, and only one table's order is in memory at a
+/// time).
+pub(crate) fn ingest_map(
+    database: &CoinsDatabase,
+    map: &CoinMap,
+    new_tip: BlockHash,
+) -> Result<FlushStats, ChainstateError> {
+    let shards = map.shards();
+    let table_count = database.flush_table_count().clamp(1, shards.len());
+    let mut flush = TableFlush::begin(database, new_tip, table_count)?;
+    for table in 0..table_count {
+        let group = &shards[table_shards(table, table_count, shards.len())];
+        flush.ingest_part(&sorted_dirty_writes(group.iter()))?;
+    }
+    flush.finish()
 }
 
 impl CoinsDatabase {
@@ -159,7 +188,19 @@ impl CoinsDatabase {
         new_tip: BlockHash,
         writes: &[KeyedCoinWrite<'_>],
     ) -> Result<FlushStats, ChainstateError> {
-        self.check_head_blocks(new_tip)?;
+        let mut flush = TableFlush::begin(self, new_tip, 1)?;
+        flush.ingest_part(writes)?;
+        flush.finish()
+    }
+
+    /// Writes `writes` as a table and ingests it, with `'B'` and `'H'`
+    /// put (`Some`) or erased (`None`) around them as `edges` says.
+    fn ingest_table(
+        &self,
+        edges: &TableEdges<'_>,
+        writes: &[KeyedCoinWrite<'_>],
+        stats: &mut FlushStats,
+    ) -> Result<(), ChainstateError> {
         let number = self.next_table_number();
         let path = self.tables_directory().join(format!("flush-{number}.sst"));
         let mut table = TableWriter::create(
@@ -167,9 +208,14 @@ impl CoinsDatabase {
             self.whole_key_filters.load(Ordering::Relaxed),
             COIN_TXID_PREFIX_BYTES,
         )?;
-        let mut stats = FlushStats { batch_count: 1, ..FlushStats::default() };
-        table.put(crate::database::BEST_BLOCK_KEY, new_tip.as_bytes())?;
+        // Keys in order: 'B' < 'C' || txid || VARINT(vout) < 'H'.
+        match edges.best_block {
+            Some(Some(value)) => table.put(BEST_BLOCK_KEY, value)?,
+            Some(None) => table.delete(BEST_BLOCK_KEY)?,
+            None => {}
+        }
         let mut value = Vec::with_capacity(64);
+        let mut table_bytes = 0u64;
         // RocksDB checks that each key is larger than the one before and
         // fails the table otherwise ([`ChainstateError::TableWrite`]).
         for (_, (outpoint, coin)) in writes {
@@ -180,22 +226,109 @@ impl CoinsDatabase {
                     coin.encode_into(&mut value);
                     table.put(key.as_ref(), &value)?;
                     stats.coins_written += 1;
-                    stats.batch_bytes += (key.as_ref().len() + value.len()) as u64;
+                    table_bytes += (key.as_ref().len() + value.len()) as u64;
                 }
                 None => {
                     table.delete(key.as_ref())?;
                     stats.coins_erased += 1;
-                    stats.batch_bytes += key.as_ref().len() as u64;
+                    table_bytes += key.as_ref().len() as u64;
                 }
             }
         }
-        table.delete(crate::database::HEAD_BLOCKS_KEY)?;
+        match edges.head_blocks {
+            Some(Some(value)) => table.put(HEAD_BLOCKS_KEY, value)?,
+            Some(None) => table.delete(HEAD_BLOCKS_KEY)?,
+            None => {}
+        }
         let (path, _file_bytes) = table.finish()?;
         let mut options = IngestExternalFileOptions::default();
         options.set_move_files(true);
         self.raw().ingest_external_file_opts(&options, vec![path])?;
-        self.add_written_bytes(stats.batch_bytes);
-        Ok(stats)
+        self.add_written_bytes(table_bytes);
+        stats.batch_count += 1;
+        stats.batch_bytes += table_bytes;
+        Ok(())
+    }
+}
+
+/// What a table of a flush does to `'B'` and `'H'`: `None` leaves the key
+/// alone, `Some(None)` erases it, `Some(Some(value))` puts `value`.
+struct TableEdges<'a> {
+    best_block: Option<Option<&'a [u8]>>,
+    head_blocks: Option<Option<&'a [u8]>>,
+}
+
+/// A flush written as a given number of tables, ingested one after
+/// another, so that a background flush can free each part of the frozen
+/// map as soon as its table is in ([`crate::background`]).
+///
+/// # Crash safety
+/// Core's protocol, with tables for batches: the first table erases `'B'`
+/// and puts `'H'` = (new tip, old tip), the last one puts `'B'` = the new
+/// tip and erases `'H'`; a crash leaves a prefix of the tables (each is
+/// ingested atomically), and one that ends inside the flush leaves `'H'`,
+/// which makes the next start replay the blocks between the tips. A flush
+/// of one table puts `'B'` and erases `'H'` at once.
+pub struct TableFlush<'a> {
+    database: &'a CoinsDatabase,
+    new_tip: BlockHash,
+    head_blocks: Vec<u8>,
+    table_count: usize,
+    parts_ingested: usize,
+    stats: FlushStats,
+}
+
+impl<'a> TableFlush<'a> {
+    /// Begins a flush to `new_tip` in `table_count` parts (at least one).
+    pub fn begin(
+        database: &'a CoinsDatabase,
+        new_tip: BlockHash,
+        table_count: usize,
+    ) -> Result<TableFlush<'a>, ChainstateError> {
+        let old_tip = database.check_head_blocks(new_tip)?;
+        Ok(TableFlush {
+            database,
+            new_tip,
+            head_blocks: head_blocks_record(new_tip, old_tip),
+            table_count: table_count.max(1),
+            parts_ingested: 0,
+            stats: FlushStats::default(),
+        })
+    }
+
+    /// Writes and ingests the next part, `writes` sorted by
+    /// [`sort_in_key_order`]; a middle part with nothing to write is
+    /// skipped. A part after the last is refused.
+    pub fn ingest_part(&mut self, writes: &[KeyedCoinWrite<'_>]) -> Result<(), ChainstateError> {
+        if self.parts_ingested >= self.table_count {
+            return Err(ChainstateError::FlushTablesExceeded { table_count: self.table_count });
+        }
+        let first = self.parts_ingested == 0;
+        let last = self.parts_ingested + 1 == self.table_count;
+        self.parts_ingested += 1;
+        let tip = self.new_tip;
+        let edges = match (first, last) {
+            (_, true) => {
+                TableEdges { best_block: Some(Some(tip.as_bytes())), head_blocks: Some(None) }
+            }
+            (true, false) => {
+                TableEdges { best_block: Some(None), head_blocks: Some(Some(&self.head_blocks)) }
+            }
+            (false, false) if writes.is_empty() => return Ok(()),
+            (false, false) => TableEdges { best_block: None, head_blocks: None },
+        };
+        self.database.ingest_table(&edges, writes, &mut self.stats)
+    }
+
+    /// Ends the flush: every part must have been ingested.
+    pub fn finish(self) -> Result<FlushStats, ChainstateError> {
+        if self.parts_ingested != self.table_count {
+            return Err(ChainstateError::FlushTablesMissing {
+                table_count: self.table_count,
+                parts_ingested: self.parts_ingested,
+            });
+        }
+        Ok(self.stats)
     }
 }
 
@@ -280,5 +413,68 @@ mod tests {
         let coins: Vec<(OutPoint, Coin)> = database.iter_coins().map(Result::unwrap).collect();
         assert_eq!(coins.len(), outpoints.len());
         assert!(coins.iter().all(|(_, found)| *found == coin));
+    }
+
+    /// Puts of `coin` at `outpoints`, in key order.
+    fn sorted_puts<'a>(outpoints: &'a [OutPoint], coin: &'a Coin) -> Vec<KeyedCoinWrite<'a>> {
+        let mut writes: Vec<KeyedCoinWrite<'a>> =
+            outpoints.iter().map(|outpoint| keyed((outpoint, Some(coin)))).collect();
+        sort_in_key_order(&mut writes);
+        writes
+    }
+
+    #[test]
+    fn a_flush_in_tables_leaves_a_prefix_the_head_blocks_record_marks() {
+        let directory = tempfile::tempdir().unwrap();
+        let outpoints = awkward_outpoints();
+        let coin =
+            Coin::new(ibex_primitives::Amount::from_sat_u32(9), [0x51u8; 22], 4, false).unwrap();
+        let mut in_order = outpoints.clone();
+        in_order.sort_by(key_order);
+        let (low, high) = in_order.split_at(in_order.len() / 2);
+        let sorted = |outpoints| sorted_puts(outpoints, &coin);
+        let old_tip = BlockHash([1; 32]);
+        let new_tip = BlockHash([2; 32]);
+        {
+            let database =
+                CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+            database.ingest_flush(old_tip, &[]).unwrap();
+            let mut flush = TableFlush::begin(&database, new_tip, 4).unwrap();
+            flush.ingest_part(&sorted(low)).unwrap();
+            // Inside the flush: no best block, the two tips recorded, the
+            // first part readable.
+            assert_eq!(database.best_block().unwrap(), None);
+            let heads = database.head_blocks().unwrap().unwrap();
+            assert_eq!((heads.new_tip, heads.old_tip), (new_tip, old_tip));
+            assert_eq!(database.coin(&low[0]).unwrap(), Some(coin.clone()));
+            // A crash here: the flush is dropped unfinished.
+            assert!(matches!(
+                flush.finish(),
+                Err(ChainstateError::FlushTablesMissing { table_count: 4, parts_ingested: 1 })
+            ));
+        }
+        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+        assert_eq!(database.best_block().unwrap(), None);
+        // A flush to another tip than the interrupted one's is refused.
+        let other = TableFlush::begin(&database, BlockHash([3; 32]), 2);
+        assert!(matches!(other, Err(ChainstateError::InconsistentHeadBlocks { .. })));
+        // The replayed flush to the same tip: its old tip is the recorded one.
+        let mut flush = TableFlush::begin(&database, new_tip, 4).unwrap();
+        flush.ingest_part(&sorted(low)).unwrap();
+        flush.ingest_part(&[]).unwrap();
+        flush.ingest_part(&sorted(high)).unwrap();
+        flush.ingest_part(&[]).unwrap();
+        assert!(matches!(
+            flush.ingest_part(&[]),
+            Err(ChainstateError::FlushTablesExceeded { table_count: 4 })
+        ));
+        let stats = flush.finish().unwrap();
+        // The empty middle part wrote no table; the empty last one did.
+        assert_eq!(stats.batch_count, 3);
+        assert_eq!(stats.coins_written, outpoints.len() as u64);
+        assert_eq!(database.best_block().unwrap(), Some(new_tip));
+        assert_eq!(database.head_blocks().unwrap(), None);
+        let coins = database.iter_coins().map(Result::unwrap).count();
+        assert_eq!(coins, outpoints.len());
     }
 }

@@ -6,8 +6,6 @@ use rocksdb::Options;
 
 use crate::budget::MEMTABLES_MERGED_PER_FLUSH;
 
-const _: () = assert!(4 * LEVEL0_COMPACTION_FILES_MAX <= i32::MAX as usize);
-
 /// Level-0 bytes a compaction into the next level starts from, at least,
 /// counted in memtables written (a table holds
 /// [`MEMTABLES_MERGED_PER_FLUSH`] of them).
@@ -90,15 +88,35 @@ pub fn level0_file_triggers(memtable_bytes: usize) -> Level0Triggers {
     }
 }
 
-/// Sets [`level0_file_triggers`] and [`LEVEL_SIZE_MULTIPLIER`] on `rocks`.
-pub(crate) fn set_level0_triggers(rocks: &mut Options, memtable_bytes: usize) {
+impl Level0Triggers {
+    /// The thresholds for flushes of `tables_per_flush` tables each: a
+    /// flush written in groups of key ranges adds that many level-0 files
+    /// for the bytes one table held, so the counts scale with it (the
+    /// compaction still starts from the same bytes).
+    pub fn for_tables_per_flush(self, tables_per_flush: usize) -> Level0Triggers {
+        let scale = tables_per_flush.max(1);
+        Level0Triggers {
+            compaction_files: self.compaction_files.saturating_mul(scale),
+            slowdown_files: self.slowdown_files.saturating_mul(scale),
+            stop_files: self.stop_files.saturating_mul(scale),
+        }
+    }
+}
+
+/// Sets [`level0_file_triggers`] for flushes of `tables_per_flush` tables
+/// and [`LEVEL_SIZE_MULTIPLIER`] on `rocks`.
+pub(crate) fn set_level0_triggers(
+    rocks: &mut Options,
+    memtable_bytes: usize,
+    tables_per_flush: usize,
+) {
     rocks.set_level_compaction_dynamic_level_bytes(true);
     rocks.set_max_bytes_for_level_multiplier(LEVEL_SIZE_MULTIPLIER);
-    let triggers = level0_file_triggers(memtable_bytes);
-    // At most 96 files: the casts cannot truncate.
-    rocks.set_level_zero_file_num_compaction_trigger(triggers.compaction_files as i32);
-    rocks.set_level_zero_slowdown_writes_trigger(triggers.slowdown_files as i32);
-    rocks.set_level_zero_stop_writes_trigger(triggers.stop_files as i32);
+    let triggers = level0_file_triggers(memtable_bytes).for_tables_per_flush(tables_per_flush);
+    let files = |count: usize| i32::try_from(count).unwrap_or(i32::MAX);
+    rocks.set_level_zero_file_num_compaction_trigger(files(triggers.compaction_files));
+    rocks.set_level_zero_slowdown_writes_trigger(files(triggers.slowdown_files));
+    rocks.set_level_zero_stop_writes_trigger(files(triggers.stop_files));
 }
 
 #[cfg(test)]
@@ -124,5 +142,15 @@ mod tests {
         assert_eq!(triggers(1 << 20), (24, 72, 96));
         assert_eq!(triggers(0), (24, 72, 96));
         assert_eq!(triggers(usize::MAX), (4, 20, 36));
+        // Eight tables a flush: eight times the files, the same bytes.
+        let eight = level0_file_triggers(1 << 20).for_tables_per_flush(8);
+        assert_eq!(
+            (eight.compaction_files, eight.slowdown_files, eight.stop_files),
+            (192, 576, 768)
+        );
+        assert_eq!(
+            level0_file_triggers(1 << 20).for_tables_per_flush(0),
+            level0_file_triggers(1 << 20)
+        );
     }
 }

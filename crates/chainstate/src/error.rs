@@ -188,6 +188,20 @@ pub enum ChainstateError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// A flush in tables was handed more parts than it has tables.
+    #[error("a flush of {table_count} tables was given another part")]
+    FlushTablesExceeded {
+        /// The tables the flush was begun with.
+        table_count: usize,
+    },
+    /// A flush in tables ended before all its parts were ingested.
+    #[error("a flush of {table_count} tables ended after {parts_ingested} of them")]
+    FlushTablesMissing {
+        /// The tables the flush was begun with.
+        table_count: usize,
+        /// The parts ingested.
+        parts_ingested: usize,
+    },
     /// The background flush thread panicked.
     #[error("the flush thread panicked")]
     FlushThreadPanicked,

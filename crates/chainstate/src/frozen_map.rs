@@ -98,7 +98,16 @@ impl FrozenMap {
 
     /// The shards' read locks, all at once (a released shard is `None`).
     pub(crate) fn read_all(&self) -> Vec<RwLockReadGuard<'_, Option<Shard>>> {
-        (0..self.shards.len()).map(|index| self.read(index)).collect()
+        self.read_range(0..self.shards.len())
+    }
+
+    /// The read locks of the shards in `indexes` (a released shard is
+    /// `None`).
+    pub(crate) fn read_range(
+        &self,
+        indexes: std::ops::Range<usize>,
+    ) -> Vec<RwLockReadGuard<'_, Option<Shard>>> {
+        indexes.map(|index| self.read(index)).collect()
     }
 
     /// Frees shard `index`, whose entries are all in the database now, and
@@ -141,9 +150,9 @@ mod tests {
 
     fn outpoint(index: u32) -> OutPoint {
         let mut txid = [0u8; 32];
-        txid[..4].copy_from_slice(&index.to_le_bytes());
-        txid[6] = index.wrapping_mul(7919) as u8;
-        txid[7] = (index.wrapping_mul(104_729) >> 8) as u8;
+        txid[2..6].copy_from_slice(&index.to_le_bytes());
+        txid[0] = index.wrapping_mul(7919) as u8;
+        txid[1] = (index.wrapping_mul(104_729) >> 8) as u8;
         OutPoint { txid: Txid(txid), vout: 0 }
     }
 

@@ -28,6 +28,8 @@ use crate::settings::{interpret_bool, SettingValue, Settings};
 pub const DBCACHE_MEBIBYTES_DEFAULT: u64 = 450;
 /// `-dbcache` floor, MiB (Core's `MIN_DB_CACHE`).
 pub const DBCACHE_MEBIBYTES_MIN: u64 = 4;
+/// `-dbflushtables` at most (a flush has at most 31 shards to group).
+pub const FLUSH_TABLE_COUNT_OPTION_MAX: usize = 32;
 /// `-dbcache` ceiling, MiB: 1 TiB. Core only caps at the address space; no
 /// machine we run on has this much memory.
 pub const DBCACHE_MEBIBYTES_MAX: u64 = 1 << 20;
@@ -92,6 +94,9 @@ pub struct NodeOptions {
     pub dbcache_mebibytes: u64,
     /// `-dbbatchsize`, bytes.
     pub database_batch_bytes: usize,
+    /// `-dbflushtables` (Ibex): tables a background flush is written as;
+    /// `None` chooses from `-dbcache` ([`ibex_chainstate::budget`]).
+    pub flush_table_count: Option<usize>,
     /// `-dbcrashratio` (testing only; 0 = never).
     pub database_crash_ratio: u64,
     /// Script-check threads including the main thread, 1 to 16 (Core's
@@ -270,6 +275,7 @@ impl CommandLine {
             data_directory,
             dbcache_mebibytes: numbers.dbcache_mebibytes,
             database_batch_bytes: typed.database_batch_bytes(&mut warnings)?,
+            flush_table_count: typed.flush_table_count(&mut warnings)?,
             database_crash_ratio: numbers.database_crash_ratio,
             script_threads: numbers.script_threads,
             assume_valid: typed.assume_valid()?,
@@ -512,6 +518,21 @@ impl Typed<'_> {
         match usize::try_from(read) {
             Ok(bytes) if bytes > 0 => Ok(bytes),
             _ => Err(ConfigError::InvalidValue { name: "dbbatchsize", value: given.text }),
+        }
+    }
+
+    /// `-dbflushtables`: 1 to [`FLUSH_TABLE_COUNT_OPTION_MAX`]; anything
+    /// else is refused rather than clamped (a benchmark must get the
+    /// count it asked for).
+    fn flush_table_count(
+        &self,
+        warnings: &mut Vec<ConfigWarning>,
+    ) -> Result<Option<usize>, ConfigError> {
+        let Some(given) = self.given("dbflushtables") else { return Ok(None) };
+        let read = numeric_options::read_integer("dbflushtables", Some(&given), 0, warnings);
+        match usize::try_from(read) {
+            Ok(count) if (1..=FLUSH_TABLE_COUNT_OPTION_MAX).contains(&count) => Ok(Some(count)),
+            _ => Err(ConfigError::InvalidValue { name: "dbflushtables", value: given.text }),
         }
     }
 

@@ -19,6 +19,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("dbcache", "=<n>", "Database cache in MiB (minimum 4, default: 450)"),
     ("dbcrashratio", "=<n>", "Testing: exit at random during coins flushes with probability 1/n, as a crash (default: 0, never)"),
     ("dbbatchsize", "=<n>", "Largest database write batch in bytes (default: 33554432)"),
+    ("dbflushtables", "=<n>", "Tables a background coins flush is written as, each part of the cache freed once its table is in (1 to 32; default: one per 48 MiB of -dbcache, 1 to 8)"),
     ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
     ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
     ("minimumchainwork", "=<hex>", "Minimum work assumed to exist on a valid chain in hex; headers sync stores no header chain with less (default: the chain's, 0 on regtest)"),

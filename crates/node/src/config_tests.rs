@@ -103,6 +103,30 @@ fn database_batch_default_is_the_chainstate_default_and_in_the_help() {
 }
 
 #[test]
+fn flush_tables_are_chosen_from_dbcache_unless_given_in_range() {
+    let count = |list: &[&str]| {
+        let mut all = vec!["-regtest", "-noconf"];
+        all.extend_from_slice(list);
+        CommandLine::parse(&arguments(&all))
+            .unwrap()
+            .resolve()
+            .map(|options| options.flush_table_count)
+    };
+    assert_eq!(count(&[]).unwrap(), None);
+    assert_eq!(count(&["-dbflushtables=1"]).unwrap(), Some(1));
+    assert_eq!(count(&["-dbflushtables=32"]).unwrap(), Some(32));
+    for refused in
+        ["-dbflushtables=0", "-dbflushtables=33", "-dbflushtables=-2", "-dbflushtables=many"]
+    {
+        let error = count(&[refused]).unwrap_err();
+        assert!(
+            matches!(error, ConfigError::InvalidValue { name: "dbflushtables", .. }),
+            "{refused}: {error}"
+        );
+    }
+}
+
+#[test]
 fn minimum_chain_work_like_core() {
     let resolved = |list: &[&str]| {
         let mut all = vec!["-regtest", "-noconf"];

@@ -41,10 +41,15 @@ pub enum NodeError {
     Engine(#[from] EngineError),
 }
 
-/// How `-dbcache` is shared for `options` (`-dbcache`, `-dbbatchsize`):
+/// How `-dbcache` is shared for `options` (`-dbcache`, `-dbbatchsize`,
+/// `-dbflushtables`):
 /// see [`ibex_chainstate::budget`].
 pub fn memory_budget(options: &NodeOptions) -> MemoryBudget {
-    memory_budget_for(options.dbcache_mebibytes, options.database_batch_bytes)
+    let budget = memory_budget_for(options.dbcache_mebibytes, options.database_batch_bytes);
+    match options.flush_table_count {
+        Some(count) => budget.with_flush_table_count(count),
+        None => budget,
+    }
 }
 
 /// How `-dbcache=dbcache_mebibytes` is shared, with flush batches of at most
@@ -74,11 +79,13 @@ fn cache_lines(options: &NodeOptions) -> Vec<String> {
         ),
         format!("* Using {} MiB for in-memory UTXO set", mebibytes(budget.coins_bytes)),
         format!(
-            "  chain state database: {} write buffers of {} MiB, write batches of {} MiB, a {} MiB block cache; its table readers (bloom filters, indexes) are counted in the UTXO set's share as they grow",
+            "  chain state database: {} write buffers of {} MiB, write batches of {} MiB, a {} MiB block cache, flushes in {} tables sorted in up to {} MiB each; its table readers (bloom filters, indexes) are counted in the UTXO set's share as they grow",
             ibex_chainstate::budget::MEMTABLE_COUNT_MAX,
             mebibytes(database.memtable_bytes),
             mebibytes(database.flush_batch_bytes_max),
             mebibytes(database.block_cache_bytes),
+            database.flush_table_count,
+            mebibytes(database.flush_order_bytes),
         ),
     ];
     if budget.parts_bytes() > budget.dbcache_bytes {
@@ -180,7 +187,7 @@ pub fn summary_line(summary: &RunSummary) -> String {
     let statistics = &summary.statistics;
     let seconds = summary.elapsed.as_secs_f64().max(1e-9);
     format!(
-        "Imported to height {}: {} blocks, {} transactions, {} inputs ({} scripts checked) in {:.2} s: {:.1} blocks/s, {:.0} transactions/s, {:.0} inputs/s; {} invalid blocks; {} flushes, longest {} ms, longest wait for a flush {} ms, shutdown flush {} ms",
+        "Imported to height {}: {} blocks, {} transactions, {} inputs ({} scripts checked) in {:.2} s: {:.1} blocks/s, {:.0} transactions/s, {:.0} inputs/s; {} invalid blocks; {} flushes, longest {} ms, longest wait for a flush {} ms ({} ms in all), shutdown flush {} ms",
         summary.height.map_or_else(|| "none".to_owned(), |height| height.to_string()),
         statistics.blocks_connected,
         statistics.transactions_connected,
@@ -194,6 +201,7 @@ pub fn summary_line(summary: &RunSummary) -> String {
         statistics.flushes,
         statistics.longest_flush_ms,
         statistics.longest_flush_stall_ms,
+        statistics.flush_stall_ms_total,
         statistics.shutdown_flush_ms,
     ) + &engine_wait_text(statistics)
 }
@@ -221,9 +229,9 @@ mod tests {
         // between RocksDB, the blocks read ahead and the UTXO set.
         let budget = memory_budget_for(450, 32 << 20);
         assert_eq!(budget.block_index_database_bytes, 2 << 20);
-        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "72.3");
+        assert_eq!(mebibytes(budget.coins_database.total_bytes()), "16.0");
         assert_eq!(mebibytes(budget.incoming_blocks_bytes), "56.2");
-        assert_eq!(mebibytes(budget.coins_bytes), "319.5");
+        assert_eq!(mebibytes(budget.coins_bytes), "375.7");
         assert_eq!(budget.parts_bytes(), 450 << 20);
         // At Core's 4 MiB floor the parts' minimums take more.
         let budget = memory_budget_for(4, 32 << 20);

@@ -117,9 +117,9 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
         "Command-line arg: par=\"2\"".to_owned(),
         "Script verification uses 1 additional threads".to_owned(),
         "* Using 2.0 MiB for block index database".to_owned(),
-        "* Using 19.8 MiB for chain state database".to_owned(),
+        "* Using 12.7 MiB for chain state database".to_owned(),
         "* Using 12.5 MiB for blocks read ahead of validation".to_owned(),
-        "* Using 65.7 MiB for in-memory UTXO set".to_owned(),
+        "* Using 72.8 MiB for in-memory UTXO set".to_owned(),
         "Validating signatures for all blocks.".to_owned(),
         "Shutdown: done".to_owned(),
     ];

@@ -12,13 +12,14 @@
 //!   connected, and (with the small cache) bytes RocksDB flushed or
 //!   compacted.
 //! - `kill -9` while a background flush of 40,000+ changed coins is being
-//!   written in batches of 64 KiB (`-dbcache=32 -dbbatchsize=65536`), seen
-//!   from the flush's start line in the log and no end line after it, three
-//!   times. The coins database has no write-ahead log
-//!   (`ibex_chainstate::database`): what a kill leaves on disk is a prefix
-//!   of the batches, either inside a flush (`ibex txoutsetinfo` reports the
-//!   interrupted flush and the restart replays it) or at an earlier tip (the
-//!   restart connects the blocks after it again); a clean run past each
+//!   written as eight tables ingested one after another (`-dbcache=32
+//!   -dbflushtables=8`), seen from the flush's start line in the log and
+//!   no end line after it, three times. Each table goes in atomically and
+//!   the first records the flush's two tips (`ibex_chainstate::database_ingest`):
+//!   what a kill leaves on disk is a prefix of the tables, either inside a
+//!   flush (`ibex txoutsetinfo` reports the interrupted flush and the
+//!   restart replays it) or at an earlier tip (the restart connects the
+//!   blocks after it again); a clean run past each
 //!   killed flush is checked against what was left, so the three kills hit
 //!   three flushes further up the chain. The last run goes to the end: the
 //!   clean run's UTXO set.
@@ -48,14 +49,14 @@ const SMALL_DBCACHE: &str = "-dbcache=4";
 const SMALL_CACHE_FLUSHES_MIN: usize = 20;
 /// A coins cache whose UTXO share (what `-dbcache=32` leaves after the
 /// budget's other parts: `ibex_chainstate::MemoryBudget`) holds more than
-/// [`KILLED_FLUSH_CHANGED_COINS_MIN`] changed coins a flush, written in
-/// batches of at most 64 KiB.
-const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=32", "-dbbatchsize=65536"];
-/// Changed coins a killed flush holds at least: ~70 bytes each, so more
-/// than 100 batches of 64 KiB.
+/// [`KILLED_FLUSH_CHANGED_COINS_MIN`] changed coins a flush, written as
+/// eight tables (the default at this size is one).
+const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=32", "-dbflushtables=8"];
+/// Changed coins a killed flush holds at least: ~70 bytes each, so tables
+/// of ~350 KB.
 const KILLED_FLUSH_CHANGED_COINS_MIN: u64 = 40_000;
 /// How long after a flush's start line each kill comes: inside the write
-/// (20-70 ms for such a flush without a write-ahead log).
+/// (each table is written, synced and ingested in a few milliseconds).
 const KILL_DELAYS_MS: [u64; 3] = [3, 8, 15];
 /// Kills that may land after the flush's end line (the restart then goes
 /// on from the flushed tip) before the test gives up.

@@ -86,9 +86,8 @@ impl Chainstate {
         self.emit(started_event);
         let index_records = target.index_records;
         self.persistence.background_flush =
-            Some(BackgroundFlushInfo { started, index_records, reason });
-        self.statistics.longest_flush_stall_ms =
-            self.statistics.longest_flush_stall_ms.max(stall_ms);
+            Some(BackgroundFlushInfo { started, index_records, reason, room_wait_ms: 0 });
+        self.note_stall(stall_ms);
         Ok(())
     }
 
@@ -99,14 +98,21 @@ impl Chainstate {
         let started = Instant::now();
         while self.connector.cache().needs_room() {
             if self.connector.cache().background_flush_finished() {
+                if let Some(info) = self.persistence.background_flush.as_mut() {
+                    info.room_wait_ms += elapsed_ms(started);
+                }
                 self.collect_background_flush(Collect::Wait)?;
-                break;
+                return Ok(());
             }
             std::thread::sleep(FLUSH_ROOM_POLL_INTERVAL);
         }
         let stall_ms = elapsed_ms(started);
-        self.statistics.longest_flush_stall_ms =
-            self.statistics.longest_flush_stall_ms.max(stall_ms);
+        if let Some(info) = self.persistence.background_flush.as_mut() {
+            // Reported with the flush when it is collected.
+            info.room_wait_ms += stall_ms;
+        } else {
+            self.note_stall(stall_ms);
+        }
         Ok(())
     }
 
@@ -149,7 +155,11 @@ impl Chainstate {
         let Some(info) = self.persistence.background_flush.take() else { return Ok(()) };
         self.persist_for(info.reason)?;
         let duration_ms = elapsed_ms(info.started);
-        let stall_ms = if collect == Collect::AtShutdown { 0 } else { elapsed_ms(waited) };
+        // The waits for room and the wait for the end, counted as one.
+        let stall_ms = match collect {
+            Collect::AtShutdown => info.room_wait_ms,
+            Collect::Poll | Collect::Wait => info.room_wait_ms + elapsed_ms(waited),
+        };
         self.record_flush(duration_ms, stall_ms, &stats);
         self.emit(ChainEvent::Flushed {
             stats,
@@ -221,9 +231,15 @@ impl Chainstate {
     fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
         self.statistics.flushes += 1;
         self.statistics.longest_flush_ms = self.statistics.longest_flush_ms.max(duration_ms);
+        self.note_stall(stall_ms);
+        self.metrics.flush_finished(self.statistics.flushes, duration_ms, stats.batch_bytes);
+    }
+
+    /// Counts a wait of validation for a flush.
+    fn note_stall(&mut self, stall_ms: u64) {
         self.statistics.longest_flush_stall_ms =
             self.statistics.longest_flush_stall_ms.max(stall_ms);
-        self.metrics.flush_finished(self.statistics.flushes, duration_ms, stats.batch_bytes);
+        self.statistics.flush_stall_ms_total += stall_ms;
     }
 
     /// Writes only the block index (and syncs the files it names): cheap,

@@ -152,6 +152,9 @@ pub struct ChainStatistics {
     /// Longest time validation waited for a flush, in milliseconds (the
     /// shutdown flush excluded: no block waits for it).
     pub longest_flush_stall_ms: u64,
+    /// Time validation waited for flushes in all, in milliseconds (the
+    /// shutdown flush excluded).
+    pub flush_stall_ms_total: u64,
     /// The last shutdown flush, start to synced, in milliseconds.
     pub shutdown_flush_ms: u64,
     /// Times a reader's query settled pending blocks before their turn (a

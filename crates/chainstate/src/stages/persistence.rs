@@ -35,6 +35,9 @@ pub(crate) struct BackgroundFlushInfo {
     pub(crate) started: Instant,
     pub(crate) index_records: usize,
     pub(crate) reason: FlushReason,
+    /// Milliseconds validation has waited for the writer to free room so
+    /// far ([`crate::background`]).
+    pub(crate) room_wait_ms: u64,
 }
 
 /// Block files, undo files, the block index database and the flush
