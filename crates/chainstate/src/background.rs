@@ -19,11 +19,11 @@
 //! - Order: a new flush first waits for the previous writer, so "clean"
 //!   always means "equal to the database once pending writes end", and a
 //!   later put or erase of a key never overtakes an earlier one.
-//! - Crash: the writer writes one table holding the whole flush and
-//!   ingests it atomically, as a synchronous flush does
-//!   ([`crate::database_ingest`]); on the batch path (`-dbcrashratio`) it
-//!   brackets its batches with the head-blocks record. Replay does not
-//!   care which thread wrote.
+//! - Crash: the writer writes the flush as tables ingested one after
+//!   another, the head-blocks record put by the first and erased by the
+//!   last, as a synchronous flush does ([`crate::database_ingest::TableFlush`]);
+//!   on the batch path (`-dbcrashratio`) it brackets its batches with the
+//!   same record. Replay does not care which thread wrote.
 //!
 //! # Memory
 //! The live map and the frozen map share the cache's limit
@@ -39,13 +39,15 @@
 //! writer ended and the live map could grow by a quarter of the limit (at
 //! most 128 MiB) meanwhile: the maps peaked at 1.25x the limit.
 //!
-//! Since session 15 flushes are ingested as one table, and the frozen map
-//! is again held whole until the table is in (its coins are readable
-//! nowhere else before): validation waits whenever the live map outgrows
-//! the headroom before the flush ends. At `-dbcache=450` a flush takes
-//! ~1.5 s and the longest wait measured was 1.4 s (at 100, 0.25 s and
-//! 163 ms). Writing a flush as several tables, freeing shards as each is
-//! in, would restore the release above (docs/utxo-heavy.md, session 15).
+//! Since session 15 flushes are ingested as tables, and a shard's coins are
+//! readable nowhere else until its table is in. Written as one table, the
+//! frozen map was held whole for the ~1 s the writer took at
+//! `-dbcache=450`, and validation waited for room at every flush (14 s of
+//! a 40 s import). Since session 16 the writer writes the shards in
+//! groups of neighbouring key ranges, one table each
+//! ([`crate::budget::DBCACHE_BYTES_PER_FLUSH_TABLE`]), and frees each
+//! group once its table is in: at 450, eight tables, the waits fell to
+//! 2.6 s in all, the longest 0.5 s (docs/utxo-heavy.md, session 16).
 //!
 //! # Napkin math
 //! Freezing is a pointer swap. On the batch path, writing costs ~3 us a coin (encode, RocksDB

@@ -6,9 +6,9 @@
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables since session 15: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]) | 19.8 | 72.3 |
+//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables since session 15: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]), divided among the tables it is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]: 2 at 100, 8 at 450) | 12.7 | 16.0 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
-//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (held until its table is in), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 65.7 | 319.5 |
+//! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (each group of shards held until its table is in), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 72.8 | 375.7 |
 //!
 //! Blocks read ahead are the import's reader queue and the stored-block
 //! read-ahead during `-reindex`/`-loadblock`, or the download window when
@@ -81,7 +81,9 @@ pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// a number and two pointers) may take `-dbcache` / this. A flush of the
 /// `utxo-heavy` chain at `-dbcache=100` writes ~330,000 changed coins from
 /// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
-/// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers.
+/// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers. Since
+/// session 16 a flush sorts one table's coins at a time, and the share is
+/// divided by the tables ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]).
 pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// A background flush is written as one table for each this much of
 /// `-dbcache` (at least one, at most [`FLUSH_TABLE_COUNT_MAX`]): its

@@ -15,17 +15,17 @@
 //! docs/utxo-heavy.md): the import's CPU fell from ~92 to ~75 s.
 //!
 //! # Crash safety
-//! The table holds the whole flush: `'B'` = the new tip (the smallest key),
-//! the coins, and an erasure of `'H'` (the largest). RocksDB ingests a file
-//! atomically: its MANIFEST names the file or does not, so after a crash
-//! the database holds the old state or the new one, never a mix, and a
-//! flush of this kind never leaves `'H'` behind. Ingestion gives the table
-//! a sequence number above every write before it, and RocksDB first
-//! writes any memtable that holds keys in the table's range (every key of
-//! the coins database lies between `'B'` and `'H'`), so what survives a
-//! crash is still a prefix of the writes (the `database` module docs).
-//! A table written but not ingested is left in [`TABLES_DIRECTORY`], which
-//! the next open empties.
+//! A flush is one table or several ([`TableFlush`], whose docs give the
+//! protocol): a table of one flush holds `'B'` = the new tip (the smallest
+//! key), the coins, and an erasure of `'H'` (the largest); a flush of
+//! several puts `'H'` in its first table and `'B'` in its last. RocksDB
+//! ingests a file atomically: its MANIFEST names the file or does not, so
+//! after a crash the database holds a prefix of the tables, never part of
+//! one. Ingestion gives each table a sequence number above every write
+//! before it, and RocksDB first writes any memtable that holds keys in the
+//! table's range, so what survives a crash is still a prefix of the writes
+//! (the `database` module docs). A table written but not ingested is left
+//! in [`TABLES_DIRECTORY`], which the next open empties.
 //!
 //! `-dbcrashratio` (tests) keeps the batch path: it crashes between
 //! batches, which a table never has.
