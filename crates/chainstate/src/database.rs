@@ -77,7 +77,7 @@
 //! mainnet. [`CoinsDatabase::table_readers_bytes`] reports it, and the
 //! UTXO cache counts it against its share of `-dbcache`
 //! ([`crate::CoinsCache::set_table_readers_bytes`]). Once the readers pass
-//! a quarter of that share, tables written from then on hold transaction
+//! half of that share ([`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]), tables written from then on hold transaction
 //! id prefixes in their filters, not whole keys
 //! ([`CoinsDatabase::drop_whole_key_filters`]): one filter entry a
 //! transaction instead of one a coin and one a transaction, a tenth of

@@ -276,7 +276,7 @@ fn a_cache_that_never_flushes_and_one_that_flushes_every_few_blocks_agree() {
     assert!(cache_full_count >= SMALL_CACHE_FLUSHES_MIN, "{}", log_summary(&log));
     eprintln!("{cache_full_count} cache-full flushes ({SMALL_DBCACHE}): {}", import_line(&log));
     assert_same_utxo_set(unflushed, &flushed);
-    // The table readers pass a quarter of so small a share early: the
+    // The table readers pass half of so small a share early: the
     // tables written after that filter on transaction ids only, and the
     // set above is the same.
     let filters_line = "tables written from now on filter on transaction ids only";

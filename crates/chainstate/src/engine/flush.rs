@@ -34,9 +34,15 @@ use crate::stages::persistence::BackgroundFlushInfo;
 /// height 2,000 (26 M coins, scripts skipped): whole-key filters won by
 /// 4.7 % at `-dbcache=450`, where the readers reached a fifth of the share
 /// (45 of 212 MiB), and lost by 8 % at `-dbcache=100`, where they took it
-/// all (38 MiB); a quarter lies between. A mainnet set (~180 M coins,
-/// ~225 MiB of whole-key filters) passes it below `-dbcache` of ~3.5 GiB.
-pub const WHOLE_KEY_FILTERS_SHARE_DIVISOR: usize = 4;
+/// all (38 MiB); a quarter lies between. Since session 16 (flushes in
+/// tables, maps of 72.8 MiB at 100) half measured better at 100: three
+/// runs each (`/work/bench/s16/w100*`), 39.8-40.6 s against a quarter's
+/// 42.0-42.8 s, the fourth quarter 12.9-13.4 s against 13.8-14.1, the
+/// filters dropped at 36 MiB in the third quarter instead of 18 MiB in
+/// the second (never dropping them: 40.0-40.6 s). A mainnet set (~180 M
+/// coins, ~225 MiB of whole-key filters) passes half of the share below
+/// `-dbcache` of ~550 MiB and keeps its whole-key filters above it.
+pub const WHOLE_KEY_FILTERS_SHARE_DIVISOR: usize = 2;
 
 /// How often validation looks whether a background flush has freed room.
 const FLUSH_ROOM_POLL_INTERVAL: Duration = Duration::from_millis(1);
