@@ -67,6 +67,34 @@ fn tiny_chain_imports_to_the_manifest_tip_checking_every_script() {
     assert!(after.shutdown_flush_ms <= after.longest_flush_ms);
 }
 
+/// A coins cache so small (32 KiB) that the database's table readers soon
+/// pass half its share: the engine drops whole coin keys from the filters
+/// of later tables once, and the import still ends at the manifest's set
+/// (reads then answer from tables of both kinds).
+#[test]
+fn a_small_cache_drops_whole_key_filters_once_and_ends_at_the_same_set() {
+    let chain = clean();
+    let mut node = Node::with_chain(chain);
+    node.cache_bytes_max = 1 << 15;
+    let mut chainstate = node.open();
+    assert!(!import(&mut chainstate).interrupted);
+    let drops: Vec<(usize, usize)> = node
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            ChainEvent::WholeKeyFiltersDropped { table_readers_bytes, share_bytes } => {
+                Some((*table_readers_bytes, *share_bytes))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(drops.len(), 1, "{drops:?}");
+    let (readers, share) = drops[0];
+    assert!(readers > share / 2, "{readers} of {share}");
+    assert_eq!(tip_hex(&chainstate), chain.tip());
+    assert_eq!(utxo_stats(&mut chainstate).txouts, chain.manifest.utxo_count);
+}
+
 /// Where an invalid block of `class` ends up: never indexed (a header
 /// failing its context: Core's `AcceptBlockHeader` returns before
 /// `AddToBlockIndex`), indexed without data and not marked (a possibly

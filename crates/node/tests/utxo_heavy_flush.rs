@@ -276,11 +276,11 @@ fn a_cache_that_never_flushes_and_one_that_flushes_every_few_blocks_agree() {
     assert!(cache_full_count >= SMALL_CACHE_FLUSHES_MIN, "{}", log_summary(&log));
     eprintln!("{cache_full_count} cache-full flushes ({SMALL_DBCACHE}): {}", import_line(&log));
     assert_same_utxo_set(unflushed, &flushed);
-    // The table readers pass half of so small a share early: the
-    // tables written after that filter on transaction ids only, and the
-    // set above is the same.
+    // Whole-key filters are dropped at most once (here the table readers
+    // stay under half of even this share; the drop itself is imported
+    // through in `ibex-chainstate`'s `generated_chains` tests).
     let filters_line = "tables written from now on filter on transaction ids only";
-    assert_eq!(log.matches(filters_line).count(), 1, "{}", log_summary(&log));
+    assert!(log.matches(filters_line).count() <= 1, "{}", log_summary(&log));
     let database_lines = check_coins_database_lines(&log);
     let (flushes_gibibytes, compactions_gibibytes) = database_lines.written_gibibytes;
     assert!(flushes_gibibytes + compactions_gibibytes > 0.0, "{}", database_lines.io_line);
