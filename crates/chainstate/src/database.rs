@@ -5,11 +5,11 @@
 //! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip).
 //!
 //! # Crash safety
-//! Since session 15 a flush is written as one sorted table and ingested,
-//! which is atomic ([`crate::database_ingest`]); the batch protocol below
+//! Since session 15 a flush is written as sorted tables, each ingested
+//! atomically ([`crate::database_ingest`]); the batch protocol below
 //! remains for `-dbcrashratio` and for tests of it
-//! ([`CoinsDatabase::set_batch_flushes`]), and its `'H'` record for
-//! restarts after a crash inside such a flush.
+//! ([`CoinsDatabase::set_batch_flushes`]), and its `'H'` record marks a
+//! flush of either kind cut short by a crash.
 //!
 //! A batch flush is a sequence of batches. The first erases `'B'` and writes `'H'`
 //! = (new tip, old tip); the middle ones carry coins; the last erases `'H'`

@@ -1,5 +1,5 @@
-//! Flushes written as one sorted table and ingested into the coins
-//! database, instead of write batches through RocksDB's memtables.
+//! Flushes written as sorted tables and ingested into the coins database,
+//! instead of write batches through RocksDB's memtables.
 //!
 //! # Why
 //! A write batch goes into a skip-list memtable (a search per key), the
@@ -156,7 +156,7 @@ pub(crate) fn ingest_map(
 }
 
 impl CoinsDatabase {
-    /// Whether flushes go in as ingested tables ([`Self::ingest_flush`]):
+    /// Whether flushes go in as ingested tables ([`TableFlush`]):
     /// always, except under `-dbcrashratio`, whose crashes fall between
     /// write batches, and where a test asks for batches
     /// ([`CoinsDatabase::set_batch_flushes`]).
@@ -180,21 +180,8 @@ impl CoinsDatabase {
         std::fs::create_dir_all(&path).map_err(error)
     }
 
-    /// Writes one flush to `new_tip` as a table of `writes` (sorted by
-    /// [`sort_in_key_order`]) and ingests it: the database moves from the
-    /// old state to the new one at once (module docs).
-    pub fn ingest_flush(
-        &self,
-        new_tip: BlockHash,
-        writes: &[KeyedCoinWrite<'_>],
-    ) -> Result<FlushStats, ChainstateError> {
-        let mut flush = TableFlush::begin(self, new_tip, 1)?;
-        flush.ingest_part(writes)?;
-        flush.finish()
-    }
-
     /// Writes `writes` as a table and ingests it, with `'B'` and `'H'`
-    /// put (`Some`) or erased (`None`) around them as `edges` says.
+    /// changed around them as `edges` says.
     fn ingest_table(
         &self,
         edges: &TableEdges<'_>,
@@ -209,11 +196,7 @@ impl CoinsDatabase {
             COIN_TXID_PREFIX_BYTES,
         )?;
         // Keys in order: 'B' < 'C' || txid || VARINT(vout) < 'H'.
-        match edges.best_block {
-            Some(Some(value)) => table.put(BEST_BLOCK_KEY, value)?,
-            Some(None) => table.delete(BEST_BLOCK_KEY)?,
-            None => {}
-        }
+        edges.best_block.write(&mut table, BEST_BLOCK_KEY)?;
         let mut value = Vec::with_capacity(64);
         let mut table_bytes = 0u64;
         // RocksDB checks that each key is larger than the one before and
@@ -235,11 +218,7 @@ impl CoinsDatabase {
                 }
             }
         }
-        match edges.head_blocks {
-            Some(Some(value)) => table.put(HEAD_BLOCKS_KEY, value)?,
-            Some(None) => table.delete(HEAD_BLOCKS_KEY)?,
-            None => {}
-        }
+        edges.head_blocks.write(&mut table, HEAD_BLOCKS_KEY)?;
         let (path, _file_bytes) = table.finish()?;
         let mut options = IngestExternalFileOptions::default();
         options.set_move_files(true);
@@ -251,11 +230,33 @@ impl CoinsDatabase {
     }
 }
 
-/// What a table of a flush does to `'B'` and `'H'`: `None` leaves the key
-/// alone, `Some(None)` erases it, `Some(Some(value))` puts `value`.
+/// What a table of a flush does to one of the records `'B'` and `'H'`.
+#[derive(Debug, Clone, Copy)]
+enum RecordChange<'a> {
+    /// Leaves it alone.
+    Keep,
+    /// Erases it.
+    Erase,
+    /// Puts this value.
+    Put(&'a [u8]),
+}
+
+impl RecordChange<'_> {
+    /// Adds the change of the record at `key` to `table`.
+    fn write(self, table: &mut TableWriter, key: &[u8]) -> Result<(), ChainstateError> {
+        match self {
+            RecordChange::Keep => Ok(()),
+            RecordChange::Erase => table.delete(key),
+            RecordChange::Put(value) => table.put(key, value),
+        }
+    }
+}
+
+/// What a table of a flush does to `'B'` (its first key) and `'H'` (its
+/// last).
 struct TableEdges<'a> {
-    best_block: Option<Option<&'a [u8]>>,
-    head_blocks: Option<Option<&'a [u8]>>,
+    best_block: RecordChange<'a>,
+    head_blocks: RecordChange<'a>,
 }
 
 /// A flush written as a given number of tables, ingested one after
@@ -308,14 +309,18 @@ impl<'a> TableFlush<'a> {
         self.parts_ingested += 1;
         let tip = self.new_tip;
         let edges = match (first, last) {
-            (_, true) => {
-                TableEdges { best_block: Some(Some(tip.as_bytes())), head_blocks: Some(None) }
-            }
-            (true, false) => {
-                TableEdges { best_block: Some(None), head_blocks: Some(Some(&self.head_blocks)) }
-            }
+            (_, true) => TableEdges {
+                best_block: RecordChange::Put(tip.as_bytes()),
+                head_blocks: RecordChange::Erase,
+            },
+            (true, false) => TableEdges {
+                best_block: RecordChange::Erase,
+                head_blocks: RecordChange::Put(&self.head_blocks),
+            },
             (false, false) if writes.is_empty() => return Ok(()),
-            (false, false) => TableEdges { best_block: None, head_blocks: None },
+            (false, false) => {
+                TableEdges { best_block: RecordChange::Keep, head_blocks: RecordChange::Keep }
+            }
         };
         self.database.ingest_table(&edges, writes, &mut self.stats)
     }
@@ -384,6 +389,25 @@ mod tests {
         assert_eq!(key_order(&low, &high), std::cmp::Ordering::Greater);
     }
 
+    /// Puts of `coin` at `outpoints`, in key order.
+    fn sorted_puts<'a>(outpoints: &'a [OutPoint], coin: &'a Coin) -> Vec<KeyedCoinWrite<'a>> {
+        let mut writes: Vec<KeyedCoinWrite<'a>> =
+            outpoints.iter().map(|outpoint| keyed((outpoint, Some(coin)))).collect();
+        sort_in_key_order(&mut writes);
+        writes
+    }
+
+    /// `writes` as a flush of one table to `new_tip`.
+    fn ingest_one(
+        database: &CoinsDatabase,
+        new_tip: BlockHash,
+        writes: &[KeyedCoinWrite<'_>],
+    ) -> Result<FlushStats, ChainstateError> {
+        let mut flush = TableFlush::begin(database, new_tip, 1)?;
+        flush.ingest_part(writes)?;
+        flush.finish()
+    }
+
     #[test]
     fn an_ingested_table_holds_the_whole_flush_and_a_left_table_is_removed() {
         let directory = tempfile::tempdir().unwrap();
@@ -393,14 +417,12 @@ mod tests {
         {
             let database =
                 CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-            let mut writes: Vec<KeyedCoinWrite<'_>> =
-                outpoints.iter().map(|outpoint| keyed((outpoint, Some(&coin)))).collect();
-            sort_in_key_order(&mut writes);
-            let stats = database.ingest_flush(BlockHash([7; 32]), &writes).unwrap();
+            let mut writes = sorted_puts(&outpoints, &coin);
+            let stats = ingest_one(&database, BlockHash([7; 32]), &writes).unwrap();
             assert_eq!(stats.coins_written, outpoints.len() as u64);
             // Unsorted writes are refused with RocksDB's reason, not written.
             writes.swap(0, 1);
-            let refused = database.ingest_flush(BlockHash([8; 32]), &writes);
+            let refused = ingest_one(&database, BlockHash([8; 32]), &writes);
             assert!(matches!(refused, Err(ChainstateError::TableWrite { .. })), "{refused:?}");
             assert_eq!(database.best_block().unwrap(), Some(BlockHash([7; 32])));
             // A crash between writing a table and ingesting it leaves it here.
@@ -413,14 +435,6 @@ mod tests {
         let coins: Vec<(OutPoint, Coin)> = database.iter_coins().map(Result::unwrap).collect();
         assert_eq!(coins.len(), outpoints.len());
         assert!(coins.iter().all(|(_, found)| *found == coin));
-    }
-
-    /// Puts of `coin` at `outpoints`, in key order.
-    fn sorted_puts<'a>(outpoints: &'a [OutPoint], coin: &'a Coin) -> Vec<KeyedCoinWrite<'a>> {
-        let mut writes: Vec<KeyedCoinWrite<'a>> =
-            outpoints.iter().map(|outpoint| keyed((outpoint, Some(coin)))).collect();
-        sort_in_key_order(&mut writes);
-        writes
     }
 
     #[test]
@@ -438,7 +452,7 @@ mod tests {
         {
             let database =
                 CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-            database.ingest_flush(old_tip, &[]).unwrap();
+            ingest_one(&database, old_tip, &[]).unwrap();
             let mut flush = TableFlush::begin(&database, new_tip, 4).unwrap();
             flush.ingest_part(&sorted(low)).unwrap();
             // Inside the flush: no best block, the two tips recorded, the

@@ -4,8 +4,8 @@
 //! `rocksdb` crate's `SstFileWriter`) cannot ask for.
 //!
 //! # Why by hand
-//! A background flush writes its coins as one table that the database then
-//! ingests ([`crate::database::CoinsDatabase::ingest_table`]). The young
+//! A flush writes its coins as tables that the database then ingests
+//! ([`crate::database_ingest::TableFlush`]). The young
 //! coins in it are read again within seconds. With the C API's writer every
 //! table left the page cache as it was written, and those reads went to
 //! the disk: on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`
