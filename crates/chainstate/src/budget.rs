@@ -104,8 +104,13 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// 100, 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16
 /// 52.3-54.6 (a flush there is ~12 MB, tables of a few MB).
 pub const DBCACHE_BYTES_PER_FLUSH_TABLE: usize = 48 << 20;
-/// Tables a flush is written as, at most.
+/// Tables a flush is written as, at most, by default.
 pub const FLUSH_TABLE_COUNT_MAX: usize = 8;
+/// Tables a flush can be written as, at most: one a shard, and a map has
+/// at least this many shards (`coin_map::SHARD_COUNT_MIN`), so every count up to
+/// it is honoured, and the sort order's share divided by it covers a
+/// table's coins.
+pub const FLUSH_TABLE_COUNT_LIMIT: usize = crate::coin_map::SHARD_COUNT_MIN;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
 /// Memtables of the coins database at once, the one being filled included
@@ -228,11 +233,13 @@ impl MemoryBudget {
         MemoryBudget::split(dbcache_bytes, batch_bytes_max, flush_table_count)
     }
 
-    /// This budget with flushes written as `flush_table_count` tables (at
-    /// least one), the sort order's share changed to match.
+    /// This budget with flushes written as `flush_table_count` tables (1 to
+    /// [`FLUSH_TABLE_COUNT_LIMIT`]), the sort order's share changed to
+    /// match.
     pub fn with_flush_table_count(&self, flush_table_count: usize) -> MemoryBudget {
         let batch_bytes_max = self.coins_database.flush_batch_bytes_max;
-        MemoryBudget::split(self.dbcache_bytes, batch_bytes_max, flush_table_count.max(1))
+        let flush_table_count = flush_table_count.clamp(1, FLUSH_TABLE_COUNT_LIMIT);
+        MemoryBudget::split(self.dbcache_bytes, batch_bytes_max, flush_table_count)
     }
 
     fn split(
@@ -339,6 +346,8 @@ mod tests {
             assert_eq!(other.coins_bytes as isize - budget.coins_bytes as isize, order_change);
         }
         assert_eq!(budget.with_flush_table_count(0).coins_database.flush_table_count, 1);
+        let most = budget.with_flush_table_count(usize::MAX).coins_database.flush_table_count;
+        assert_eq!(most, FLUSH_TABLE_COUNT_LIMIT);
     }
 
     #[test]

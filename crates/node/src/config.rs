@@ -28,8 +28,9 @@ use crate::settings::{interpret_bool, SettingValue, Settings};
 pub const DBCACHE_MEBIBYTES_DEFAULT: u64 = 450;
 /// `-dbcache` floor, MiB (Core's `MIN_DB_CACHE`).
 pub const DBCACHE_MEBIBYTES_MIN: u64 = 4;
-/// `-dbflushtables` at most (a flush has at most 31 shards to group).
-pub const FLUSH_TABLE_COUNT_OPTION_MAX: usize = 32;
+/// `-dbflushtables` at most: every count up to it is honoured (a map has at
+/// least that many shards to group).
+pub const FLUSH_TABLE_COUNT_OPTION_MAX: usize = ibex_chainstate::budget::FLUSH_TABLE_COUNT_LIMIT;
 /// `-dbcache` ceiling, MiB: 1 TiB. Core only caps at the address space; no
 /// machine we run on has this much memory.
 pub const DBCACHE_MEBIBYTES_MAX: u64 = 1 << 20;

@@ -114,9 +114,9 @@ fn flush_tables_are_chosen_from_dbcache_unless_given_in_range() {
     };
     assert_eq!(count(&[]).unwrap(), None);
     assert_eq!(count(&["-dbflushtables=1"]).unwrap(), Some(1));
-    assert_eq!(count(&["-dbflushtables=32"]).unwrap(), Some(32));
+    assert_eq!(count(&["-dbflushtables=16"]).unwrap(), Some(16));
     for refused in
-        ["-dbflushtables=0", "-dbflushtables=33", "-dbflushtables=-2", "-dbflushtables=many"]
+        ["-dbflushtables=0", "-dbflushtables=17", "-dbflushtables=-2", "-dbflushtables=many"]
     {
         let error = count(&[refused]).unwrap_err();
         assert!(
