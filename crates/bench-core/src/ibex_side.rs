@@ -70,7 +70,7 @@ fn import(
         }
     };
     // As `ibexd` does first thing: this child process is Ibex's alone.
-    ibex_chainstate::bound_heap_retention(options.memory.coins_bytes);
+    ibex_chainstate::bound_heap_retention(options.memory.dbcache_bytes);
     let started = Instant::now();
     let mut chainstate = Chainstate::open(options, Box::new(observer))?;
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false))?;

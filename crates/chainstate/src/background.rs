@@ -222,7 +222,8 @@ impl CoinsCache {
                 self.absorb(frozen.map.into_map());
             }
         }
-        // The frozen table and the writer's batches are free now.
+        // The frozen table and the writer's batches are free now: given
+        // back if the process holds more than its bound.
         crate::heap::release_free_memory();
         Ok(Some(stats))
     }

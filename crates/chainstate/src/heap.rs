@@ -1,53 +1,38 @@
-//! Giving freed heap memory back to the operating system.
+//! Giving freed heap memory back to the operating system, and keeping
+//! some of it for the next map.
 //!
-//! glibc's `malloc` keeps memory freed by a thread in that thread's arena
-//! and returns it to the kernel only when the top of the heap is free. A
-//! background flush frees a whole frozen table (up to `-dbcache`) and its
-//! write batches, allocated on several threads: the pages stay resident,
-//! and with `-dbcache=100` the process measured ~460 MB instead of the
-//! ~350 MB its bounded structures add up to. `malloc_trim(0)` walks every
-//! arena and releases their free pages (`madvise`), ~1-5 ms here, once per
-//! flush.
+//! glibc's `malloc` keeps memory freed by a thread in its arena and
+//! returns it to the kernel when the top of a heap is free past its trim
+//! threshold, or on `malloc_trim`. Allocations from its `mmap` threshold up
+//! are mapped on their own and unmapped when freed.
 //!
-//! glibc also raises its `mmap` threshold (up to 32 MiB) each time a large
-//! mapped block is freed, after which the cache's shard tables (a few MiB
-//! each at small caches), blocks and their prepared forms come from the
-//! arenas and fragment them. [`bound_heap_retention`] pins the threshold:
-//! for a small coins cache (below [`SMALL_CACHE_BYTES`]) at
-//! [`SMALL_CACHE_MMAP_THRESHOLD_BYTES`], so that anything from 512 KiB up
-//! (shard tables, block buffers, per-block vectors of inputs) is mapped and
-//! unmapped whole, a few dozen `mmap`s per block; otherwise at
-//! [`MMAP_THRESHOLD_BYTES`]. Measured on the whole 2,400-block bench chain
-//! at `-dbcache=100` (40 background flushes), peak RSS and import time:
+//! # What is kept, and why (session 17)
+//! The cache's map grows from empty to its planned size after every flush
+//! (its shard tables doubling), while the frozen map's tables of the same
+//! sizes are freed as the writer gives them back. Until session 16 the
+//! `mmap` threshold was pinned at 512 KiB for small caches and 4 MiB for
+//! large ones, and `malloc_trim(0)` ran after every flush (session 9: the
+//! frozen table and the writer's batches stayed resident, and the process
+//! measured ~460 MB instead of ~350 at `-dbcache=100`). Every table, block
+//! buffer and sort buffer then came as fresh pages, zeroed by the kernel
+//! one 4 KiB page at a time: on the `utxo-heavy` chain to height 600 at
+//! `-dbcache=100`, 846,000 page faults; to height 2,000, ~4 CPU seconds of
+//! the connecting thread in `reserve_rehash`'s faults alone and 17-18 s of
+//! system time in a 38-40 s import (docs/utxo-heavy.md, session 17).
 //!
-//! | threshold | peak RSS | import | system CPU |
-//! |---|---:|---:|---:|
-//! | 4 MiB | 362 MiB | 446 s | 42.8 s |
-//! | 1 MiB | 340 MiB | 436 s | 42.7 s |
-//! | 512 KiB | 309 MiB | 434 s | 43.0 s |
-//! | 256 KiB | 309 MiB | 458 s | 47.7 s |
+//! Now allocations up to [`MMAP_THRESHOLD_BYTES`] come from the arenas, the
+//! trim threshold is [`RETAINED_FREE_HEAP_BYTES_MAX`], and the trim after a
+//! flush runs only when the arenas hold more free bytes than that
+//! ([`release_free_memory`]): a freed table is the next map's table. Page
+//! faults to height 600 fell to ~36,000. Freed memory kept for reuse is
+//! bounded by [`RETAINED_FREE_HEAP_BYTES_MAX`] at each flush, inside the
+//! 256 MiB the process may use over `-dbcache`.
 //!
-//! The mapped pages are fresh each time: with scripts skipped at
-//! `-dbcache=450` (90 blocks/s, no flush before the exit) 512 KiB doubled
-//! the page faults (0.72 -> 1.45 M) and cost 1.5 s of 27 (5 %), while the
-//! peak RSS with 4 MiB stays well inside `-dbcache` + 256 MiB there (593
-//! MiB), hence the larger threshold for large caches. Small caches pay the
-//! same price with scripts skipped: `-reindex-chainstate -dbcache=100` to
-//! height 800 took 30.8-34.8 s against 28.3 s with 4 MiB (338 -> 304 MiB).
-//! The fix at the right depth is reusing block and prepared-block buffers
-//! across blocks, so that large allocations neither fault in fresh pages
-//! nor fragment the arenas; until then small caches trade that time for
-//! staying inside `-dbcache` + 256 MiB with every script checked.
-//!
-//! Since each block is parsed once (`ParsedBlock`, issue 13) most of that
-//! time is gone: `-reindex-chainstate -assumevalid=<tip>` on the bench
-//! chain (2026-11-24, Xeon VM) to height 800 at `-dbcache=100` took
-//! 16.5-16.8 s with 512 KiB (0.87-0.90 M faults, 304-305 MiB) against
-//! 16.6-16.7 s with 4 MiB (0.46 M faults, 323-333 MiB); to height 2,400 at
-//! `-dbcache=450`, 15.9-16.1 s with 4 MiB (0.27 M faults, 581-595 MiB)
-//! against 16.3-16.4 s with 512 KiB (0.89 M faults, 556-559 MiB). The
-//! split stays: 512 KiB is now free for small caches, and costs 2 % for
-//! 30 MiB at large ones.
+//! Keeping the cache's emptied tables for the live map to take whole
+//! instead (measured the same session) saved the faults but cost as much
+//! in cache misses: a full-size table holding a few thousand entries
+//! spreads them over all its pages, where a growing table keeps them
+//! close.
 //!
 //! The number of arenas is left to glibc (8 a core): on the `utxo-heavy`
 //! chain to height 2,000 (2026-11-25, with every large user counted in
@@ -56,13 +41,17 @@
 //! `-dbcache=100`, with glibc's free chunks about the same (80-90 MiB).
 #![allow(unsafe_code)]
 
-/// Allocations from this size up are mapped on their own (glibc), for a
-/// coins cache of at least [`SMALL_CACHE_BYTES`].
-pub const MMAP_THRESHOLD_BYTES: usize = 4 << 20;
-/// ... and for a smaller cache.
-pub const SMALL_CACHE_MMAP_THRESHOLD_BYTES: usize = 512 << 10;
-/// Coins caches below this size get [`SMALL_CACHE_MMAP_THRESHOLD_BYTES`].
-pub const SMALL_CACHE_BYTES: usize = 256 << 20;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Allocations from this size up are mapped on their own (glibc); below
+/// it they come from the arenas, where freed blocks are reused. 32 MiB is
+/// the most glibc takes for arenas other than the main one (half their 64
+/// MiB heaps): caches of more than ~600 MiB map their shard tables, and
+/// flush seldom.
+pub const MMAP_THRESHOLD_BYTES: usize = 32 << 20;
+/// Free bytes the arenas may keep for reuse: their trim threshold, and the
+/// point past which the trim after a flush runs ([`release_free_memory`]).
+pub const RETAINED_FREE_HEAP_BYTES_MAX: usize = 192 << 20;
 
 /// Allocations of the coins cache's tables from this size up are backed by
 /// transparent huge pages where the kernel offers them
@@ -132,43 +121,64 @@ fn advise_huge_pages(start: *mut u8, length: usize) {
 /// sets it, their value stands.
 pub const MMAP_THRESHOLD_VARIABLE: &str = "MALLOC_MMAP_THRESHOLD_";
 
-/// The `mmap` threshold for a coins cache of `cache_bytes_max`.
-pub fn mmap_threshold_bytes_for(cache_bytes_max: usize) -> usize {
-    if cache_bytes_max < SMALL_CACHE_BYTES {
-        SMALL_CACHE_MMAP_THRESHOLD_BYTES
-    } else {
-        MMAP_THRESHOLD_BYTES
-    }
-}
+/// The resident size past which [`release_free_memory`] trims (0: always).
+static RESIDENT_BYTES_MAX: AtomicUsize = AtomicUsize::new(0);
 
-/// Pins glibc's `mmap` threshold at [`mmap_threshold_bytes_for`] the coins
-/// cache for the whole process (a node calls it once, before it opens the
-/// chainstate; elsewhere a no-op), unless [`MMAP_THRESHOLD_VARIABLE`] is
-/// set.
-pub fn bound_heap_retention(cache_bytes_max: usize) {
+/// Sets glibc's `mmap` threshold to [`MMAP_THRESHOLD_BYTES`] and its trim
+/// threshold to [`RETAINED_FREE_HEAP_BYTES_MAX`] for the whole process (a
+/// node calls it once, before it opens the chainstate; elsewhere a no-op),
+/// unless [`MMAP_THRESHOLD_VARIABLE`] is set; and lets
+/// [`release_free_memory`] keep freed memory while the process's resident
+/// size stays within `dbcache_bytes` + [`RETAINED_FREE_HEAP_BYTES_MAX`].
+pub fn bound_heap_retention(dbcache_bytes: usize) {
+    let resident_bytes_max = dbcache_bytes.saturating_add(RETAINED_FREE_HEAP_BYTES_MAX);
+    RESIDENT_BYTES_MAX.store(resident_bytes_max, Ordering::Relaxed);
     if std::env::var_os(MMAP_THRESHOLD_VARIABLE).is_some() {
         return;
     }
-    let threshold_bytes = mmap_threshold_bytes_for(cache_bytes_max);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` takes no pointers; it sets an allocator parameter
-    // under the allocator's own lock.
+    // under the allocator's own lock. Both values fit an `int`.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, threshold_bytes as libc::c_int);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES as libc::c_int);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, RETAINED_FREE_HEAP_BYTES_MAX as libc::c_int);
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = threshold_bytes;
 }
 
-/// Releases the free pages of every `malloc` arena (glibc only; elsewhere a
-/// no-op).
-pub(crate) fn release_free_memory() {
+/// Releases the free pages of every `malloc` arena (glibc only; elsewhere
+/// a no-op), unless [`bound_heap_retention`] was called and the process's
+/// resident size is within its bound. Returns whether it trimmed.
+pub(crate) fn release_free_memory() -> bool {
+    let resident_bytes_max = RESIDENT_BYTES_MAX.load(Ordering::Relaxed);
+    if trim_kept(resident_bytes(), resident_bytes_max) {
+        return false;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers and only changes the
     // allocator's internal state under its own locks.
     unsafe {
         libc::malloc_trim(0);
     }
+    true
+}
+
+/// Whether freed memory may stay: a bound is set (not 0) and the resident
+/// size, when known, is within it.
+fn trim_kept(resident_bytes: Option<usize>, resident_bytes_max: usize) -> bool {
+    resident_bytes_max > 0 && resident_bytes.is_some_and(|bytes| bytes <= resident_bytes_max)
+}
+
+/// The process's resident size (`/proc/self/statm`, Linux; `None`
+/// elsewhere or if it cannot be read): ~10 us, once per flush.
+fn resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: `sysconf` takes no pointers.
+    #[cfg(unix)]
+    let page_bytes = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    #[cfg(not(unix))]
+    let page_bytes = 4096;
+    pages.checked_mul(page_bytes)
 }
 
 #[cfg(test)]
@@ -194,10 +204,25 @@ mod tests {
     }
 
     #[test]
-    fn small_caches_map_smaller_allocations() {
-        assert_eq!(mmap_threshold_bytes_for(90 << 20), 512 << 10);
-        assert_eq!(mmap_threshold_bytes_for(SMALL_CACHE_BYTES - 1), 512 << 10);
-        assert_eq!(mmap_threshold_bytes_for(SMALL_CACHE_BYTES), 4 << 20);
-        assert_eq!(mmap_threshold_bytes_for(440 << 20), 4 << 20);
+    fn freed_memory_stays_only_within_the_bound() {
+        assert!(trim_kept(Some(100 << 20), 292 << 20));
+        assert!(trim_kept(Some(292 << 20), 292 << 20));
+        assert!(!trim_kept(Some((292 << 20) + 1), 292 << 20), "past the bound");
+        assert!(!trim_kept(Some(1 << 20), 0), "no bound set: always trimmed");
+        assert!(!trim_kept(None, 292 << 20), "size unknown: trimmed");
+    }
+
+    #[test]
+    fn the_resident_size_counts_touched_pages() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let before = resident_bytes().unwrap_or(0);
+        assert!(before > 0);
+        let touched = std::hint::black_box(vec![1u8; 64 << 20]);
+        let after = resident_bytes().unwrap_or(0);
+        // Other tests of this binary allocate and free meanwhile: a margin.
+        assert!(after > before + (32 << 20), "{before} -> {after}");
+        drop(touched);
     }
 }
