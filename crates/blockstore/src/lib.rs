@@ -14,6 +14,7 @@ pub mod error;
 pub mod files;
 pub mod framing;
 pub mod obfuscation;
+mod page_cache;
 pub mod reader;
 pub mod record_headers;
 pub mod record_stream;
@@ -26,7 +27,7 @@ pub use files::{
 };
 pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;
-pub use reader::{read_block, read_block_into};
+pub use reader::{read_block, read_block_into, read_block_once};
 pub use record_headers::{RecordHeader, RecordHeaders};
 pub use record_stream::{OwnedRecord, RecordStream, READ_WINDOW_BYTES_DEFAULT};
 pub use undo_files::{

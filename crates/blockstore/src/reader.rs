@@ -69,6 +69,12 @@ impl PositionedFile {
         Ok(())
     }
 
+    /// Lets the kernel drop its cached pages of `length_bytes` from
+    /// `offset` ([`crate::page_cache`]).
+    pub(crate) fn forget(&self, offset: u64, length_bytes: u64) {
+        crate::page_cache::forget_pages(&self.file, offset, length_bytes);
+    }
+
     fn read_exact_at(
         &mut self,
         offset: u64,
@@ -127,6 +133,22 @@ pub fn read_block(
     Ok(buffer)
 }
 
+/// [`read_block`] for a caller that reads the block for the last time (an
+/// import's read-ahead): its record's pages are then dropped from the page
+/// cache ([`crate::page_cache`]).
+pub fn read_block_once(
+    directory: &Path,
+    position: BlockPosition,
+    magic: [u8; 4],
+    obfuscation: &Obfuscation,
+) -> Result<Vec<u8>, BlockStoreError> {
+    let mut buffer = Vec::new();
+    let file = read_into(directory, position, magic, obfuscation, &mut buffer)?;
+    let header_offset = position.data_offset.saturating_sub(RECORD_HEADER_BYTES as u64);
+    file.forget(header_offset, (RECORD_HEADER_BYTES + buffer.len()) as u64);
+    Ok(buffer)
+}
+
 /// [`read_block`] into a caller's buffer, reusing its allocation; on error the
 /// buffer's contents are unspecified.
 pub fn read_block_into(
@@ -136,6 +158,17 @@ pub fn read_block_into(
     obfuscation: &Obfuscation,
     buffer: &mut Vec<u8>,
 ) -> Result<(), BlockStoreError> {
+    read_into(directory, position, magic, obfuscation, buffer).map(drop)
+}
+
+/// [`read_block_into`], returning the file it read.
+fn read_into(
+    directory: &Path,
+    position: BlockPosition,
+    magic: [u8; 4],
+    obfuscation: &Obfuscation,
+    buffer: &mut Vec<u8>,
+) -> Result<PositionedFile, BlockStoreError> {
     let mut file = PositionedFile::open(block_file_path(directory, position.file_number))?;
     let (found, length_bytes) = file.read_header(position, obfuscation)?;
     if found != magic {
@@ -155,7 +188,8 @@ pub fn read_block_into(
             length_bytes_max: RECORD_BLOCK_BYTES_MAX as u64,
         });
     }
-    file.read_data(position.data_offset, length_bytes, obfuscation, buffer)
+    file.read_data(position.data_offset, length_bytes, obfuscation, buffer)?;
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -188,6 +222,30 @@ mod tests {
             assert_eq!(&buffer, block);
             assert_eq!(&read_block(directory.path(), *position, MAGIC, &KEY).unwrap(), block);
         }
+    }
+
+    #[test]
+    fn a_block_read_once_is_the_block_and_can_still_be_read_again() {
+        let directory = tempfile::tempdir().unwrap();
+        let mut writer =
+            BlockFileWriter::new(directory.path(), MAGIC, KEY, BLOCK_FILE_BYTES_MAX, 0).unwrap();
+        // Blocks across page boundaries, so the pages forgotten hold parts
+        // of their neighbours.
+        let blocks: Vec<Vec<u8>> =
+            (0..6u8).map(|index| vec![index; 3000 + usize::from(index) * 1500]).collect();
+        let positions: Vec<_> = blocks.iter().map(|block| writer.append(block).unwrap()).collect();
+        writer.sync().unwrap();
+        for _ in 0..2 {
+            for (block, position) in blocks.iter().zip(&positions) {
+                assert_eq!(
+                    &read_block_once(directory.path(), *position, MAGIC, &KEY).unwrap(),
+                    block
+                );
+                assert_eq!(&read_block(directory.path(), *position, MAGIC, &KEY).unwrap(), block);
+            }
+        }
+        let wrong_magic = read_block_once(directory.path(), positions[1], [0; 4], &KEY);
+        assert!(matches!(wrong_magic, Err(BlockStoreError::BadMagic { .. })));
     }
 
     #[test]

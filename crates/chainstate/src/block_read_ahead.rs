@@ -29,7 +29,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use ibex_blockstore::{read_block, BlockPosition, Obfuscation};
+use ibex_blockstore::{read_block_once, BlockPosition, Obfuscation};
 use ibex_primitives::{BlockBuffers, BlockHash};
 
 use crate::error::ChainstateError;
@@ -151,11 +151,12 @@ fn read_one(
     block: BlockToRead,
     buffers: &mut BlockBuffers,
 ) -> (Result<PreparedBlock, ChainstateError>, usize) {
-    let bytes = match read_block(&files.directory, block.position, files.magic, &files.obfuscation)
-    {
-        Ok(bytes) => bytes,
-        Err(error) => return (Err(error.into()), 0),
-    };
+    // Read once: its pages leave the page cache (`ibex_blockstore::page_cache`).
+    let bytes =
+        match read_block_once(&files.directory, block.position, files.magic, &files.obfuscation) {
+            Ok(bytes) => bytes,
+            Err(error) => return (Err(error.into()), 0),
+        };
     let size = bytes.len();
     let hash = block.hash;
     let result = PreparedBlock::accepted(bytes, block.position, buffers)
