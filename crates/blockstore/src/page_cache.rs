@@ -8,8 +8,9 @@
 //! it must find free; left cached, the blocks already connected fill memory
 //! with pages nobody will read again, and each new page (a block read, a
 //! table written) comes from memory not used recently. On the 2-core VM of
-//! `docs/benchmarks.md` that costs ~14 us a page (reading 278 MB of files
-//! after dropping the caches: 0.98 s of system time, 0.15 s once cached).
+//! `docs/benchmarks.md` that costs ~3 us a page against ~0.5 (reading 1.33
+//! GB of block files after dropping the caches: 0.98 s of system time,
+//! 0.15 s once cached).
 //! Telling the kernel the block's pages are done with
 //! (`POSIX_FADV_DONTNEED`) frees them at once, and the next pages it needs
 //! are those: on the `utxo-heavy` chain to height 2,000 at
