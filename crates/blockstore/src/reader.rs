@@ -207,15 +207,28 @@ mod tests {
         std::fs::write(block_file_path(directory, 0), bytes).unwrap();
     }
 
+    /// Blocks `index` repeated `first + index * step` times, for `index` in
+    /// `0..count`, appended to a new block file in `directory`; with their
+    /// positions.
+    fn appended_blocks(
+        directory: &Path,
+        count: u8,
+        first: usize,
+        step: usize,
+    ) -> (Vec<Vec<u8>>, Vec<BlockPosition>) {
+        let mut writer =
+            BlockFileWriter::new(directory, MAGIC, KEY, BLOCK_FILE_BYTES_MAX, 0).unwrap();
+        let blocks: Vec<Vec<u8>> =
+            (0..count).map(|index| vec![index; first + usize::from(index) * step]).collect();
+        let positions = blocks.iter().map(|block| writer.append(block).unwrap()).collect();
+        writer.sync().unwrap();
+        (blocks, positions)
+    }
+
     #[test]
     fn reads_back_what_the_writer_appended_reusing_the_buffer() {
         let directory = tempfile::tempdir().unwrap();
-        let mut writer =
-            BlockFileWriter::new(directory.path(), MAGIC, KEY, BLOCK_FILE_BYTES_MAX, 0).unwrap();
-        let blocks: Vec<Vec<u8>> =
-            (0..4u8).map(|index| vec![index; 80 + usize::from(index) * 13]).collect();
-        let positions: Vec<_> = blocks.iter().map(|block| writer.append(block).unwrap()).collect();
-        writer.sync().unwrap();
+        let (blocks, positions) = appended_blocks(directory.path(), 4, 80, 13);
         let mut buffer = Vec::new();
         for (block, position) in blocks.iter().zip(&positions).rev() {
             read_block_into(directory.path(), *position, MAGIC, &KEY, &mut buffer).unwrap();
@@ -227,14 +240,9 @@ mod tests {
     #[test]
     fn a_block_read_once_is_the_block_and_can_still_be_read_again() {
         let directory = tempfile::tempdir().unwrap();
-        let mut writer =
-            BlockFileWriter::new(directory.path(), MAGIC, KEY, BLOCK_FILE_BYTES_MAX, 0).unwrap();
         // Blocks across page boundaries, so the pages forgotten hold parts
         // of their neighbours.
-        let blocks: Vec<Vec<u8>> =
-            (0..6u8).map(|index| vec![index; 3000 + usize::from(index) * 1500]).collect();
-        let positions: Vec<_> = blocks.iter().map(|block| writer.append(block).unwrap()).collect();
-        writer.sync().unwrap();
+        let (blocks, positions) = appended_blocks(directory.path(), 6, 3000, 1500);
         for _ in 0..2 {
             for (block, position) in blocks.iter().zip(&positions) {
                 assert_eq!(
