@@ -172,4 +172,81 @@ impl CoinsCache {
         let prefetched = self.database.read_prefetch(&request)?;
         Ok(self.insert_prefetched(prefetched))
     }
+
+    /// [`Self::prefetch`] started, not finished: the request is made now
+    /// (the frozen map's coins copied now), the database read on rayon's
+    /// pool while the caller goes on. `None` when every coin is in memory.
+    ///
+    /// The connecting thread starts the next block's read this way before
+    /// connecting the current block, so the read and the connect overlap
+    /// ([`crate::stages::connector`]). What the current block does to the
+    /// cache meanwhile cannot make the read's coins wrong: an outpoint is
+    /// read only when no entry holds it, a block can only spend or
+    /// overwrite an outpoint through an entry (which
+    /// [`Self::insert_prefetched`] never replaces), and a flush in between
+    /// changes the epoch, so [`Self::finish_prefetch`] then inserts nothing.
+    pub fn start_prefetch(&mut self, outpoints: &[OutPoint]) -> Option<PrefetchInFlight> {
+        let request = self.request_copying_frozen(outpoints);
+        if request.outpoints.is_empty() {
+            return None;
+        }
+        let database = self.database.clone();
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        rayon::spawn(move || {
+            // The receiver may be gone (the read was discarded): nothing to do.
+            let _ = sender.send(database.read_prefetch(&request));
+        });
+        Some(PrefetchInFlight { receiver, answer: None })
+    }
+
+    /// Waits for a read begun by [`Self::start_prefetch`] and inserts its
+    /// coins. False when nothing was inserted because a flush happened
+    /// since the request (or the read was lost): the block's coins must
+    /// then be prefetched again.
+    pub fn finish_prefetch(
+        &mut self,
+        in_flight: PrefetchInFlight,
+    ) -> Result<bool, ChainstateError> {
+        let Some(prefetched) = in_flight.wait()? else {
+            return Ok(false);
+        };
+        if prefetched.flush_epoch != self.flush_epoch {
+            return Ok(false);
+        }
+        self.insert_prefetched(prefetched);
+        Ok(true)
+    }
+}
+
+/// A prefetch's database read running on rayon's pool
+/// ([`CoinsCache::start_prefetch`]).
+#[derive(Debug)]
+pub struct PrefetchInFlight {
+    receiver: std::sync::mpsc::Receiver<Result<PrefetchedCoins, ChainstateError>>,
+    /// The read's answer once [`Self::wait_for_read`] took it.
+    answer: Option<Result<PrefetchedCoins, ChainstateError>>,
+}
+
+impl PrefetchInFlight {
+    /// Waits until the database has been read, and keeps the answer for
+    /// [`CoinsCache::finish_prefetch`]: what the cache does after this
+    /// cannot change what was read.
+    pub fn wait_for_read(&mut self) {
+        if self.answer.is_none() {
+            self.answer = self.receiver.recv().ok();
+        }
+    }
+
+    /// Waits for the read to end; `None` if its task ended without an
+    /// answer.
+    fn wait(mut self) -> Result<Option<PrefetchedCoins>, ChainstateError> {
+        self.wait_for_read();
+        self.answer.take().transpose()
+    }
+
+    /// Waits for the read to end and drops its coins (so no read of the
+    /// database outlives the step that started it).
+    pub fn discard(mut self) {
+        self.wait_for_read();
+    }
 }

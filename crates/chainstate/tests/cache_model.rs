@@ -3,7 +3,9 @@
 //! Random add/spend/fetch/flush/reopen sequences, with flushes written on
 //! the background writer thread while operations go on; the visible set
 //! always equals the model, and after each flush the database equals the
-//! model as it was when that flush started.
+//! model as it was when that flush started. A prefetch may be started and
+//! finished later, with any operations in between (as the connecting
+//! thread reads the next block's coins while it connects the current one).
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::TempDirectory;
+use ibex_chainstate::prefetch::PrefetchInFlight;
 use ibex_chainstate::{
     ChainstateError, Coin, CoinsCache, CoinsDatabase, DatabaseOptions, FlushMode,
 };
@@ -27,6 +30,8 @@ enum Operation {
     Spend { outpoint: u8 },
     Fetch { outpoint: u8 },
     Prefetch,
+    StartPrefetch { outpoints: u16, read_at_once: bool },
+    FinishPrefetch,
     Flush { keep_coins: bool },
     BackgroundFlush { keep_coins: bool },
     CollectBackground,
@@ -71,6 +76,8 @@ fn operation() -> impl Strategy<Value = Operation> {
         5 => (0..OUTPOINT_COUNT).prop_map(|outpoint| Operation::Spend { outpoint }),
         2 => (0..OUTPOINT_COUNT).prop_map(|outpoint| Operation::Fetch { outpoint }),
         1 => Just(Operation::Prefetch),
+        2 => (any::<u16>(), any::<bool>()).prop_map(|(outpoints, read_at_once)| Operation::StartPrefetch { outpoints, read_at_once }),
+        2 => Just(Operation::FinishPrefetch),
         2 => any::<bool>().prop_map(|keep_coins| Operation::Flush { keep_coins }),
         2 => any::<bool>().prop_map(|keep_coins| Operation::BackgroundFlush { keep_coins }),
         1 => Just(Operation::CollectBackground),
@@ -85,6 +92,8 @@ struct Harness {
     flush_count: u64,
     /// The model and tip when the running background flush started.
     background_snapshot: Option<(BTreeMap<OutPoint, Coin>, BlockHash)>,
+    /// A prefetch started and not finished, with the flush count then.
+    in_flight: Option<(PrefetchInFlight, u64)>,
 }
 
 impl Harness {
@@ -97,6 +106,7 @@ impl Harness {
             model: BTreeMap::new(),
             flush_count: 0,
             background_snapshot: None,
+            in_flight: None,
         }
     }
 
@@ -129,6 +139,31 @@ impl Harness {
                 let all: Vec<OutPoint> = (0..OUTPOINT_COUNT).map(outpoint).collect();
                 self.slot.as_mut().unwrap().prefetch(&all).unwrap();
             }
+            Operation::StartPrefetch { outpoints, read_at_once } => {
+                // A new start replaces a read nobody waited for.
+                if let Some((earlier, _)) = self.in_flight.take() {
+                    earlier.discard();
+                }
+                let chosen: Vec<OutPoint> = (0..OUTPOINT_COUNT)
+                    .filter(|index| outpoints & (1 << index) != 0)
+                    .map(outpoint)
+                    .collect();
+                let mut in_flight = self.cache().start_prefetch(&chosen);
+                // Read now, so that what follows cannot be seen by the read
+                // (otherwise it may or may not be: the read runs on its own).
+                if let (true, Some(in_flight)) = (read_at_once, in_flight.as_mut()) {
+                    in_flight.wait_for_read();
+                }
+                self.in_flight = in_flight.map(|in_flight| (in_flight, self.flush_count));
+            }
+            Operation::FinishPrefetch => {
+                if let Some((in_flight, flush_count)) = self.in_flight.take() {
+                    let inserted = self.cache().finish_prefetch(in_flight).unwrap();
+                    // A flush since the start makes the read stale: nothing
+                    // is inserted then, and always inserted otherwise.
+                    assert_eq!(inserted, flush_count == self.flush_count);
+                }
+            }
             Operation::Flush { keep_coins } => {
                 let mode = if *keep_coins { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
                 self.flush(mode);
@@ -144,6 +179,9 @@ impl Harness {
             }
             Operation::CollectBackground => self.collect_background(),
             Operation::Reopen => {
+                if let Some((in_flight, _)) = self.in_flight.take() {
+                    in_flight.discard();
+                }
                 self.flush(FlushMode::KeepCoins);
                 let batch_bytes = self.slot.as_mut().unwrap().database().flush_batch_bytes_max();
                 // Close the database (RocksDB's lock) before opening it again.
@@ -321,4 +359,43 @@ fn memory_accounting_counts_scripts_and_fills_up() {
     let before = cache.memory_bytes();
     cache.spend(&OutPoint { txid: Txid([7; 32]), vout: 0 }).unwrap();
     assert_eq!(before - cache.memory_bytes(), 128, "100-byte script: 128 heap bytes freed");
+}
+
+/// The connecting thread reads the next block's coins while it connects
+/// the current one: a coin the current block spends meanwhile stays spent,
+/// and the coins it does not touch arrive in memory.
+#[test]
+fn prefetch_finished_after_a_spend_leaves_the_coin_spent() {
+    let mut harness = Harness::new(1 << 20);
+    let (spent, kept) = (outpoint(0), outpoint(3));
+    let coin = CoinSeed { satoshis: 5, script: 1, height: 7, is_coinbase: false }.coin();
+    harness.cache().add(&spent, coin.clone(), false).unwrap();
+    harness.cache().add(&kept, coin.clone(), false).unwrap();
+    harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+    let mut in_flight = harness.cache().start_prefetch(&[spent, kept]).unwrap();
+    in_flight.wait_for_read();
+    assert_eq!(harness.cache().spend(&spent).unwrap(), coin);
+    assert!(harness.cache().finish_prefetch(in_flight).unwrap());
+    assert!(matches!(harness.cache().spend(&spent), Err(ChainstateError::MissingCoin { .. })));
+    // The kept coin is in memory: spending it reads nothing more.
+    assert_eq!(harness.cache().entry_count(), 2);
+    assert_eq!(harness.cache().spend(&kept).unwrap(), coin);
+}
+
+/// A read that began before a flush is stale: the flush may have erased a
+/// coin it saw, so finishing it inserts nothing.
+#[test]
+fn prefetch_finished_after_a_flush_inserts_nothing() {
+    let mut harness = Harness::new(1 << 20);
+    let key = outpoint(0);
+    let coin = CoinSeed { satoshis: 5, script: 1, height: 7, is_coinbase: false }.coin();
+    harness.cache().add(&key, coin.clone(), false).unwrap();
+    harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+    let mut in_flight = harness.cache().start_prefetch(&[key]).unwrap();
+    in_flight.wait_for_read();
+    assert_eq!(harness.cache().spend(&key).unwrap(), coin);
+    harness.cache().flush(BlockHash([2; 32]), FlushMode::KeepCoins).unwrap();
+    assert_eq!(harness.cache().entry_count(), 0);
+    assert!(!harness.cache().finish_prefetch(in_flight).unwrap());
+    assert_eq!(harness.cache().fetch(&key).unwrap(), None, "the spent coin came back");
 }

@@ -96,7 +96,9 @@ impl Chainstate {
                 self.start_read_ahead(target, height)?;
             }
             let Some(id) = self.index.ancestor(target, height) else { break };
-            if !self.connect_tip(id)? || self.reached_stop_height() || self.interrupted() {
+            let next =
+                (height < target_height).then(|| self.index.ancestor(target, height + 1)).flatten();
+            if !self.connect_tip(id, next)? || self.reached_stop_height() || self.interrupted() {
                 break;
             }
             // Readers waiting get a settled state between two blocks; a
@@ -177,9 +179,10 @@ impl Chainstate {
         self.persistence.read_undo(self.index.entry(id))
     }
 
-    /// Connects block `id` on the tip. False when it is invalid (then it is
-    /// marked and logged).
-    fn connect_tip(&mut self, id: EntryId) -> Result<bool, ChainstateError> {
+    /// Connects block `id` on the tip, reading the coins of `next` (the
+    /// block to connect after it, if any) meanwhile. False when it is
+    /// invalid (then it is marked and logged).
+    fn connect_tip(&mut self, id: EntryId, next: Option<EntryId>) -> Result<bool, ChainstateError> {
         let block = self.load_block(id)?;
         let view = block.view();
         if self.index.entry(id).parent.is_none() {
@@ -189,7 +192,10 @@ impl Chainstate {
             self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
-        self.connector.prefetch_inputs(&block)?;
+        self.connector.prefetch_inputs(id, &block)?;
+        if let Some(next) = next {
+            self.connector.start_next_prefetch(next, &block);
+        }
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
             block_script_flags(&self.options.params, view_height(self, id), &block.hash())
         });

@@ -2,7 +2,10 @@
 //! what feeds it ahead of the tip: the block accepted last (kept parsed, so
 //! connecting it reads nothing), the stored blocks read and parsed ahead by
 //! [`crate::block_read_ahead`], and each block's prevouts fetched in
-//! parallel before its coins are spent ([`CoinsCache::prefetch`]).
+//! parallel before its coins are spent ([`CoinsCache::prefetch`]): the next
+//! block's are read while the current block connects
+//! ([`Connector::start_next_prefetch`]), so rayon's threads are not idle
+//! while the connecting thread works, nor it while they read.
 //!
 //! Its steps are the one apply ([`crate::connect`]) and the one undo
 //! ([`crate::disconnect`]) of coin changes: connect, roll back a block
@@ -41,6 +44,7 @@ use crate::connect::{connect_block, roll_forward, rollback, ConnectContext, Conn
 use crate::disconnect::{disconnect_block, DisconnectResult};
 use crate::error::ChainstateError;
 use crate::index::EntryId;
+use crate::prefetch::PrefetchInFlight;
 use crate::prepared::PreparedBlock;
 use crate::undo::BlockUndo;
 
@@ -52,6 +56,11 @@ pub(crate) struct Connector {
     /// Stored blocks being read ahead of the tip for the current
     /// activation step.
     read_ahead: Option<BlockReadAhead>,
+    /// The block after the one connecting, taken from the read-ahead to
+    /// start its prefetch ([`Self::start_next_prefetch`]).
+    next: Option<(EntryId, Result<PreparedBlock, ChainstateError>)>,
+    /// That block's coins, being read while the current block connects.
+    next_prefetch: Option<(EntryId, PrefetchInFlight)>,
     /// Reused for each block's outpoints.
     outpoints: Vec<ibex_primitives::OutPoint>,
     /// Reused for each block's transaction ids.
@@ -65,6 +74,8 @@ impl Connector {
             cache,
             recent: None,
             read_ahead: None,
+            next: None,
+            next_prefetch: None,
             outpoints: Vec::new(),
             block_txids: hashbrown::HashSet::new(),
         }
@@ -99,6 +110,9 @@ impl Connector {
         if self.recent_id() == Some(id) {
             return self.recent.take().map(|(_, block)| Ok(block));
         }
+        if self.next_id() == Some(id) {
+            return self.next.take().map(|(_, block)| block);
+        }
         self.read_ahead.as_mut().and_then(|read_ahead| read_ahead.take(id))
     }
 
@@ -112,29 +126,68 @@ impl Connector {
         bytes_max: usize,
         gauge: std::sync::Arc<crate::metrics::QueueGauge>,
     ) -> Result<(), ChainstateError> {
-        self.read_ahead = None;
+        self.stop_read_ahead();
         self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max, gauge)?);
         Ok(())
     }
 
-    /// Stops reading ahead.
-    pub(crate) fn stop_read_ahead(&mut self) {
-        self.read_ahead = None;
+    /// The block taken ahead by [`Self::start_next_prefetch`], if any.
+    pub(crate) fn next_id(&self) -> Option<EntryId> {
+        self.next.as_ref().map(|(id, _)| *id)
     }
 
-    /// Reads the coins `block`'s inputs spend into the cache, in parallel:
-    /// not those its own transactions make, which no table holds (each
-    /// would cost a read that finds nothing).
-    pub(crate) fn prefetch_inputs(&mut self, block: &PreparedBlock) -> Result<(), ChainstateError> {
-        self.block_txids.clear();
-        self.block_txids.extend(block.txids().iter().copied());
-        self.outpoints.clear();
-        for transaction in block.view().transactions().skip(1) {
-            let spent = transaction.inputs().iter().map(|input| input.previous_output());
-            let from_before = spent.filter(|outpoint| !self.block_txids.contains(&outpoint.txid));
-            self.outpoints.extend(from_before);
+    /// Stops reading ahead, drops the block taken ahead and waits for its
+    /// prefetch (whose coins are dropped).
+    pub(crate) fn stop_read_ahead(&mut self) {
+        self.read_ahead = None;
+        self.next = None;
+        if let Some((_, in_flight)) = self.next_prefetch.take() {
+            in_flight.discard();
         }
+    }
+
+    /// Reads the coins block `id`'s inputs spend into the cache, in
+    /// parallel: not those its own transactions make, which no table holds
+    /// (each would cost a read that finds nothing). When its read was
+    /// started while the block before it connected, this waits for it;
+    /// if a flush came in between, the coins are read again.
+    pub(crate) fn prefetch_inputs(
+        &mut self,
+        id: EntryId,
+        block: &PreparedBlock,
+    ) -> Result<(), ChainstateError> {
+        if let Some((prefetch_id, in_flight)) = self.next_prefetch.take() {
+            if prefetch_id != id {
+                in_flight.discard();
+            } else if self.cache.finish_prefetch(in_flight)? {
+                return Ok(());
+            }
+        }
+        list_spent_outpoints(&mut self.outpoints, &mut self.block_txids, block, None);
         self.cache.prefetch(&self.outpoints).map(|_inserted| ())
+    }
+
+    /// Starts reading the coins of block `next_id` (the block after
+    /// `current`, about to connect), if the read-ahead has it: its read
+    /// then overlaps `current`'s connect, which leaves rayon's threads
+    /// idle. Neither block's own outputs are read: `current` is about to
+    /// make them. See [`CoinsCache::start_prefetch`] for why the read stays
+    /// right whatever `current` does to the cache.
+    pub(crate) fn start_next_prefetch(&mut self, next_id: EntryId, current: &PreparedBlock) {
+        if self.next.is_none() {
+            let Some(read_ahead) = self.read_ahead.as_mut() else { return };
+            let Some(next) = read_ahead.take(next_id) else { return };
+            self.next = Some((next_id, next));
+        }
+        // A block the read-ahead failed to read keeps its error for the
+        // connect, which reports it.
+        let Some((id, Ok(next))) = &self.next else { return };
+        if *id != next_id {
+            return;
+        }
+        list_spent_outpoints(&mut self.outpoints, &mut self.block_txids, next, Some(current));
+        self.next_prefetch =
+            self.cache.start_prefetch(&self.outpoints).map(|in_flight| (next_id, in_flight));
     }
 
     /// Applies `block`'s coins with every rule but its scripts; on a
@@ -185,5 +238,34 @@ impl Connector {
                 ConnectError::Invalid(_) => ChainstateError::ReplayFailed { hash },
             }
         })
+    }
+}
+
+impl Drop for Connector {
+    /// No read of the database outlives the connector (an activation step
+    /// that ended in an error leaves one running).
+    fn drop(&mut self) {
+        self.stop_read_ahead();
+    }
+}
+
+/// Lists in `outpoints` the outpoints `block`'s inputs spend, but for those
+/// made by `block` or by `before` (the block connected just before it);
+/// `txids` is scratch space.
+fn list_spent_outpoints(
+    outpoints: &mut Vec<ibex_primitives::OutPoint>,
+    txids: &mut hashbrown::HashSet<ibex_primitives::Txid>,
+    block: &PreparedBlock,
+    before: Option<&PreparedBlock>,
+) {
+    txids.clear();
+    txids.extend(block.txids().iter().copied());
+    if let Some(before) = before {
+        txids.extend(before.txids().iter().copied());
+    }
+    outpoints.clear();
+    for transaction in block.view().transactions().skip(1) {
+        let spent = transaction.inputs().iter().map(|input| input.previous_output());
+        outpoints.extend(spent.filter(|outpoint| !txids.contains(&outpoint.txid)));
     }
 }
