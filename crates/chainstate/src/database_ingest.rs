@@ -71,6 +71,48 @@ pub fn key_order(left: &OutPoint, right: &OutPoint) -> std::cmp::Ordering {
 /// numbers compare as the bytes do).
 pub type KeyedCoinWrite<'a> = (u128, CoinWrite<'a>);
 
+/// How many writes ahead the loop that writes a flush table asks the
+/// CPU for the coin it will encode.
+///
+/// # Why
+/// The writes are in key order, so their entries lie at random places in
+/// the frozen map: each one is a cache miss (~100 ns). `perf annotate` of
+/// the flush writer at `-dbcache=100` (session 18): 77 % of the loop's
+/// samples on the first load of the outpoint, ~540 samples a quarter, a
+/// quarter of the writer's CPU. Sixteen entries ahead (~16 x 0.1-0.2 us of
+/// work a coin) covers the miss.
+const WRITE_PREFETCH_DISTANCE: usize = 16;
+
+/// Asks the CPU to load the cache lines of an entry a few writes ahead: its
+/// outpoint and its coin (next to each other in the map's bucket, over two
+/// or three cache lines).
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch_entry(outpoint: &OutPoint, coin: Option<&Coin>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let outpoint_address: *const OutPoint = outpoint;
+        // SAFETY: `prefetcht0` is a hint: it reads nothing into a register,
+        // cannot fault, and the address comes from a live reference. SSE,
+        // which it needs, is part of every x86_64 CPU.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(outpoint_address.cast()) };
+        if let Some(coin) = coin {
+            // A coin may straddle two cache lines: ask for its first and
+            // last bytes.
+            let first: *const i8 = std::ptr::from_ref(coin).cast();
+            let last = first.wrapping_add(std::mem::size_of::<Coin>() - 1);
+            // SAFETY: as above; both addresses are within the coin.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(first);
+                _mm_prefetch::<_MM_HINT_T0>(last);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (outpoint, coin);
+}
+
 /// Bytes of the transaction id in a [`KeyedCoinWrite`]'s number.
 const SORT_TXID_BYTES: usize = 10;
 
@@ -201,7 +243,10 @@ impl CoinsDatabase {
         let mut table_bytes = 0u64;
         // RocksDB checks that each key is larger than the one before and
         // fails the table otherwise ([`ChainstateError::TableWrite`]).
-        for (_, (outpoint, coin)) in writes {
+        for (index, (_, (outpoint, coin))) in writes.iter().enumerate() {
+            if let Some((_, (ahead, ahead_coin))) = writes.get(index + WRITE_PREFETCH_DISTANCE) {
+                prefetch_entry(ahead, *ahead_coin);
+            }
             let key = CoinKey::new(outpoint);
             match coin {
                 Some(coin) => {
