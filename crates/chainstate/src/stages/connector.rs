@@ -18,8 +18,11 @@
 //! inputs and outputs) with scripts skipped:
 //! - parse, hash and txids: 0 on this thread (the reader or the read-ahead
 //!   did them; ~0.25 ms and ~1 ms of SHA-256 there);
-//! - prefetch: one `MultiGet` per 4,096 outpoints on the script threads,
-//!   ~0 when the coins are cached (the bench chain's set fits the cache);
+//! - prefetch: `MultiGet`s of 256 outpoints on rayon's threads, during
+//!   the previous block's connect; ~0 on this thread when the read is
+//!   done by then (the bench chain's set fits the cache; at `-dbcache=450`
+//!   on `utxo-heavy` a block's ~1,300 reads from the database take ~3-6
+//!   ms of those threads, about the connect's own time);
 //! - spends and adds: ~7,500 hash-map operations at ~100-200 ns
 //!   (`foldhash`, a cache miss each): ~1-1.5 ms;
 //! - BIP30 where it is looked up before the block (Core checks it at every
