@@ -20,9 +20,10 @@
 //!   did them; ~0.25 ms and ~1 ms of SHA-256 there);
 //! - prefetch: `MultiGet`s of 256 outpoints on rayon's threads, during
 //!   the previous block's connect; ~0 on this thread when the read is
-//!   done by then (the bench chain's set fits the cache; at `-dbcache=450`
-//!   on `utxo-heavy` a block's ~1,300 reads from the database take ~3-6
-//!   ms of those threads, about the connect's own time);
+//!   done by then (the bench chain's set fits the cache; on `utxo-heavy`
+//!   at `-dbcache=100`, late in the run, the reads took ~6.7 ms a block
+//!   of those threads' time against ~5.6 ms of connect: session 18's
+//!   profile in docs/utxo-heavy.md);
 //! - spends and adds: ~7,500 hash-map operations at ~100-200 ns
 //!   (`foldhash`, a cache miss each): ~1-1.5 ms;
 //! - BIP30 where it is looked up before the block (Core checks it at every
