@@ -21,9 +21,9 @@
 //! - prefetch: `MultiGet`s of 256 outpoints on rayon's threads, during
 //!   the previous block's connect; ~0 on this thread when the read is
 //!   done by then (the bench chain's set fits the cache; on `utxo-heavy`
-//!   at `-dbcache=100`, late in the run, the reads took ~6.7 ms a block
-//!   of those threads' time against ~5.6 ms of connect: session 18's
-//!   profile in docs/utxo-heavy.md);
+//!   at `-dbcache=100`, late in the run, the reads took ~13 ms of CPU a
+//!   block on two threads, ~6.7 ms of wall time, against ~5.6 ms of
+//!   connect: session 18's profile in docs/utxo-heavy.md);
 //! - spends and adds: ~7,500 hash-map operations at ~100-200 ns
 //!   (`foldhash`, a cache miss each): ~1-1.5 ms;
 //! - BIP30 where it is looked up before the block (Core checks it at every
