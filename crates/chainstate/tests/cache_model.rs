@@ -114,6 +114,17 @@ impl Harness {
         self.slot.as_mut().unwrap()
     }
 
+    /// A harness whose database holds `coin` at each of `keys`, its cache
+    /// empty (flushed with [`FlushMode::EmptyCache`]).
+    fn with_flushed_coins(keys: &[OutPoint], coin: &Coin) -> Harness {
+        let mut harness = Harness::new(1 << 20);
+        for key in keys {
+            harness.cache().add(key, coin.clone(), false).unwrap();
+        }
+        harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+        harness
+    }
+
     fn apply(&mut self, operation: &Operation) {
         match operation {
             Operation::Add { outpoint: index, coin, possible_overwrite } => {
@@ -328,11 +339,9 @@ fn coin_created_and_spent_between_flushes_never_reaches_disk() {
 
 #[test]
 fn spending_a_flushed_coin_erases_it_from_disk() {
-    let mut harness = Harness::new(1 << 20);
     let key = outpoint(1);
     let coin = CoinSeed { satoshis: 9, script: 0, height: 3, is_coinbase: true }.coin();
-    harness.cache().add(&key, coin.clone(), false).unwrap();
-    harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+    let mut harness = Harness::with_flushed_coins(&[key], &coin);
     assert_eq!(harness.cache().spend(&key).unwrap(), coin);
     assert_eq!(harness.cache().entry_count(), 1, "spent DIRTY entry kept until the flush");
     let stats = harness.cache().flush(BlockHash([2; 32]), FlushMode::KeepCoins).unwrap();
@@ -366,12 +375,9 @@ fn memory_accounting_counts_scripts_and_fills_up() {
 /// and the coins it does not touch arrive in memory.
 #[test]
 fn prefetch_finished_after_a_spend_leaves_the_coin_spent() {
-    let mut harness = Harness::new(1 << 20);
     let (spent, kept) = (outpoint(0), outpoint(3));
     let coin = CoinSeed { satoshis: 5, script: 1, height: 7, is_coinbase: false }.coin();
-    harness.cache().add(&spent, coin.clone(), false).unwrap();
-    harness.cache().add(&kept, coin.clone(), false).unwrap();
-    harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+    let mut harness = Harness::with_flushed_coins(&[spent, kept], &coin);
     let mut in_flight = harness.cache().start_prefetch(&[spent, kept]).unwrap();
     in_flight.wait_for_read();
     assert_eq!(harness.cache().spend(&spent).unwrap(), coin);
@@ -386,11 +392,9 @@ fn prefetch_finished_after_a_spend_leaves_the_coin_spent() {
 /// coin it saw, so finishing it inserts nothing.
 #[test]
 fn prefetch_finished_after_a_flush_inserts_nothing() {
-    let mut harness = Harness::new(1 << 20);
     let key = outpoint(0);
     let coin = CoinSeed { satoshis: 5, script: 1, height: 7, is_coinbase: false }.coin();
-    harness.cache().add(&key, coin.clone(), false).unwrap();
-    harness.cache().flush(BlockHash([1; 32]), FlushMode::EmptyCache).unwrap();
+    let mut harness = Harness::with_flushed_coins(&[key], &coin);
     let mut in_flight = harness.cache().start_prefetch(&[key]).unwrap();
     in_flight.wait_for_read();
     assert_eq!(harness.cache().spend(&key).unwrap(), coin);

@@ -136,7 +136,7 @@ impl Connector {
     }
 
     /// The block taken ahead by [`Self::start_next_prefetch`], if any.
-    pub(crate) fn next_id(&self) -> Option<EntryId> {
+    fn next_id(&self) -> Option<EntryId> {
         self.next.as_ref().map(|(id, _)| *id)
     }
 
