@@ -75,8 +75,11 @@
 //! ~310 MiB. Since session 13 the last level, ~90 % of the coins, has no
 //! filters ([`LAST_LEVEL_FILTERS`]): ~0.5 bytes a coin, ~90 MiB for
 //! mainnet. [`CoinsDatabase::table_readers_bytes`] reports it, and the
-//! UTXO cache counts it against its share of `-dbcache`
-//! ([`crate::CoinsCache::set_table_readers_bytes`]). Once the readers pass
+//! UTXO cache counts what passes
+//! [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)
+//! against its share of `-dbcache`
+//! ([`crate::CoinsCache::set_table_readers_bytes`]; until session 19 all of
+//! it). Once the readers pass
 //! half of that share ([`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]), tables written from then on hold transaction
 //! id prefixes in their filters, not whole keys
 //! ([`CoinsDatabase::drop_whole_key_filters`]): one filter entry a
