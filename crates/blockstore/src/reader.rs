@@ -135,7 +135,7 @@ pub fn read_block(
 
 /// [`read_block`] for a caller that reads the block for the last time (an
 /// import's read-ahead): its record's pages are then dropped from the page
-/// cache ([`crate::page_cache`]).
+/// cache (`page_cache`).
 pub fn read_block_once(
     directory: &Path,
     position: BlockPosition,

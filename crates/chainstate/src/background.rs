@@ -7,7 +7,7 @@
 //!   database. Every key the writer touches is in the frozen map until
 //!   its shard is written and freed, so the database is only read for
 //!   keys whose records are not changing or have their final state
-//!   ([`crate::frozen_map`]). A
+//!   (`frozen_map`). A
 //!   frozen unspent coin is copied into the live map as clean (the
 //!   database will hold it once the write ends); a frozen spent entry means
 //!   "no coin" (the database still has the coin until the erase lands).
@@ -30,7 +30,7 @@
 //! ([`CoinsCache::limit_bytes`]). A flush starts when the live map
 //! reaches the limit less [`CoinsCache::flush_headroom_bytes`] (a
 //! sixteenth); the writer frees the frozen map a shard at a time as each
-//! is written ([`crate::frozen_map`]), and validation waits only while the
+//! is written (`frozen_map`), and validation waits only while the
 //! live map would pass what the writer has not given back yet
 //! ([`CoinsCache::needs_room`]): the two maps together stay within the
 //! limit. A periodic flush that keeps its coins ([`FlushMode::KeepCoins`])

@@ -7,7 +7,7 @@
 //! maps (live and frozen) answer first, and they cannot change during a
 //! block's BIP30 check (it holds the cache shared), except for one thing:
 //! a background flush's writer releasing a frozen shard after writing it
-//! ([`crate::frozen_map`]). A key of a shard released after the iterator
+//! (`frozen_map`). A key of a shard released after the iterator
 //! was made would be missing from both the frozen map and the iterator's
 //! view. So the reader notes the frozen map's release count when it makes
 //! its iterator and makes a new one whenever the count has moved by the

@@ -762,7 +762,7 @@ impl<'a> FlushWriter<'a> {
 
     /// Writes the last batch: erases `'H'` and sets `'B'` to the new tip
     /// (durable with the memtable that holds it, or at
-    /// [`CoinsDatabase::persist`]: see the module docs).
+    /// [`CoinsDatabase::persist_memtables`]: see the module docs).
     pub fn finish(mut self) -> Result<FlushStats, ChainstateError> {
         self.batches.fill_batch();
         self.batches.batch.delete(HEAD_BLOCKS_KEY);

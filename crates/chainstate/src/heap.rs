@@ -24,7 +24,7 @@
 //! trim threshold (free bytes at the top of a heap) is
 //! [`RETAINED_FREE_HEAP_BYTES_MAX`], and the trim after a flush runs only
 //! when the process's resident size has passed `-dbcache` +
-//! [`RETAINED_FREE_HEAP_BYTES_MAX`] ([`release_free_memory`]): a freed
+//! [`RETAINED_FREE_HEAP_BYTES_MAX`] (`release_free_memory`): a freed
 //! table is the next map's table. Page faults to height 600 fell to
 //! ~37,000. At each flush the process is brought back inside that bound,
 //! itself inside the 256 MiB it may use over `-dbcache`.
@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const MMAP_THRESHOLD_BYTES: usize = 32 << 20;
 /// Free bytes the arenas may keep for reuse: their trim threshold, and what
 /// the process may hold over `-dbcache` before the trim after a flush runs
-/// ([`release_free_memory`]).
+/// (`release_free_memory`).
 pub const RETAINED_FREE_HEAP_BYTES_MAX: usize = 192 << 20;
 
 /// Allocations of the coins cache's tables from this size up are backed by
@@ -130,7 +130,7 @@ static RESIDENT_BYTES_MAX: AtomicUsize = AtomicUsize::new(0);
 /// threshold to [`RETAINED_FREE_HEAP_BYTES_MAX`] for the whole process (a
 /// node calls it once, before it opens the chainstate; elsewhere a no-op),
 /// unless [`MMAP_THRESHOLD_VARIABLE`] is set; and lets
-/// [`release_free_memory`] keep freed memory while the process's resident
+/// `release_free_memory` keep freed memory while the process's resident
 /// size stays within `dbcache_bytes` + [`RETAINED_FREE_HEAP_BYTES_MAX`].
 pub fn bound_heap_retention(dbcache_bytes: usize) {
     let resident_bytes_max = dbcache_bytes.saturating_add(RETAINED_FREE_HEAP_BYTES_MAX);

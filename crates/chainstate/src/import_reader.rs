@@ -5,7 +5,7 @@
 //! connecting thread has not taken yet.
 //!
 //! # Memory
-//! File data: one read window ([`READ_WINDOW_BYTES_DEFAULT`], 8 MiB).
+//! File data: one read window ([`READ_WINDOW_BYTES_DEFAULT`](ibex_blockstore::record_stream::READ_WINDOW_BYTES_DEFAULT), 8 MiB).
 //! Blocks: at most [`import_queue_bytes`] of serialised bytes read, being
 //! prepared or queued: the blocks' share of `-dbcache`
 //! ([`MemoryBudget::incoming_blocks_bytes`]) counts them prepared, at

@@ -161,7 +161,7 @@ pub struct ChainMetrics {
     pub flush_durations: FlushDurations,
     /// The import's reader queue (`-reindex`, `-loadblock`).
     pub import_queue: Arc<QueueGauge>,
-    /// The stored-block read-ahead ([`crate::block_read_ahead`]).
+    /// The stored-block read-ahead (`block_read_ahead`).
     pub stored_block_read_ahead: Arc<QueueGauge>,
 }
 

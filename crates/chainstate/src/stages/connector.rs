@@ -1,10 +1,10 @@
 //! The connect stage: owns the UTXO cache (over the coins database) and
 //! what feeds it ahead of the tip: the block accepted last (kept parsed, so
 //! connecting it reads nothing), the stored blocks read and parsed ahead by
-//! [`crate::block_read_ahead`], and each block's prevouts fetched in
+//! `block_read_ahead`, and each block's prevouts fetched in
 //! parallel before its coins are spent ([`CoinsCache::prefetch`]): the next
 //! block's are read while the current block connects
-//! ([`Connector::start_next_prefetch`]), so rayon's threads are not idle
+//! (`Connector::start_next_prefetch`), so rayon's threads are not idle
 //! while the connecting thread works, nor it while they read.
 //!
 //! Its steps are the one apply ([`crate::connect`]) and the one undo

@@ -266,7 +266,7 @@ impl P2pNode {
 }
 
 /// 32 random bytes for the address manager's key: the operating
-/// system's, or (if that fails) [`seed`]'s.
+/// system's, or (if that fails) `seed`'s.
 pub fn random_seed() -> [u8; 32] {
     ibex_p2p::addrman::random::os_random_bytes().unwrap_or_else(|_| seed())
 }

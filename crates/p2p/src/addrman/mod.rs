@@ -10,7 +10,7 @@
 //! | [`record`] | [`AddressCandidate`], [`AddressSource`], Core's `IsTerrible` and `GetChance` |
 //! | [`manager`] | [`AddressManager`]: add, good, attempt, connected, select, sample |
 //! | [`book`] | [`AddressBook`]: the manager shared by the tasks, the cached `getaddr` answer |
-//! | [`file`] | the versioned, checksummed file, written atomically |
+//! | [`file`](mod@file) | the versioned, checksummed file, written atomically |
 //! | [`random`] | [`FastRandom`] |
 //!
 //! # Design and bounds

@@ -1,4 +1,4 @@
-//! What the address manager knows about one address ([`AddressRecord`]),
+//! What the address manager knows about one address (`AddressRecord`),
 //! what it is offered ([`AddressCandidate`], [`AddressSource`]), and Core's
 //! rules for an address not worth keeping (`AddrInfo::IsTerrible`) and for
 //! how likely one is to be picked (`AddrInfo::GetChance`).

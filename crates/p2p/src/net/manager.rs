@@ -9,7 +9,7 @@
 //!   attempt after that tries v2 again, as Core's `-connect` loop does. The
 //!   wait starts at `reconnect_delay_min` and doubles to
 //!   `reconnect_delay_max`, back to the minimum after a handshake.
-//! - Automatic outbound ([`open_automatic`], chosen by
+//! - Automatic outbound (`open_automatic`, chosen by
 //!   [`crate::net::discovery`] from the address manager): one attempt, run
 //!   to its end, v2 first if the address announces `NODE_P2P_V2`, with the
 //!   same one v1 retry; counted in the registry while it opens so the

@@ -11,7 +11,7 @@
 //!
 //! Batches: [`sha256d_64_pair`] hashes two merkle nodes at once and
 //! [`sha256_each_32_in_place`] the second hash of many txids two at a time, with
-//! interleaved SHA-NI where the CPU has it ([`sha_ni`], the crate's only
+//! interleaved SHA-NI where the CPU has it (`sha_ni`, the crate's only
 //! `unsafe` code) and the single-message `sha2` path otherwise.
 
 #[cfg(target_arch = "x86_64")]

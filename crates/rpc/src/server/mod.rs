@@ -3,7 +3,7 @@
 //! `httprpc.cpp` and `rest.cpp` do (see `http`, `jsonrpc`, `rest`).
 //!
 //! # Shape
-//! A tokio runtime of [`HTTP_THREADS`] threads (`ibex-rpc-io`, driven from
+//! A tokio runtime of `HTTP_THREADS` threads (`ibex-rpc-io`, driven from
 //! `ibex-rpc-http`) accepts connections and drives HTTP/1.1 (keep-alive,
 //! Core's 8 KiB header limit, `-rpcservertimeout` for idle and slow
 //! clients); `-rpcthreads` worker threads, ten nice levels lower, run the

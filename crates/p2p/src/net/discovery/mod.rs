@@ -7,7 +7,7 @@
 //! | [`seeds`] | the DNS seed host names per network; the fixed seed lists (empty: see there) | chainparams |
 //!
 //! Both tasks run on the layer's runtime and end at shutdown; their lines
-//! go to the configuration's [`LogSink`](crate::net::config::LogSink) in
+//! go to the configuration's [`LogSink`] in
 //! Core's words.
 
 pub mod dns_seeds;
