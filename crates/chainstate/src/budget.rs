@@ -222,6 +222,10 @@ pub struct MemoryBudget {
     /// The UTXO maps (live and frozen) and the coins database's table
     /// readers together.
     pub coins_bytes: usize,
+    /// Table-reader bytes left outside `coins_bytes`
+    /// ([`crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX`] unless a test
+    /// changes it).
+    pub table_readers_uncounted_bytes: usize,
 }
 
 impl MemoryBudget {
@@ -260,6 +264,7 @@ impl MemoryBudget {
             coins_database,
             incoming_blocks_bytes,
             coins_bytes: dbcache_bytes.saturating_sub(others).max(COINS_BYTES_MIN),
+            table_readers_uncounted_bytes: crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX,
         }
     }
 

@@ -153,6 +153,9 @@ pub struct CoinsCache {
     /// What the coins database's table readers hold, counted against the
     /// share ([`CoinsCache::set_table_readers_bytes`]).
     table_readers_bytes: usize,
+    /// What of the table readers is not counted
+    /// ([`TABLE_READERS_UNCOUNTED_BYTES_MAX`] by default).
+    table_readers_uncounted_bytes: usize,
     pub(crate) script_heap_bytes: usize,
     pub(crate) dirty_count: usize,
     pub(crate) flush_epoch: u64,
@@ -168,6 +171,7 @@ impl CoinsCache {
             database,
             cache_bytes_max,
             table_readers_bytes: 0,
+            table_readers_uncounted_bytes: TABLE_READERS_UNCOUNTED_BYTES_MAX,
             script_heap_bytes: 0,
             dirty_count: 0,
             flush_epoch: 0,
@@ -202,6 +206,13 @@ impl CoinsCache {
         self.table_readers_bytes = bytes;
     }
 
+    /// Leaves `bytes` of the table readers outside the share instead of
+    /// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`] (tests that reach the share
+    /// with small chains set 0).
+    pub fn set_table_readers_uncounted_bytes(&mut self, bytes: usize) {
+        self.table_readers_uncounted_bytes = bytes;
+    }
+
     /// What the coins database's table readers were last counted at.
     pub fn table_readers_bytes(&self) -> usize {
         self.table_readers_bytes
@@ -214,9 +225,20 @@ impl CoinsCache {
     /// all counted).
     pub fn limit_bytes(&self) -> usize {
         let floor = self.cache_bytes_max / MAP_SHARE_FLOOR_DIVISOR;
-        let counted_bytes =
-            self.table_readers_bytes.saturating_sub(TABLE_READERS_UNCOUNTED_BYTES_MAX);
-        self.cache_bytes_max.saturating_sub(counted_bytes).max(floor)
+        self.cache_bytes_max.saturating_sub(self.counted_table_readers_bytes()).max(floor)
+    }
+
+    /// What the table readers take from the maps' share: what they hold
+    /// beyond [`TABLE_READERS_UNCOUNTED_BYTES_MAX`] (or what
+    /// [`CoinsCache::set_table_readers_uncounted_bytes`] set).
+    pub fn counted_table_readers_bytes(&self) -> usize {
+        self.table_readers_bytes.saturating_sub(self.table_readers_uncounted_bytes)
+    }
+
+    /// Whether the table readers take more than 1/`share_divisor` of the
+    /// share from the maps ([`CoinsCache::counted_table_readers_bytes`]).
+    pub fn table_readers_take_more_than(&self, share_divisor: usize) -> bool {
+        self.counted_table_readers_bytes() > self.cache_bytes_max / share_divisor.max(1)
     }
 
     /// Room a flush leaves the next live map before the writer frees
@@ -539,5 +561,30 @@ mod tests {
         // However large the readers, the maps keep their floor.
         cache.set_table_readers_bytes(usize::MAX);
         assert_eq!(cache.limit_bytes(), share_bytes / MAP_SHARE_FLOOR_DIVISOR);
+    }
+
+    #[test]
+    fn table_readers_take_from_the_share_only_beyond_the_allowance() {
+        let temporary = tempfile::tempdir().expect("temporary directory");
+        let database =
+            Arc::new(CoinsDatabase::open(temporary.path(), &Default::default()).expect("open"));
+        let share_bytes = 72 << 20;
+        let mut cache = CoinsCache::new(database, share_bytes);
+        // Half the share in readers, all within the allowance: nothing taken.
+        cache.set_table_readers_bytes(share_bytes / 2 + 1);
+        assert_eq!(cache.counted_table_readers_bytes(), 0);
+        assert!(!cache.table_readers_take_more_than(2));
+        let past_allowance = TABLE_READERS_UNCOUNTED_BYTES_MAX + share_bytes / 2;
+        cache.set_table_readers_bytes(past_allowance);
+        assert_eq!(cache.counted_table_readers_bytes(), share_bytes / 2);
+        assert!(!cache.table_readers_take_more_than(2));
+        cache.set_table_readers_bytes(past_allowance + 1);
+        assert!(cache.table_readers_take_more_than(2));
+        assert!(!cache.table_readers_take_more_than(1));
+        // With no allowance every reader byte counts, as before session 19.
+        cache.set_table_readers_uncounted_bytes(0);
+        cache.set_table_readers_bytes(share_bytes / 2 + 1);
+        assert!(cache.table_readers_take_more_than(2));
+        assert_eq!(cache.limit_bytes(), share_bytes - (share_bytes / 2 + 1));
     }
 }

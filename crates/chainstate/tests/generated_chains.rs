@@ -67,15 +67,17 @@ fn tiny_chain_imports_to_the_manifest_tip_checking_every_script() {
     assert!(after.shutdown_flush_ms <= after.longest_flush_ms);
 }
 
-/// A coins cache so small (32 KiB) that the database's table readers soon
-/// pass half its share: the engine drops whole coin keys from the filters
-/// of later tables once, and the import still ends at the manifest's set
-/// (reads then answer from tables of both kinds).
+/// A coins cache so small (32 KiB), with every table-reader byte counted
+/// against it, that the database's table readers soon take half its
+/// share: the engine drops whole coin keys from the filters of later
+/// tables once, and the import still ends at the manifest's set (reads
+/// then answer from tables of both kinds).
 #[test]
 fn a_small_cache_drops_whole_key_filters_once_and_ends_at_the_same_set() {
     let chain = clean();
     let mut node = Node::with_chain(chain);
     node.cache_bytes_max = 1 << 15;
+    node.table_readers_uncounted_bytes = 0;
     let mut chainstate = node.open();
     assert!(!import(&mut chainstate).interrupted);
     let drops: Vec<(usize, usize)> = node

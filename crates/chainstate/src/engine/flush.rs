@@ -26,8 +26,11 @@ use crate::database::FlushStats;
 use crate::error::ChainstateError;
 use crate::stages::persistence::BackgroundFlushInfo;
 
-/// Once the coins database's table readers (filters and indexes) hold
-/// more than 1/this of the UTXO cache's share of `-dbcache`, tables
+/// Once the coins database's table readers (filters and indexes) take
+/// more than 1/this of the UTXO cache's share of `-dbcache` from the maps
+/// (what they hold beyond
+/// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX);
+/// until session 19, all they held), tables
 /// written from then on filter on transaction ids only
 /// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]): the
 /// memory goes back to the maps. Measured on the `utxo-heavy` chain to
@@ -42,6 +45,16 @@ use crate::stages::persistence::BackgroundFlushInfo;
 /// the second (never dropping them: 40.0-40.6 s). A mainnet set (~180 M
 /// coins, ~225 MiB of whole-key filters) passes half of the share below
 /// `-dbcache` of ~550 MiB and keeps its whole-key filters above it.
+///
+/// Session 19 measured what the switch costs once the maps keep their
+/// share: at `-dbcache=100`, transaction-id filters from the first table
+/// on took 36.0 and 36.9 s against 30.1 and 32.0 s with whole-key filters
+/// throughout (third and fourth quarters 11.0-12.1 and 10.3-11.2 s
+/// against 9.0 and 8.2-8.4; docs/utxo-heavy.md, session 19). The likely
+/// cause: a read whose transaction has another output spent since matches
+/// that spend's tombstone in a newer table's filter and reads a block for
+/// nothing. So the switch
+/// waits until the readers take from the maps, not merely hold memory.
 pub const WHOLE_KEY_FILTERS_SHARE_DIVISOR: usize = 2;
 
 /// How often validation looks whether a background flush has freed room.
@@ -124,15 +137,16 @@ impl Chainstate {
 
     /// Counts what the coins database's table readers hold against the
     /// cache's share of `-dbcache` (a property read: ~1 us), and drops
-    /// whole keys from the filters of tables to come once the readers pass
-    /// 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`] of the share.
+    /// whole keys from the filters of tables to come once the readers take
+    /// more than 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`] of the share from
+    /// the maps ([`crate::CoinsCache::table_readers_take_more_than`]).
     pub(crate) fn count_table_readers(&mut self) -> Result<(), ChainstateError> {
         let cache = self.connector.cache_mut();
         let bytes = cache.database().table_readers_bytes()?;
         cache.set_table_readers_bytes(bytes);
         let share_bytes = cache.cache_bytes_max();
         if cache.database().has_whole_key_filters()
-            && bytes > share_bytes / WHOLE_KEY_FILTERS_SHARE_DIVISOR
+            && cache.table_readers_take_more_than(WHOLE_KEY_FILTERS_SHARE_DIVISOR)
             && cache.database().drop_whole_key_filters()?
         {
             self.emit(ChainEvent::WholeKeyFiltersDropped {

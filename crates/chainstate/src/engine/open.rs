@@ -32,7 +32,8 @@ impl Chainstate {
         let coins_path = &options.chainstate_directory;
         let database = CoinsDatabase::open(coins_path, &database_options)
             .map_err(opening(DatabaseKind::Coins, coins_path))?;
-        let cache = CoinsCache::new(Arc::new(database), options.memory.coins_bytes);
+        let mut cache = CoinsCache::new(Arc::new(database), options.memory.coins_bytes);
+        cache.set_table_readers_uncounted_bytes(options.memory.table_readers_uncounted_bytes);
         let scripts = ScriptQueue::new(ScriptThreads::new(options.script_threads)?);
         let mut chainstate = Chainstate {
             options,

@@ -101,6 +101,9 @@ pub struct Node {
     root: tempfile::TempDir,
     events: Events,
     pub cache_bytes_max: usize,
+    /// Table-reader bytes left outside the cache's share (the engine's
+    /// default unless a test changes it).
+    pub table_readers_uncounted_bytes: usize,
     /// The chain's parameters (regtest's unless a test changes them).
     pub params: Params,
 }
@@ -112,6 +115,8 @@ impl Node {
             root,
             events: Events::default(),
             cache_bytes_max: 32 << 20,
+            table_readers_uncounted_bytes:
+                ibex_chainstate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX,
             params: Params::regtest(),
         }
     }
@@ -137,7 +142,10 @@ impl Node {
             params: self.params.clone(),
             blocks_directory: self.blocks(),
             chainstate_directory: self.root.path().join("chainstate"),
-            memory: ibex_chainstate::MemoryBudget::for_coins_bytes(self.cache_bytes_max, 1 << 16),
+            memory: ibex_chainstate::MemoryBudget {
+                table_readers_uncounted_bytes: self.table_readers_uncounted_bytes,
+                ..ibex_chainstate::MemoryBudget::for_coins_bytes(self.cache_bytes_max, 1 << 16)
+            },
             script_threads: 2,
             assume_valid: None,
             periodic_flush_interval: Duration::from_secs(3600),
