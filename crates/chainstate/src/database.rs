@@ -79,8 +79,8 @@
 //! [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)
 //! against its share of `-dbcache`
 //! ([`crate::CoinsCache::set_table_readers_bytes`]; until session 19 all of
-//! it). Once the readers pass
-//! half of that share ([`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]), tables written from then on hold transaction
+//! it). Once the readers take
+//! half of that share from the maps ([`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]), tables written from then on hold transaction
 //! id prefixes in their filters, not whole keys
 //! ([`CoinsDatabase::drop_whole_key_filters`]): one filter entry a
 //! transaction instead of one a coin and one a transaction, a tenth of
