@@ -218,8 +218,8 @@ impl CoinsCache {
         self.table_readers_bytes
     }
 
-    /// The maps' limit: the share less what the table readers hold beyond
-    /// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`], at least
+    /// The maps' limit: the share less what the table readers take from it
+    /// ([`CoinsCache::counted_table_readers_bytes`]), at least
     /// 1/[`MAP_SHARE_FLOOR_DIVISOR`] of it (past that, on a set of hundreds
     /// of millions of coins with a small `-dbcache`, the readers are not
     /// all counted).
@@ -546,13 +546,19 @@ mod tests {
         assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 104);
     }
 
-    #[test]
-    fn only_table_readers_beyond_the_allowance_shrink_the_maps() {
+    /// An empty cache with a share of `share_bytes` over a new database
+    /// (kept alive by the returned directory).
+    fn cache_with_share(share_bytes: usize) -> (tempfile::TempDir, CoinsCache) {
         let temporary = tempfile::tempdir().expect("temporary directory");
         let database =
             Arc::new(CoinsDatabase::open(temporary.path(), &Default::default()).expect("open"));
+        (temporary, CoinsCache::new(database, share_bytes))
+    }
+
+    #[test]
+    fn only_table_readers_beyond_the_allowance_shrink_the_maps() {
         let share_bytes = 400 << 20;
-        let mut cache = CoinsCache::new(database, share_bytes);
+        let (_directory, mut cache) = cache_with_share(share_bytes);
         assert_eq!(cache.limit_bytes(), share_bytes);
         cache.set_table_readers_bytes(TABLE_READERS_UNCOUNTED_BYTES_MAX);
         assert_eq!(cache.limit_bytes(), share_bytes);
@@ -565,11 +571,8 @@ mod tests {
 
     #[test]
     fn table_readers_take_from_the_share_only_beyond_the_allowance() {
-        let temporary = tempfile::tempdir().expect("temporary directory");
-        let database =
-            Arc::new(CoinsDatabase::open(temporary.path(), &Default::default()).expect("open"));
         let share_bytes = 72 << 20;
-        let mut cache = CoinsCache::new(database, share_bytes);
+        let (_directory, mut cache) = cache_with_share(share_bytes);
         // Half the share in readers, all within the allowance: nothing taken.
         cache.set_table_readers_bytes(share_bytes / 2 + 1);
         assert_eq!(cache.counted_table_readers_bytes(), 0);

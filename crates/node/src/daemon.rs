@@ -86,7 +86,7 @@ fn cache_lines(options: &NodeOptions) -> Vec<String> {
             mebibytes(database.block_cache_bytes),
             database.flush_table_count,
             mebibytes(database.flush_order_bytes),
-            mebibytes(ibex_chainstate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX),
+            mebibytes(budget.table_readers_uncounted_bytes),
         ),
     ];
     if budget.parts_bytes() > budget.dbcache_bytes {
