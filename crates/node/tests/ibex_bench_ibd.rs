@@ -65,6 +65,8 @@ fn check_runs(results: &Value, expected_runs: usize) {
         assert!(run["wall_s"].as_f64().unwrap() > 0.0);
         assert!(run["user_s"].as_f64().unwrap() > 0.0, "a node validating blocks uses CPU");
         assert!(run["peak_rss_kib"].as_u64().unwrap() > 1024, "{run}");
+        // A node that connected blocks left a coins database on disk.
+        assert!(run["chainstate_bytes"].as_u64().unwrap() > 0, "{run}");
         assert_eq!(run["exit_status"], 0);
         assert!(run["exit_signal"].is_null());
         assert_eq!(run["final_height"], CHAIN_BLOCKS);
@@ -80,7 +82,7 @@ fn check_summaries(results: &Value, nodes: &[&str], runs: u64) {
     for (summary, name) in summaries.iter().zip(nodes) {
         assert_eq!(summary["node"], *name);
         assert_eq!(summary["runs"], runs);
-        for measure in ["wall_s", "user_s", "system_s", "peak_rss_kib"] {
+        for measure in ["wall_s", "user_s", "system_s", "peak_rss_kib", "chainstate_bytes"] {
             let statistics = &summary[measure];
             let (min, max) =
                 (statistics["min"].as_f64().unwrap(), statistics["max"].as_f64().unwrap());
@@ -194,6 +196,7 @@ fn benchmarks_the_same_ibexd_twice_with_flame_graphs() {
     assert_eq!(csv.lines().count(), 4, "one line per measured run: {csv}");
     let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
     assert!(markdown.contains("| `b` | ibex |"), "{markdown}");
+    assert!(markdown.contains("| Chainstate [MiB] |"), "{markdown}");
     check_quarters(&results, &["a", "b"], 2);
     assert!(markdown.contains("## By quarter of the heights"), "{markdown}");
     assert!(markdown.contains("| `b` | 4 | 151-200 |"), "{markdown}");

@@ -94,7 +94,8 @@ The chain's block files are linked (the last one copied) and never written: \
 their lengths and times are checked after every run. Warm-up runs come \
 first; rounds take each node once, the order reversed every other round. \
 Writes DIR/results.json (every run: node, run_index, warmup, wall_s, \
-user_s, system_s, peak_rss_kib, exit_status, final_height, log; per node \
+user_s, system_s, peak_rss_kib, chainstate_bytes (the coins database's size \
+on disk once the node stopped), exit_status, final_height, log; per node \
 mean, standard_deviation, median, min, max; ratios to the baseline with \
 their uncertainty), DIR/results.md, DIR/logs/NAME-RUN.log and ibex plot's \
 charts of the measured runs (DIR/plot/ibd-*.svg). A node is warned about \

@@ -49,7 +49,7 @@ fn plot_runs(
     let measured: Vec<&RunRecord> = records.iter().filter(|run| !run.warmup).collect();
     let baseline = &bench.nodes[bench.roles.baseline].name;
     let arguments = PlotArguments {
-        logs: measured.iter().map(|run| OsString::from(&run.log)).collect(),
+        logs: measured.iter().map(|run| OsString::from(&run.outcome.log)).collect(),
         out: bench.arguments.out.join("plot").join("ibd"),
         baseline: Some(format!("{baseline}-1")),
         from_height: 0,

@@ -29,6 +29,34 @@ pub fn blocks_directory(datadir: &Path, network: Network) -> PathBuf {
     network_directory(datadir, network).join("blocks")
 }
 
+/// `<datadir>/<chain>/chainstate`: the coins database, Core's and Ibex's.
+pub fn chainstate_directory(datadir: &Path, network: Network) -> PathBuf {
+    network_directory(datadir, network).join("chainstate")
+}
+
+/// Bytes of the regular files under `directory`, its subdirectories
+/// included; links are not followed (a node's database holds none), and
+/// a directory that does not exist holds nothing.
+pub fn directory_bytes(directory: &Path) -> Result<u64, BenchError> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(error) => return Err(io_error(directory)(error)),
+    };
+    let mut bytes = 0u64;
+    for entry in entries {
+        let entry = entry.map_err(io_error(directory))?;
+        let path = entry.path();
+        let metadata = std::fs::symlink_metadata(&path).map_err(io_error(&path))?;
+        if metadata.is_dir() {
+            bytes = bytes.saturating_add(directory_bytes(&path)?);
+        } else if metadata.is_file() {
+            bytes = bytes.saturating_add(metadata.len());
+        }
+    }
+    Ok(bytes)
+}
+
 /// `<datadir>/<chain>/debug.log`.
 pub fn debug_log(datadir: &Path, network: Network) -> PathBuf {
     network_directory(datadir, network).join("debug.log")
@@ -196,6 +224,20 @@ mod tests {
         remove(&copy).expect("removed");
         remove(&run).expect("removed");
         assert!(!run.exists() && chain_directory.join("blk00000.dat").exists());
+    }
+
+    #[test]
+    fn counts_the_files_under_a_directory_without_following_links() {
+        let root = tempfile::tempdir().expect("temporary directory");
+        let chainstate = chainstate_directory(root.path(), Network::Regtest);
+        assert_eq!(directory_bytes(&chainstate).expect("absent"), 0);
+        std::fs::create_dir_all(chainstate.join("ibex-flush-tables")).expect("mkdir");
+        std::fs::write(chainstate.join("000004.sst"), [7u8; 1000]).expect("write");
+        std::fs::write(chainstate.join("ibex-flush-tables/1.sst"), [7u8; 24]).expect("write");
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, [7u8; 5000]).expect("write");
+        std::os::unix::fs::symlink(&outside, chainstate.join("link")).expect("link");
+        assert_eq!(directory_bytes(&chainstate).expect("counted"), 1024);
     }
 
     #[test]

@@ -224,7 +224,7 @@ fn profile_node(
         perf_data.clone().into(),
         "--".into(),
     ];
-    let (_, _, log) = bench.run_node(index, &format!("{}-perf", node.name), &wrapper)?;
+    let log = bench.run_node(index, &format!("{}-perf", node.name), &wrapper)?.log;
     let out = &bench.arguments.out;
     let folded = out.join(format!("flame-{}.folded", node.name));
     fold_perf_data(&perf_data, &folded)?;

@@ -61,11 +61,11 @@ pub struct Progress {
 pub fn read_measured_runs(records: &[RunRecord]) -> Result<Vec<MeasuredRun>, BenchError> {
     let mut runs = Vec::new();
     for record in records.iter().filter(|record| !record.warmup) {
-        let file = File::open(&record.log).map_err(io_error(&record.log))?;
+        let file = File::open(&record.outcome.log).map_err(io_error(&record.outcome.log))?;
         let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
         let label = format!("{}-{}", record.node, record.run_index);
-        let series =
-            read_series(&label, reader, ParseOptions::default()).map_err(io_error(&record.log))?;
+        let series = read_series(&label, reader, ParseOptions::default())
+            .map_err(io_error(&record.outcome.log))?;
         runs.push(MeasuredRun { node: record.node.clone(), run_index: record.run_index, series });
     }
     Ok(runs)

@@ -14,6 +14,8 @@ use super::{io_error, BenchError};
 
 /// KiB in a MiB, for the peak memory shown in MiB.
 const KIBIBYTES_PER_MEBIBYTE: f64 = 1024.0;
+/// Bytes in a MiB, for the coins database's size shown in MiB.
+const BYTES_PER_MEBIBYTE: f64 = 1024.0 * 1024.0;
 
 /// One node's statistics over its measured runs.
 #[derive(Debug, Clone)]
@@ -28,6 +30,9 @@ pub struct NodeSummary {
     pub system_seconds: Summary,
     /// Peak resident memory, KiB.
     pub peak_rss_kibibytes: Summary,
+    /// The coins database's size on disk once the node stopped
+    /// (`chainstate/`), bytes.
+    pub chainstate_bytes: Summary,
     /// Mean wall time over the baseline's, with its uncertainty.
     pub ratio: Option<Ratio>,
     /// Warnings about the spread of its wall times.
@@ -43,15 +48,21 @@ pub fn summarize_nodes(bench: &Bench<'_>, records: &[RunRecord]) -> Vec<NodeSumm
         let values = |measure: &dyn Fn(&RunRecord) -> f64| -> Vec<f64> {
             runs.iter().map(|run| measure(run)).collect()
         };
-        let wall = values(&|run| run.measurement.wall.as_secs_f64());
+        let wall = values(&|run| run.outcome.measurement.wall.as_secs_f64());
         let summaries_of = (
             summarize(&wall),
-            summarize(&values(&|run| run.measurement.user.as_secs_f64())),
-            summarize(&values(&|run| run.measurement.system.as_secs_f64())),
-            summarize(&values(&|run| run.measurement.peak_rss_kibibytes as f64)),
+            summarize(&values(&|run| run.outcome.measurement.user.as_secs_f64())),
+            summarize(&values(&|run| run.outcome.measurement.system.as_secs_f64())),
+            summarize(&values(&|run| run.outcome.measurement.peak_rss_kibibytes as f64)),
+            summarize(&values(&|run| run.outcome.chainstate_bytes as f64)),
         );
-        let (Some(wall_seconds), Some(user_seconds), Some(system_seconds), Some(peak)) =
-            summaries_of
+        let (
+            Some(wall_seconds),
+            Some(user_seconds),
+            Some(system_seconds),
+            Some(peak),
+            Some(chainstate_bytes),
+        ) = summaries_of
         else {
             continue;
         };
@@ -61,6 +72,7 @@ pub fn summarize_nodes(bench: &Bench<'_>, records: &[RunRecord]) -> Vec<NodeSumm
             user_seconds,
             system_seconds,
             peak_rss_kibibytes: peak,
+            chainstate_bytes,
             ratio: None,
             warnings: spread_warnings(&node.name, &wall),
         });
@@ -93,7 +105,7 @@ fn summary_json(summary: &Summary) -> Value {
 }
 
 fn run_json(run: &RunRecord) -> Value {
-    let measurement = &run.measurement;
+    let measurement = &run.outcome.measurement;
     json!({
         "node": run.node,
         "run_index": run.run_index,
@@ -102,10 +114,11 @@ fn run_json(run: &RunRecord) -> Value {
         "user_s": measurement.user.as_secs_f64(),
         "system_s": measurement.system.as_secs_f64(),
         "peak_rss_kib": measurement.peak_rss_kibibytes,
+        "chainstate_bytes": run.outcome.chainstate_bytes,
         "exit_status": measurement.end.exit_code(),
         "exit_signal": measurement.end.signal(),
-        "final_height": run.final_height,
-        "log": run.log.display().to_string(),
+        "final_height": run.outcome.final_height,
+        "log": run.outcome.log.display().to_string(),
     })
 }
 
@@ -137,6 +150,7 @@ fn node_summary_json(summary: &NodeSummary) -> Value {
         "user_s": summary_json(&summary.user_seconds),
         "system_s": summary_json(&summary.system_seconds),
         "peak_rss_kib": summary_json(&summary.peak_rss_kibibytes),
+        "chainstate_bytes": summary_json(&summary.chainstate_bytes),
         "coefficient_of_variation": summary.wall_seconds.coefficient_of_variation(),
         "warnings": summary.warnings,
     })
@@ -224,8 +238,8 @@ pub fn markdown(
         arguments.runs,
         arguments.warmup
     );
-    text.push_str("| Node | Kind | Mean [s] | σ [s] | Median [s] | Min [s] | Max [s] | User [s] | System [s] | Peak RSS [MiB] | Relative |\n");
-    text.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    text.push_str("| Node | Kind | Mean [s] | σ [s] | Median [s] | Min [s] | Max [s] | User [s] | System [s] | Peak RSS [MiB] | Chainstate [MiB] | Relative |\n");
+    text.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for summary in summaries {
         let kind = bench
             .nodes
@@ -235,7 +249,7 @@ pub fn markdown(
         let wall = &summary.wall_seconds;
         let _ = writeln!(
             text,
-            "| `{}` | {kind} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {} |",
+            "| `{}` | {kind} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {} |",
             summary.name,
             wall.mean,
             wall.standard_deviation.map_or("-".to_owned(), |deviation| format!("{deviation:.3}")),
@@ -245,6 +259,7 @@ pub fn markdown(
             summary.user_seconds.mean,
             summary.system_seconds.mean,
             summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE,
+            summary.chainstate_bytes.mean / BYTES_PER_MEBIBYTE,
             ratio_text(summary.ratio)
         );
     }
@@ -278,11 +293,12 @@ pub fn terminal_summary(bench: &Bench<'_>, summaries: &[NodeSummary]) -> String 
         );
         let _ = writeln!(
             text,
-            "  Range (min … median … max):   {:.3} s … {:.3} s … {:.3} s    Peak RSS (mean): {:.1} MiB",
+            "  Range (min … median … max):   {:.3} s … {:.3} s … {:.3} s    Peak RSS (mean): {:.1} MiB    Chainstate (mean): {:.1} MiB",
             wall.min,
             wall.median,
             wall.max,
-            summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE
+            summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE,
+            summary.chainstate_bytes.mean / BYTES_PER_MEBIBYTE
         );
         for warning in &summary.warnings {
             let _ = writeln!(text, "  Warning: {warning}");

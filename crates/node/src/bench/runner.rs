@@ -28,12 +28,22 @@ pub struct RunRecord {
     pub run_index: u32,
     /// A warm-up run (not in the statistics).
     pub warmup: bool,
+    /// What it measured and left.
+    pub outcome: NodeRun,
+}
+
+/// What one run of one node left: its measurement, the log's last
+/// height, the saved log and its coins database's size on disk.
+#[derive(Debug, Clone)]
+pub struct NodeRun {
     /// What was measured.
     pub measurement: Measurement,
     /// The height of the log's last `UpdateTip`.
     pub final_height: Option<u32>,
     /// The saved log.
     pub log: PathBuf,
+    /// Bytes of the node's `chainstate/` directory once it stopped.
+    pub chainstate_bytes: u64,
 }
 
 /// One scheduled run: the node's index, warm-up or not, its number.
@@ -270,7 +280,7 @@ impl<'a> Bench<'a> {
         index: usize,
         label: &str,
         wrapper: &[OsString],
-    ) -> Result<(Measurement, Option<u32>, PathBuf), BenchError> {
+    ) -> Result<NodeRun, BenchError> {
         let node = &self.nodes[index];
         let datadir = self.work.join(label);
         self.make_run_datadir(index, &datadir)?;
@@ -281,10 +291,12 @@ impl<'a> Bench<'a> {
         let log = self.logs.join(format!("{label}.log"));
         datadir::save_log(&datadir, self.chain.network, &log)?;
         let final_height = self.check_run(label, &measurement, &log)?;
+        let chainstate_bytes =
+            datadir::directory_bytes(&datadir::chainstate_directory(&datadir, self.chain.network))?;
         if !self.arguments.keep_datadirs {
             datadir::remove(&datadir)?;
         }
-        Ok((measurement, final_height, log))
+        Ok(NodeRun { measurement, final_height, log, chainstate_bytes })
     }
 
     /// Every scheduled run, in order; the serving node must stay up.
@@ -303,18 +315,21 @@ impl<'a> Bench<'a> {
                 true => format!("{name}-warmup-{}", run.run_index),
                 false => format!("{name}-{}", run.run_index),
             };
-            let (measurement, final_height, log) = self.run_node(run.node, &label, &[])?;
+            let outcome = self.run_node(run.node, &label, &[])?;
+            let measurement = &outcome.measurement;
             eprintln!(
-                "bench: [{}/{}] {label}: {:.3} s wall, {:.3} s user, {:.3} s system, {} KiB peak",
+                "bench: [{}/{}] {label}: {:.3} s wall, {:.3} s user, {:.3} s system, {} KiB peak, \
+                 chainstate {} bytes",
                 position + 1,
                 order.len(),
                 measurement.wall.as_secs_f64(),
                 measurement.user.as_secs_f64(),
                 measurement.system.as_secs_f64(),
-                measurement.peak_rss_kibibytes
+                measurement.peak_rss_kibibytes,
+                outcome.chainstate_bytes
             );
             let (node, run_index, warmup) = (name.clone(), run.run_index, run.warmup);
-            records.push(RunRecord { node, run_index, warmup, measurement, final_height, log });
+            records.push(RunRecord { node, run_index, warmup, outcome });
         }
         Ok(records)
     }
