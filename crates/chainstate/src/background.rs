@@ -112,9 +112,9 @@ fn write_frozen(
 /// Writes every dirty entry of `frozen` as the database's
 /// [`CoinsDatabase::flush_table_count`] tables (at most one a shard),
 /// one for each group of neighbouring shards, sorted, and ingests them
-/// one after another ([`TableFlush`]); a flush that empties the cache
-/// frees each group's shards once its table is in (their coins are
-/// readable nowhere else before).
+/// one after another, the highest keys first ([`TableFlush`]); a flush
+/// that empties the cache frees each group's shards once its table is in
+/// (their coins are readable nowhere else before).
 fn ingest_frozen(
     database: &CoinsDatabase,
     frozen: &FrozenCoins,
@@ -124,7 +124,7 @@ fn ingest_frozen(
     let table_count = database.flush_table_count().clamp(1, shard_count);
     let release = frozen.mode == FlushMode::EmptyCache;
     let mut flush = TableFlush::begin(database, best_block, table_count)?;
-    for table in 0..table_count {
+    for table in (0..table_count).rev() {
         let group = table_shards(table, table_count, shard_count);
         let script_heap_bytes: Vec<usize> = {
             let guards = frozen.map.read_range(group.clone());

@@ -98,8 +98,12 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// 16, docs/utxo-heavy.md), validation waited 14.1 s of a 40.8 s import at
 /// `-dbcache=450` (15 waits of 0.8-1.3 s) and 11.2 s of 45.2 s at 100
 /// (119 waits). More tables free memory sooner but make more level-0
-/// files, each probed by every read and counted by the compaction
-/// trigger (scaled by the count: [`crate::database_levels`]). One run
+/// files, each one whose key range a read's key falls in probed by the
+/// read, and each counted by the compaction trigger (scaled by the count:
+/// [`crate::database_levels`]). Until session 21 the first and the last
+/// table of a flush spanned every coin key (they held the `'B'` and `'H'`
+/// records, which sort below and above the coins), so every read probed
+/// their filters too: see [`crate::database_ingest::TableFlush`]. One run
 /// each: at 450, 1 table 40.8 s, 2 31.2, 4 31.7-32.1, 8 27.9-30.9; at
 /// 100, 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16
 /// 52.3-54.6 (a flush there is ~12 MB, tables of a few MB).

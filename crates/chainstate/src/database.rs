@@ -9,7 +9,9 @@
 //! atomically ([`crate::database_ingest`]); the batch protocol below
 //! remains for `-dbcrashratio` and for tests of it
 //! ([`CoinsDatabase::set_batch_flushes`]), and its `'H'` record marks a
-//! flush of either kind cut short by a crash.
+//! flush of either kind cut short by a crash (a flush in tables leaves
+//! `'H'` behind when it finishes, naming the tip `'B'` then names:
+//! [`CoinsDatabase::head_blocks`]).
 //!
 //! A batch flush is a sequence of batches. The first erases `'B'` and writes `'H'`
 //! = (new tip, old tip); the middle ones carry coins; the last erases `'H'`
@@ -538,7 +540,9 @@ impl CoinsDatabase {
     }
 
     /// The best block the coins reflect, `None` for a new database or after
-    /// an interrupted flush.
+    /// a flush in batches was interrupted (a flush in tables leaves the old
+    /// tip here until its last table: [`CoinsDatabase::head_blocks`] tells
+    /// whether one was interrupted).
     pub fn best_block(&self) -> Result<Option<BlockHash>, ChainstateError> {
         let Some(bytes) = self.db.get_pinned(BEST_BLOCK_KEY)? else {
             return Ok(None);
@@ -551,7 +555,21 @@ impl CoinsDatabase {
     }
 
     /// The blocks an interrupted flush covered, if one was interrupted.
+    ///
+    /// A flush in several tables leaves its `'H'` record behind: its last
+    /// table puts `'B'` and does not erase `'H'`, so that no table's key
+    /// range spans the coins of another ([`crate::database_ingest`]). `'H'`
+    /// naming as its new tip the block `'B'` names is a finished flush.
     pub fn head_blocks(&self) -> Result<Option<HeadBlocks>, ChainstateError> {
+        let Some(heads) = self.head_blocks_record()? else { return Ok(None) };
+        if self.best_block()? == Some(heads.new_tip) {
+            return Ok(None);
+        }
+        Ok(Some(heads))
+    }
+
+    /// The `'H'` record as written, finished flush or not.
+    fn head_blocks_record(&self) -> Result<Option<HeadBlocks>, ChainstateError> {
         let Some(bytes) = self.db.get_pinned(HEAD_BLOCKS_KEY)? else {
             return Ok(None);
         };

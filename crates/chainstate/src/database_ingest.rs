@@ -18,7 +18,9 @@
 //! A flush is one table or several ([`TableFlush`], whose docs give the
 //! protocol): a table of one flush holds `'B'` = the new tip (the smallest
 //! key), the coins, and an erasure of `'H'` (the largest); a flush of
-//! several puts `'H'` in its first table and `'B'` in its last. RocksDB
+//! several puts `'H'` in its first table (the highest keys) and `'B'` in
+//! its last (the lowest), so that the tables' key ranges do not overlap.
+//! RocksDB
 //! ingests a file atomically: its MANIFEST names the file or does not, so
 //! after a crash the database holds a prefix of the tables, never part of
 //! one. Ingestion gives each table a sequence number above every write
@@ -306,15 +308,30 @@ struct TableEdges<'a> {
 
 /// A flush written as a given number of tables, ingested one after
 /// another, so that a background flush can free each part of the frozen
-/// map as soon as its table is in ([`crate::background`]).
+/// map as soon as its table is in ([`crate::background`]). The parts come
+/// in descending key order: the first holds the highest coin keys, the
+/// last the lowest.
 ///
 /// # Crash safety
-/// Core's protocol, with tables for batches: the first table erases `'B'`
-/// and puts `'H'` = (new tip, old tip), the last one puts `'B'` = the new
-/// tip and erases `'H'`; a crash leaves a prefix of the tables (each is
-/// ingested atomically), and one that ends inside the flush leaves `'H'`,
-/// which makes the next start replay the blocks between the tips. A flush
-/// of one table puts `'B'` and erases `'H'` at once.
+/// Core's protocol, with tables for batches, and its end marked by `'B'`
+/// alone: the first table puts `'H'` = (new tip, old tip), the last one
+/// puts `'B'` = the new tip. A crash leaves a prefix of the tables (each is
+/// ingested atomically); one that ends inside the flush leaves `'H'` naming
+/// a new tip that `'B'` does not, which makes the next start replay the
+/// blocks between the tips ([`CoinsDatabase::head_blocks`]). Once `'B'`
+/// names `'H'`'s new tip, the flush is finished. A flush of one table puts
+/// `'B'` and erases `'H'` at once.
+///
+/// # Why `'B'` is not erased first nor `'H'` last
+/// `'B'` sorts below every coin key and `'H'` above. A table's key range
+/// runs from its smallest key to its largest, and a read passes the bloom
+/// filter of every level-0 table whose range holds its key. Core's order
+/// (erase `'B'` and put `'H'` first, put `'B'` and erase `'H'` last) puts
+/// both records in the first and the last table, whose ranges then span
+/// every coin: with two tables a flush (the default), each read probed
+/// both tables' filters of every flush in level 0, not the one table that
+/// can hold its key. Here `'H'` goes with the highest coins and `'B'` with
+/// the lowest, so the tables of a flush split the coins' key space.
 pub struct TableFlush<'a> {
     database: &'a CoinsDatabase,
     new_tip: BlockHash,
@@ -343,8 +360,9 @@ impl<'a> TableFlush<'a> {
     }
 
     /// Writes and ingests the next part, `writes` sorted by
-    /// [`sort_in_key_order`]; a middle part with nothing to write is
-    /// skipped. A part after the last is refused.
+    /// [`sort_in_key_order`] and below the keys of the parts before it; a
+    /// middle part with nothing to write is skipped. A part after the last
+    /// is refused.
     pub fn ingest_part(&mut self, writes: &[KeyedCoinWrite<'_>]) -> Result<(), ChainstateError> {
         if self.parts_ingested >= self.table_count {
             return Err(ChainstateError::FlushTablesExceeded { table_count: self.table_count });
@@ -354,12 +372,16 @@ impl<'a> TableFlush<'a> {
         self.parts_ingested += 1;
         let tip = self.new_tip;
         let edges = match (first, last) {
-            (_, true) => TableEdges {
+            (true, true) => TableEdges {
                 best_block: RecordChange::Put(tip.as_bytes()),
                 head_blocks: RecordChange::Erase,
             },
+            (false, true) => TableEdges {
+                best_block: RecordChange::Put(tip.as_bytes()),
+                head_blocks: RecordChange::Keep,
+            },
             (true, false) => TableEdges {
-                best_block: RecordChange::Erase,
+                best_block: RecordChange::Keep,
                 head_blocks: RecordChange::Put(&self.head_blocks),
             },
             (false, false) if writes.is_empty() => return Ok(()),
@@ -499,13 +521,14 @@ mod tests {
                 CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
             ingest_one(&database, old_tip, &[]).unwrap();
             let mut flush = TableFlush::begin(&database, new_tip, 4).unwrap();
-            flush.ingest_part(&sorted(low)).unwrap();
-            // Inside the flush: no best block, the two tips recorded, the
-            // first part readable.
-            assert_eq!(database.best_block().unwrap(), None);
+            flush.ingest_part(&sorted(high)).unwrap();
+            // Inside the flush: the old best block, the two tips recorded,
+            // the first part readable.
+            assert_eq!(database.best_block().unwrap(), Some(old_tip));
             let heads = database.head_blocks().unwrap().unwrap();
             assert_eq!((heads.new_tip, heads.old_tip), (new_tip, old_tip));
-            assert_eq!(database.coin(&low[0]).unwrap(), Some(coin.clone()));
+            assert_eq!(database.coin(&high[0]).unwrap(), Some(coin.clone()));
+            assert_eq!(database.coin(&low[0]).unwrap(), None);
             // A crash here: the flush is dropped unfinished.
             assert!(matches!(
                 flush.finish(),
@@ -513,15 +536,16 @@ mod tests {
             ));
         }
         let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-        assert_eq!(database.best_block().unwrap(), None);
+        assert_eq!(database.best_block().unwrap(), Some(old_tip));
+        assert!(database.head_blocks().unwrap().is_some());
         // A flush to another tip than the interrupted one's is refused.
         let other = TableFlush::begin(&database, BlockHash([3; 32]), 2);
         assert!(matches!(other, Err(ChainstateError::InconsistentHeadBlocks { .. })));
         // The replayed flush to the same tip: its old tip is the recorded one.
         let mut flush = TableFlush::begin(&database, new_tip, 4).unwrap();
-        flush.ingest_part(&sorted(low)).unwrap();
-        flush.ingest_part(&[]).unwrap();
         flush.ingest_part(&sorted(high)).unwrap();
+        flush.ingest_part(&[]).unwrap();
+        flush.ingest_part(&sorted(low)).unwrap();
         flush.ingest_part(&[]).unwrap();
         assert!(matches!(
             flush.ingest_part(&[]),
@@ -531,9 +555,61 @@ mod tests {
         // The empty middle part wrote no table; the empty last one did.
         assert_eq!(stats.batch_count, 3);
         assert_eq!(stats.coins_written, outpoints.len() as u64);
+        // Finished: `'H'` is left behind, naming the tip `'B'` names.
         assert_eq!(database.best_block().unwrap(), Some(new_tip));
         assert_eq!(database.head_blocks().unwrap(), None);
         let coins = database.iter_coins().map(Result::unwrap).count();
         assert_eq!(coins, outpoints.len());
+        // The next flush starts from it, and a crash inside it shows.
+        let next_tip = BlockHash([3; 32]);
+        let mut next = TableFlush::begin(&database, next_tip, 2).unwrap();
+        next.ingest_part(&[]).unwrap();
+        let heads = database.head_blocks().unwrap().unwrap();
+        assert_eq!((heads.new_tip, heads.old_tip), (next_tip, new_tip));
+        next.ingest_part(&[]).unwrap();
+        next.finish().unwrap();
+        assert_eq!(database.head_blocks().unwrap(), None);
+        assert_eq!(database.best_block().unwrap(), Some(next_tip));
+    }
+
+    /// The tables of one flush, as RocksDB lists them: (smallest key,
+    /// largest key), lowest first.
+    fn table_ranges(database: &CoinsDatabase) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = database
+            .raw()
+            .live_files()
+            .unwrap()
+            .into_iter()
+            .map(|file| (file.start_key.unwrap(), file.end_key.unwrap()))
+            .collect();
+        ranges.sort();
+        ranges
+    }
+
+    #[test]
+    fn the_tables_of_a_flush_split_the_coin_keys_between_them() {
+        let directory = tempfile::tempdir().unwrap();
+        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+        let outpoints = awkward_outpoints();
+        let coin =
+            Coin::new(ibex_primitives::Amount::from_sat_u32(9), [0x51u8; 22], 4, false).unwrap();
+        let mut in_order = outpoints.clone();
+        in_order.sort_by(key_order);
+        let (low, high) = in_order.split_at(in_order.len() / 2);
+        let mut flush = TableFlush::begin(&database, BlockHash([2; 32]), 2).unwrap();
+        flush.ingest_part(&sorted_puts(high, &coin)).unwrap();
+        flush.ingest_part(&sorted_puts(low, &coin)).unwrap();
+        flush.finish().unwrap();
+        let ranges = table_ranges(&database);
+        assert_eq!(ranges.len(), 2, "{ranges:?}");
+        let ((low_start, low_end), (high_start, high_end)) = (&ranges[0], &ranges[1]);
+        // `'B'` below the low coins, `'H'` above the high ones, and no
+        // coin key in both tables' ranges: a read passes one filter.
+        assert_eq!(low_start.as_slice(), BEST_BLOCK_KEY);
+        assert_eq!(high_end.as_slice(), HEAD_BLOCKS_KEY);
+        assert!(low_end < high_start, "{ranges:?}");
+        assert_eq!(low_end.as_slice(), CoinKey::new(low.last().unwrap()).as_ref());
+        assert_eq!(high_start.as_slice(), CoinKey::new(&high[0]).as_ref());
+        assert_eq!(database.iter_coins().count(), outpoints.len());
     }
 }
