@@ -20,8 +20,7 @@
 //! key), the coins, and an erasure of `'H'` (the largest); a flush of
 //! several puts `'H'` in its first table (the highest keys) and `'B'` in
 //! its last (the lowest), so that the tables' key ranges do not overlap.
-//! RocksDB
-//! ingests a file atomically: its MANIFEST names the file or does not, so
+//! RocksDB ingests a file atomically: its MANIFEST names the file or does not, so
 //! after a crash the database holds a prefix of the tables, never part of
 //! one. Ingestion gives each table a sequence number above every write
 //! before it, and RocksDB first writes any memtable that holds keys in the
@@ -504,15 +503,22 @@ mod tests {
         assert!(coins.iter().all(|(_, found)| *found == coin));
     }
 
+    /// [`awkward_outpoints`] in key order, a coin to put at each, and the
+    /// number of outpoints in the lower half.
+    fn halves_in_key_order() -> (Vec<OutPoint>, Coin, usize) {
+        let mut in_order = awkward_outpoints();
+        in_order.sort_by(key_order);
+        let coin =
+            Coin::new(ibex_primitives::Amount::from_sat_u32(9), [0x51u8; 22], 4, false).unwrap();
+        let low_count = in_order.len() / 2;
+        (in_order, coin, low_count)
+    }
+
     #[test]
     fn a_flush_in_tables_leaves_a_prefix_the_head_blocks_record_marks() {
         let directory = tempfile::tempdir().unwrap();
-        let outpoints = awkward_outpoints();
-        let coin =
-            Coin::new(ibex_primitives::Amount::from_sat_u32(9), [0x51u8; 22], 4, false).unwrap();
-        let mut in_order = outpoints.clone();
-        in_order.sort_by(key_order);
-        let (low, high) = in_order.split_at(in_order.len() / 2);
+        let (outpoints, coin, low_count) = halves_in_key_order();
+        let (low, high) = outpoints.split_at(low_count);
         let sorted = |outpoints| sorted_puts(outpoints, &coin);
         let old_tip = BlockHash([1; 32]);
         let new_tip = BlockHash([2; 32]);
@@ -590,12 +596,8 @@ mod tests {
     fn the_tables_of_a_flush_split_the_coin_keys_between_them() {
         let directory = tempfile::tempdir().unwrap();
         let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-        let outpoints = awkward_outpoints();
-        let coin =
-            Coin::new(ibex_primitives::Amount::from_sat_u32(9), [0x51u8; 22], 4, false).unwrap();
-        let mut in_order = outpoints.clone();
-        in_order.sort_by(key_order);
-        let (low, high) = in_order.split_at(in_order.len() / 2);
+        let (outpoints, coin, low_count) = halves_in_key_order();
+        let (low, high) = outpoints.split_at(low_count);
         let mut flush = TableFlush::begin(&database, BlockHash([2; 32]), 2).unwrap();
         flush.ingest_part(&sorted_puts(high, &coin)).unwrap();
         flush.ingest_part(&sorted_puts(low, &coin)).unwrap();
