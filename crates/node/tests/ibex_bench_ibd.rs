@@ -147,6 +147,31 @@ fn check_cost_growth(results: &Value, out: &Path, runs: &[&str]) {
     assert!(results["files"].to_string().contains("ibd-cost-growth.svg"));
 }
 
+/// The chain by quarter (transactions per block from the baseline's log,
+/// the UTXO set from the manifest, which the tiny chain's tip count ends)
+/// and each node's UTXO cache (its log's allowance, positive sizes).
+fn check_context(results: &Value, out: &Path, nodes: &[&str]) {
+    let chain = results["chain_by_quarter"].as_array().unwrap();
+    assert_eq!(chain.len(), 4, "{results:#}");
+    for (index, quarter) in chain.iter().enumerate() {
+        assert_eq!(quarter["last_height"], 50 * (index + 1));
+        assert!(quarter["transactions_per_block"].as_f64().unwrap() >= 1.0, "{quarter}");
+        assert!(quarter["utxo_count_at_end"].as_f64().unwrap() > 0.0, "{quarter}");
+        assert!(quarter["coins_added_per_block"].is_f64(), "{quarter}");
+    }
+    let caches = results["utxo_caches"].as_array().unwrap();
+    assert_eq!(caches.len(), nodes.len());
+    for (cache, name) in caches.iter().zip(nodes) {
+        assert_eq!(cache["node"], *name);
+        assert!(cache["allowed_mib"].as_f64().unwrap() > 0.0, "{cache}");
+        assert!(cache["largest_logged_mib"].as_f64().unwrap() > 0.0, "{cache}");
+        assert!(cache["emptied"].as_f64().unwrap() >= 0.0, "{cache}");
+    }
+    let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(markdown.contains("## The chain by quarter"), "{markdown}");
+    assert!(markdown.contains("## UTXO cache"), "{markdown}");
+}
+
 fn assert_svg(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|_| panic!("{}", path.display()));
     assert!(text.contains("<svg"), "{} is no SVG", path.display());
@@ -202,6 +227,10 @@ fn benchmarks_the_same_ibexd_twice_with_flame_graphs() {
     assert!(markdown.contains("| `b` | 4 | 151-200 |"), "{markdown}");
     check_cost_growth(&results, &out, &["a-1", "a-2", "b-1", "b-2"]);
     assert!(markdown.contains("## Cost growth"), "{markdown}");
+    check_context(&results, &out, &["a", "b"]);
+    // Ibex takes no mempool space: its cache's allowance is -dbcache's share alone.
+    assert!(results["utxo_caches"][0]["unused_mempool_mib"].is_null(), "{results:#}");
+    assert!(markdown.contains("from `a-1`'s log"), "{markdown}");
     assert!(stdout.contains("b against a by quarter of the heights (time within each): "));
 
     let notes = results["notes"].as_array().unwrap();
@@ -292,5 +321,10 @@ fn benchmarks_bitcoind_against_ibexd() {
         assert_svg(&out.join("plot/ibd-speedup.svg"));
         check_quarters(&results, &["ibex", "core"], 1);
         check_cost_growth(&results, &out, &["ibex-1", "core-1"]);
+        check_context(&results, &out, &["ibex", "core"]);
+        // Core lends its empty mempool's allowance (-maxmempool) to the
+        // coins cache during IBD, and says so.
+        let lent = results["utxo_caches"][1]["unused_mempool_mib"].as_f64().unwrap();
+        assert!(lent > 0.0, "{results:#}");
     }
 }

@@ -46,7 +46,11 @@
 //! ([`quarters`]), and, on a chain whose `manifest.json` records the UTXO
 //! set's size by height (`ibex gen`), the cost of a block against that
 //! size: a line per run, and `ibex plot --utxo-counts` draws it
-//! ([`progress`]).
+//! ([`progress`]). Beside the quarters they say what each quarter's blocks
+//! hold (transactions per block, the UTXO set's size and growth) and how
+//! each node's UTXO cache filled: what its log says it may use (Core's
+//! includes the unused mempool's space), the largest it logged and how
+//! often a flush emptied it ([`run_context`]).
 //!
 //! `--flamegraph` adds one untimed run per node under `perf record` (when
 //! `perf` is installed and allowed to record; otherwise it says why and
@@ -88,6 +92,7 @@ pub mod progress;
 pub mod quarter_profile;
 pub mod quarters;
 pub mod report;
+pub mod run_context;
 pub mod runner;
 pub mod serve;
 pub mod statistics;

@@ -1,8 +1,10 @@
 //! How each measured run progressed, from its log: the time by quarter of
 //! the heights ([`super::quarters`]) and, on a chain `ibex gen` made (its
 //! `manifest.json` records the UTXO set's size by height), the cost of a
-//! block against the set's size ([`crate::plot::cost_growth`]); their
-//! parts of `results.json` and `results.md`.
+//! block against the set's size ([`crate::plot::cost_growth`]), what the
+//! chain's blocks hold in each quarter and how each node's UTXO cache
+//! filled ([`super::run_context`]); their parts of `results.json` and
+//! `results.md`.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -13,12 +15,16 @@ use serde_json::{json, Value};
 
 use super::chain_input::MANIFEST_FILE_NAME;
 use super::quarters::{quarter_table, QuarterTable, QUARTER_COUNT};
+use super::run_context::{
+    caches_json, caches_markdown, chain_json, chain_markdown, chain_quarters, node_cache,
+    read_cache_allowance, CacheAllowance, ChainQuarter, NodeCache,
+};
 use super::runner::{Bench, RunRecord};
 use super::statistics::{Ratio, Summary};
 use super::{io_error, BenchError};
 use crate::plot::command::READ_BUFFER_BYTES;
 use crate::plot::cost_growth::{
-    cost_growth, read_utxo_counts, CostGrowth, LinearFit, COST_WINDOW_BLOCKS_DEFAULT,
+    cost_growth, read_utxo_counts, CostGrowth, LinearFit, UtxoCounts, COST_WINDOW_BLOCKS_DEFAULT,
     MAINNET_UTXO_COUNT_MILLIONS,
 };
 use crate::plot::parse::{read_series, ParseOptions, RunSeries};
@@ -35,6 +41,8 @@ pub struct MeasuredRun {
     pub run_index: u32,
     /// The tips, named as the run's log (`NAME-RUN`).
     pub series: RunSeries,
+    /// What its log says the UTXO cache may use.
+    pub cache_allowance: Option<CacheAllowance>,
 }
 
 /// The cost growth of the measured runs.
@@ -55,6 +63,12 @@ pub struct Progress {
     pub quarters: QuarterTable,
     /// Cost against the UTXO set's size, with the chain's manifest.
     pub cost: Option<CostReport>,
+    /// The chain's blocks by quarter.
+    pub chain: Vec<ChainQuarter>,
+    /// The run whose log gave the chain's transactions (`NAME-RUN`).
+    pub chain_source: Option<String>,
+    /// Each node's UTXO cache, in the nodes' order.
+    pub caches: Vec<NodeCache>,
 }
 
 /// Reads the logs of the measured runs.
@@ -66,34 +80,45 @@ pub fn read_measured_runs(records: &[RunRecord]) -> Result<Vec<MeasuredRun>, Ben
         let label = format!("{}-{}", record.node, record.run_index);
         let series = read_series(&label, reader, ParseOptions::default())
             .map_err(io_error(&record.outcome.log))?;
-        runs.push(MeasuredRun { node: record.node.clone(), run_index: record.run_index, series });
+        let cache_allowance =
+            read_cache_allowance(&record.outcome.log).map_err(io_error(&record.outcome.log))?;
+        runs.push(MeasuredRun {
+            node: record.node.clone(),
+            run_index: record.run_index,
+            series,
+            cache_allowance,
+        });
     }
     Ok(runs)
 }
 
-/// The chain's manifest, if it has one recording the UTXO set's size by
-/// height; otherwise a note says why there is no cost growth.
-fn cost_report(
-    bench: &Bench<'_>,
-    runs: &[MeasuredRun],
-    notes: &mut Vec<String>,
-) -> Option<CostReport> {
+/// The UTXO set's size by height from the chain's manifest, if it has
+/// one; otherwise a note says why there is none.
+fn utxo_counts(bench: &Bench<'_>, notes: &mut Vec<String>) -> Option<(PathBuf, UtxoCounts)> {
     let manifest = bench.chain.directory.join(MANIFEST_FILE_NAME);
     if !manifest.exists() {
         return None;
     }
     match read_utxo_counts(&manifest) {
-        Ok(counts) => {
-            let series = runs.iter().map(|run| &run.series);
-            let growth = cost_growth(series, &counts, COST_WINDOW_BLOCKS_DEFAULT);
-            let nodes = runs.iter().map(|run| run.node.clone()).collect();
-            Some(CostReport { manifest, growth, nodes })
-        }
+        Ok(counts) => Some((manifest, counts)),
         Err(error) => {
             notes.push(format!("no cost growth: {error}"));
             None
         }
     }
+}
+
+/// The cost growth of `runs` against `counts`.
+fn cost_report(manifest: PathBuf, counts: &UtxoCounts, runs: &[MeasuredRun]) -> CostReport {
+    let series = runs.iter().map(|run| &run.series);
+    let growth = cost_growth(series, counts, COST_WINDOW_BLOCKS_DEFAULT);
+    let nodes = runs.iter().map(|run| run.node.clone()).collect();
+    CostReport { manifest, growth, nodes }
+}
+
+/// The runs of the node named `name`.
+fn runs_of<'a>(runs: &'a [MeasuredRun], name: &'a str) -> impl Iterator<Item = &'a MeasuredRun> {
+    runs.iter().filter(move |run| run.node == name)
 }
 
 /// The progress of the measured runs in `records`.
@@ -110,14 +135,30 @@ pub fn progress(
         .nodes
         .iter()
         .map(|node| {
-            let series = runs.iter().filter(|run| run.node == node.name);
-            (node.name.clone(), series.map(|run| &run.series).collect())
+            (node.name.clone(), runs_of(&runs, &node.name).map(|run| &run.series).collect())
         })
         .collect();
     let baseline = &bench.nodes[bench.roles.baseline].name;
     let quarters = quarter_table(&nodes, baseline, START_HEIGHT, bench.stop_height);
-    let cost = cost_report(bench, &runs, notes);
-    Ok(Progress { quarters, cost })
+    let counts = utxo_counts(bench, notes);
+    let source = runs_of(&runs, baseline).next();
+    let chain =
+        chain_quarters(&quarters, source.map(|run| &run.series), counts.as_ref().map(|(_, c)| c));
+    let caches = nodes
+        .iter()
+        .filter_map(|(name, series)| {
+            let allowance = runs_of(&runs, name).find_map(|run| run.cache_allowance);
+            node_cache(name, allowance, series)
+        })
+        .collect();
+    let cost = counts.map(|(manifest, counts)| cost_report(manifest, &counts, &runs));
+    Ok(Progress {
+        quarters,
+        cost,
+        chain,
+        chain_source: source.map(|run| run.series.name.clone()),
+        caches,
+    })
 }
 
 fn ratio_json(ratio: Option<Ratio>) -> Value {
@@ -292,10 +333,19 @@ fn cost_markdown(report: &CostReport) -> String {
 /// `results.md`'s sections on the runs' progress.
 pub fn progress_markdown(progress: &Progress, baseline: &str) -> String {
     let mut text = quarters_markdown(&progress.quarters, baseline);
+    if let Some(source) = &progress.chain_source {
+        text.push_str(&chain_markdown(&progress.chain, source));
+    }
+    text.push_str(&caches_markdown(&progress.caches));
     if let Some(report) = &progress.cost {
         text.push_str(&cost_markdown(report));
     }
     text
+}
+
+/// `results.json`'s `chain_by_quarter` and `utxo_caches`.
+pub fn context_json(progress: &Progress) -> (Value, Value) {
+    (chain_json(&progress.chain), caches_json(&progress.caches))
 }
 
 /// The manifest `ibex plot` gets as `--utxo-counts`, if any.
@@ -319,6 +369,7 @@ mod tests {
                 height,
                 transaction_count: u64::from(height),
                 cache_mebibytes: 0.0,
+                cache_coin_count: 0,
             })
             .collect();
         RunSeries { points, ..RunSeries::default() }

@@ -195,6 +195,7 @@ mod tests {
             height,
             transaction_count: 0,
             cache_mebibytes: 0.0,
+            cache_coin_count: 0,
         };
         let mut points = vec![tip(genesis_s, 0)];
         points.extend((1..=height).map(|h| tip(first_s + i64::from(h - 1) * per_block_s, h)));

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::arguments::Mode;
-use super::progress::{cost_json, progress_markdown, quarters_json, Progress};
+use super::progress::{context_json, cost_json, progress_markdown, quarters_json, Progress};
 use super::runner::{Bench, RunRecord};
 use super::statistics::{ratio_of_means, spread_warnings, summarize, Ratio, Summary};
 use super::{io_error, BenchError};
@@ -189,6 +189,7 @@ pub fn results_json(
         })
         .collect();
     let warnings: Vec<&String> = summaries.iter().flat_map(|summary| &summary.warnings).collect();
+    let (chain, caches) = progress.map(context_json).unzip();
     json!({
         "benchmark": "ibd",
         "settings": settings_json(bench),
@@ -198,6 +199,8 @@ pub fn results_json(
         "summaries": summaries.iter().map(node_summary_json).collect::<Vec<_>>(),
         "ratios": ratios,
         "quarters": progress.map(|progress| quarters_json(&progress.quarters, baseline)),
+        "chain_by_quarter": chain,
+        "utxo_caches": caches,
         "cost_growth": progress.and_then(|progress| progress.cost.as_ref()).map(cost_json),
         "warnings": warnings,
         "files": extra_files,

@@ -16,6 +16,7 @@ fn growing_run(final_height: u32) -> RunSeries {
                 height,
                 transaction_count: u64::from(height) + 1,
                 cache_mebibytes: 0.0,
+                cache_coin_count: 0,
             }
         })
         .collect();

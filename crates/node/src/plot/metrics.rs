@@ -254,6 +254,7 @@ mod tests {
                     height,
                     transaction_count,
                     cache_mebibytes: 0.0,
+                    cache_coin_count: 0,
                 })
                 .collect(),
             ..RunSeries::default()

@@ -182,6 +182,8 @@ pub struct TipPoint {
     pub transaction_count: u64,
     /// The UTXO cache's size in MiB.
     pub cache_mebibytes: f64,
+    /// Coins in the UTXO cache.
+    pub cache_coin_count: u64,
 }
 
 /// A chainstate flush, timed from the run's start, at the height of the tip
@@ -309,6 +311,7 @@ impl SeriesBuilder {
             height: tip.height,
             transaction_count: tip.transaction_count,
             cache_mebibytes: tip.cache_mebibytes,
+            cache_coin_count: tip.cache_coin_count,
         });
     }
 
