@@ -142,8 +142,11 @@ pub fn progress(
     let quarters = quarter_table(&nodes, baseline, START_HEIGHT, bench.stop_height);
     let counts = utxo_counts(bench, notes);
     let source = runs_of(&runs, baseline).next();
-    let chain =
-        chain_quarters(&quarters, source.map(|run| &run.series), counts.as_ref().map(|(_, c)| c));
+    let chain = chain_quarters(
+        &quarters,
+        source.map(|run| &run.series),
+        counts.as_ref().map(|(_, counts)| counts),
+    );
     let caches = nodes
         .iter()
         .filter_map(|(name, series)| {
