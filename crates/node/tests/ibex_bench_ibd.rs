@@ -115,6 +115,10 @@ fn check_quarters(results: &Value, nodes: &[&str], runs: u64) {
             assert_eq!(quarter["last_height"], 50 * (index + 1));
             let within = mean(&quarter["within_s"]);
             assert!(within > 0.0, "{quarter}");
+            // The first quarter times 49 blocks (from block 1), the others 50.
+            let blocks = if index == 0 { 49.0 } else { 50.0 };
+            let per_block = quarter["within_ms_per_block"].as_f64().unwrap();
+            assert!((per_block - within * 1_000.0 / blocks).abs() < 1e-6, "{quarter}");
             within_sum += within;
             let from_start = mean(&quarter["to_end_from_start_s"]);
             let from_first_block = mean(&quarter["to_end_from_first_block_s"]);
@@ -129,6 +133,18 @@ fn check_quarters(results: &Value, nodes: &[&str], runs: u64) {
         }
     }
     assert_eq!(quarters["nodes"].as_array().unwrap().len(), nodes.len());
+    // Every node but the baseline: what holding its first ratio asked.
+    let holds = quarters["ratio_holds"].as_array().unwrap();
+    assert_eq!(holds.len(), nodes.len() - 1, "{quarters:#}");
+    for hold in holds {
+        assert_ne!(hold["node"], results["baseline"]);
+        let first = hold["first_ratio"].as_f64().unwrap();
+        let allowed = hold["baseline_last_ms_per_block_max"].as_f64().unwrap();
+        let node_last = hold["node_ms_per_block"][1].as_f64().unwrap();
+        assert!((allowed * first - node_last).abs() < 1e-6, "{hold}");
+        let baseline_last = hold["baseline_ms_per_block"][1].as_f64().unwrap();
+        assert_eq!(hold["held"], baseline_last <= allowed, "{hold}");
+    }
 }
 
 /// The cost growth from the chain's manifest: a line per measured run, the
@@ -225,6 +241,7 @@ fn benchmarks_the_same_ibexd_twice_with_flame_graphs() {
     check_quarters(&results, &["a", "b"], 2);
     assert!(markdown.contains("## By quarter of the heights"), "{markdown}");
     assert!(markdown.contains("| `b` | 4 | 151-200 |"), "{markdown}");
+    assert!(markdown.contains("### Holding the first quarter's ratio"), "{markdown}");
     check_cost_growth(&results, &out, &["a-1", "a-2", "b-1", "b-2"]);
     assert!(markdown.contains("## Cost growth"), "{markdown}");
     check_context(&results, &out, &["a", "b"]);

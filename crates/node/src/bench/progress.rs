@@ -197,6 +197,7 @@ pub fn quarters_json(table: &QuarterTable, baseline: &str) -> Value {
                         "to_end_from_first_block_s":
                             statistics_json(&node.to_end_from_first_block_seconds[index]),
                         "within_s": statistics_json(&node.within_seconds[index]),
+                        "within_ms_per_block": table.milliseconds_per_block(node, index),
                         "ratio": ratio["ratio"],
                         "uncertainty": ratio["uncertainty"],
                     })
@@ -210,10 +211,26 @@ pub fn quarters_json(table: &QuarterTable, baseline: &str) -> Value {
             })
         })
         .collect();
+    let holds: Vec<Value> = table
+        .ratio_holds(baseline)
+        .iter()
+        .map(|hold| {
+            json!({
+                "node": hold.node,
+                "first_ratio": hold.first_ratio,
+                "last_ratio": hold.last_ratio,
+                "node_ms_per_block": hold.node_milliseconds,
+                "baseline_ms_per_block": hold.baseline_milliseconds,
+                "baseline_last_ms_per_block_max": hold.baseline_last_milliseconds_max,
+                "held": hold.held(),
+            })
+        })
+        .collect();
     json!({
         "start_height": table.start_height,
         "end_heights": table.end_heights,
         "baseline": baseline,
+        "ratio_holds": holds,
         "times": "to_end_from_start_s: from the log's first line (the process's start); \
                   to_end_from_first_block_s: from the first block connected (height 1); \
                   within_s: from the previous quarter's end, the first quarter from the first \
@@ -302,6 +319,42 @@ fn quarters_markdown(table: &QuarterTable, baseline: &str) -> String {
     text
 }
 
+/// `results.md`'s part on holding the first quarter's ratio through the
+/// last ([`super::quarters::RatioHold`]).
+fn ratio_holds_markdown(table: &QuarterTable, baseline: &str) -> String {
+    let holds = table.ratio_holds(baseline);
+    if holds.is_empty() {
+        return String::new();
+    }
+    let mut text = format!(
+        "\n### Holding the first quarter's ratio\n\nMilliseconds a block within the first and \
+         the last quarter. A ratio eases when both nodes get dearer, even if `{baseline}` gets \
+         dearer by fewer milliseconds, because its base is smaller; the last column is the most \
+         `{baseline}` could have taken a block in the last quarter with the first quarter's \
+         ratio held.\n\n| Node | Ratio, first quarter | Ratio, last quarter | Node [ms/block] | \
+         `{baseline}` [ms/block] | `{baseline}` to hold the ratio [ms/block] | Held |\n\
+         |:---|---:|---:|---:|---:|---:|:---|\n"
+    );
+    let span = |milliseconds: [f64; 2]| {
+        let [first, last] = milliseconds;
+        format!("{first:.1} → {last:.1} ({:+.1})", last - first)
+    };
+    for hold in &holds {
+        let _ = writeln!(
+            text,
+            "| `{}` | {:.2} | {:.2} | {} | {} | {:.1} | {} |",
+            hold.node,
+            hold.first_ratio,
+            hold.last_ratio,
+            span(hold.node_milliseconds),
+            span(hold.baseline_milliseconds),
+            hold.baseline_last_milliseconds_max,
+            if hold.held() { "yes" } else { "no" }
+        );
+    }
+    text
+}
+
 /// `results.md`'s table of the lines of cost growth.
 fn cost_markdown(report: &CostReport) -> String {
     let mut text = format!(
@@ -336,6 +389,7 @@ fn cost_markdown(report: &CostReport) -> String {
 /// `results.md`'s sections on the runs' progress.
 pub fn progress_markdown(progress: &Progress, baseline: &str) -> String {
     let mut text = quarters_markdown(&progress.quarters, baseline);
+    text.push_str(&ratio_holds_markdown(&progress.quarters, baseline));
     if let Some(source) = &progress.chain_source {
         text.push_str(&chain_markdown(&progress.chain, source));
     }
@@ -404,5 +458,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| `ibex` | 4 | 7-8 |  | 8.000 | 7.000 | 2.000 | 1.000 |"), "{text}");
+        // Quarter 1 times one block (2, from block 1), the others two.
+        assert_eq!(core["quarters"][0]["within_ms_per_block"], 2_000.0);
+        assert_eq!(core["quarters"][3]["within_ms_per_block"], 2_000.0);
+        // Both steady: Core's ratio of 2 held, Ibex allowed 1,000 ms a block.
+        let hold = &json["ratio_holds"][0];
+        assert_eq!(hold["node"], "core");
+        assert_eq!(hold["baseline_last_ms_per_block_max"], 1_000.0);
+        assert_eq!(hold["held"], true);
+        let holds = ratio_holds_markdown(&table, "ibex");
+        assert!(
+            holds.contains(
+                "| `core` | 2.00 | 2.00 | 2000.0 → 2000.0 (+0.0) | 1000.0 → 1000.0 (+0.0) | 1000.0 | yes |"
+            ),
+            "{holds}"
+        );
+        assert!(ratio_holds_markdown(&table, "absent").is_empty());
     }
 }

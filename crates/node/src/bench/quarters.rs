@@ -110,6 +110,89 @@ impl QuarterTable {
             _ => self.end_heights[index - 1] + 1,
         }
     }
+
+    /// Blocks whose connecting quarter `index`'s time within holds: those
+    /// after block 1 in the first quarter (timed from block 1 connected),
+    /// every block of the others.
+    pub fn timed_block_count(&self, index: usize) -> u32 {
+        let from = match index {
+            0 => self.start_height + 1,
+            _ => self.end_heights[index - 1],
+        };
+        self.end_heights[index].saturating_sub(from)
+    }
+
+    /// `node`'s mean milliseconds a block within quarter `index` (`None`
+    /// when the quarter times no block).
+    pub fn milliseconds_per_block(&self, node: &NodeQuarters, index: usize) -> Option<f64> {
+        let blocks = self.timed_block_count(index);
+        (blocks > 0).then(|| node.within_seconds[index].mean * 1_000.0 / f64::from(blocks))
+    }
+
+    /// For each node but `baseline`, what holding its first quarter's
+    /// ratio through the last would have asked of `baseline` (empty
+    /// without a baseline, or where a quarter times no block).
+    pub fn ratio_holds(&self, baseline: &str) -> Vec<RatioHold> {
+        let Some(base) = self.nodes.iter().find(|node| node.node == baseline) else {
+            return Vec::new();
+        };
+        let last = QUARTER_COUNT - 1;
+        let per_block = |node: &NodeQuarters| {
+            Some([self.milliseconds_per_block(node, 0)?, self.milliseconds_per_block(node, last)?])
+        };
+        let Some(baseline_milliseconds) = per_block(base) else { return Vec::new() };
+        self.nodes
+            .iter()
+            .filter(|node| node.node != baseline)
+            .filter_map(|node| {
+                let node_milliseconds = per_block(node)?;
+                let first_ratio = node_milliseconds[0] / baseline_milliseconds[0];
+                let last_ratio = node_milliseconds[1] / baseline_milliseconds[1];
+                (first_ratio.is_finite() && last_ratio.is_finite() && first_ratio > 0.0).then(
+                    || RatioHold {
+                        node: node.node.clone(),
+                        first_ratio,
+                        last_ratio,
+                        node_milliseconds,
+                        baseline_milliseconds,
+                        baseline_last_milliseconds_max: node_milliseconds[1] / first_ratio,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// What holding a node's first-quarter ratio to the baseline through the
+/// last quarter asks of the baseline, in milliseconds a block.
+///
+/// # Why
+/// A fast node's ratio to a slow one eases as both get dearer even when
+/// the fast one's cost grows by fewer milliseconds a block: its base is
+/// smaller. This says how many: the baseline's last quarter may take the
+/// node's last quarter over the first quarter's ratio at most.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioHold {
+    /// The node compared with the baseline.
+    pub node: String,
+    /// The node's time a block over the baseline's, first quarter.
+    pub first_ratio: f64,
+    /// The same, last quarter.
+    pub last_ratio: f64,
+    /// The node's milliseconds a block, first and last quarter.
+    pub node_milliseconds: [f64; 2],
+    /// The baseline's milliseconds a block, first and last quarter.
+    pub baseline_milliseconds: [f64; 2],
+    /// The most the baseline could take a block in the last quarter with
+    /// the first quarter's ratio held.
+    pub baseline_last_milliseconds_max: f64,
+}
+
+impl RatioHold {
+    /// Whether the ratio held (the baseline stayed within its allowance).
+    pub fn held(&self) -> bool {
+        self.baseline_milliseconds[1] <= self.baseline_last_milliseconds_max
+    }
 }
 
 fn seconds(micros: i64) -> f64 {
@@ -266,5 +349,43 @@ mod tests {
         assert_eq!(core.to_end_seconds[0].mean, 69.0);
         let without_baseline = quarter_table(&nodes[1..], "core", 0, 100);
         assert!(without_baseline.nodes.iter().all(|node| node.ratios == [None; 4]));
+    }
+
+    #[test]
+    fn says_what_holding_the_first_quarters_ratio_asks_of_the_baseline() {
+        // Core: 2 s a block throughout. Ibex: 0.2 s a block, then 0.5 s
+        // past height 50 (block h at 1 + 0.2 (h - 1) s, plus 0.3 s a block
+        // above 50), in tenths of a second.
+        let core = run(1, 21, 2, 100);
+        let mut ibex = run(0, 1, 1, 100);
+        for point in &mut ibex.points {
+            let height = i64::from(point.height);
+            point.elapsed_micros = match point.height {
+                0 => 0,
+                _ => 1_000_000 + (height - 1) * 200_000 + (height - 50).max(0) * 300_000,
+            };
+        }
+        let nodes = vec![("ibex".to_owned(), vec![&ibex]), ("core".to_owned(), vec![&core])];
+        let table = quarter_table(&nodes, "ibex", 0, 100);
+        // The first quarter times blocks 2-25 (24), the others 25 each.
+        assert_eq!((table.timed_block_count(0), table.timed_block_count(3)), (24, 25));
+        let per_block = |index| table.milliseconds_per_block(&table.nodes[0], index).expect("ms");
+        assert!((per_block(0) - 200.0).abs() < 1e-9 && (per_block(3) - 500.0).abs() < 1e-9);
+        let holds = table.ratio_holds("ibex");
+        assert_eq!(holds.len(), 1, "one node besides the baseline");
+        let hold = &holds[0];
+        assert_eq!(hold.node, "core");
+        assert!((hold.first_ratio - 10.0).abs() < 1e-9, "{hold:?}");
+        assert!((hold.last_ratio - 4.0).abs() < 1e-9, "{hold:?}");
+        // Core's 2,000 ms over the first ratio of 10: Ibex could have
+        // taken 200 ms a block in the last quarter; it took 500.
+        assert!((hold.baseline_last_milliseconds_max - 200.0).abs() < 1e-9, "{hold:?}");
+        assert!(!hold.held());
+        assert!(table.ratio_holds("absent").is_empty(), "no baseline, nothing to hold");
+        // A steady pair holds its ratio.
+        let steady = run(0, 1, 1, 100);
+        let nodes = vec![("ibex".to_owned(), vec![&steady]), ("core".to_owned(), vec![&core])];
+        let table = quarter_table(&nodes, "ibex", 0, 100);
+        assert!(table.ratio_holds("ibex")[0].held());
     }
 }
