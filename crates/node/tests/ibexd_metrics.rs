@@ -352,12 +352,7 @@ fn metric_names(expression: &str) -> Vec<String> {
 /// Every expression of the dashboard names exported metrics, every panel
 /// has one, and every exported family is on it.
 fn check_dashboard(last: &Scrape) {
-    // The manifest directory Cargo gives the run, not the one compiled in: a
-    // target directory shared by two checkouts reuses a test binary built in
-    // the other one, whose path may be gone (as `common::shared` does).
-    let manifest_directory =
-        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
-    let path = Path::new(&manifest_directory).join("../../contrib/grafana/ibex-ibd.json");
+    let path = common::project("contrib/grafana/ibex-ibd.json");
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let variables = dashboard["templating"]["list"].as_array().unwrap();

@@ -18,13 +18,21 @@ pub const REGTEST_QUIET_SMALL_CACHE: [&str; 3] = ["-regtest", "-printtoconsole=0
 /// generated chain or from Core's into a data directory.
 pub const FIRST_BLOCK_FILE_AND_KEY: [&str; 2] = ["blk00000.dat", "xor.dat"];
 
-/// `path` under the read-only ground truth, `../shared` from the project root.
-pub fn shared(path: &str) -> PathBuf {
+/// `path` under the project's root. The manifest directory is the one
+/// Cargo gives the run, not the one compiled in: a target directory shared
+/// by two checkouts reuses a test binary built in the other one, whose path
+/// may be gone.
+pub fn project(path: &str) -> PathBuf {
     PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
     )
-    .join("../../../shared")
+    .join("../..")
     .join(path)
+}
+
+/// `path` under the read-only ground truth, `../shared` from the project root.
+pub fn shared(path: &str) -> PathBuf {
+    project("../shared").join(path)
 }
 
 /// Core's regtest chain: `blocks/` and `expected.json`.
