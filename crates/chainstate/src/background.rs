@@ -157,7 +157,7 @@ fn write_shard(
         if !entry.is_dirty() {
             continue;
         }
-        match &entry.coin {
+        match entry.coin() {
             Some(coin) => writer.put(outpoint, coin)?,
             None => writer.erase(outpoint)?,
         }
@@ -231,10 +231,10 @@ impl CoinsCache {
     /// Takes back a written map's unspent coins where the live map has none.
     fn absorb(&mut self, map: CoinMap) {
         for (outpoint, entry) in map {
-            let Some(coin) = entry.coin else { continue };
+            let Some(coin) = entry.into_coin() else { continue };
             if let MapEntry::Vacant(slot) = self.map.entry(outpoint) {
                 self.script_heap_bytes += coin.heap_bytes();
-                slot.insert(CacheEntry { coin: Some(coin), flags: 0 });
+                slot.insert(CacheEntry::new(Some(coin), 0));
             }
         }
     }

@@ -79,13 +79,45 @@ impl std::fmt::Debug for CoinScript {
 /// An unspent transaction output as the chainstate keeps it.
 ///
 /// 56 bytes in memory; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
-/// heap allocation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// heap allocation. Equality, `Debug` and the encoding see the output, its
+/// height and coinbase flag only, never the coins cache's bits.
+#[derive(Clone)]
 pub struct Coin {
     amount: Amount,
     script_pubkey: CoinScript,
     height: u32,
-    is_coinbase: bool,
+    /// [`COINBASE_BIT`], and above it the coins cache's flags for the entry
+    /// that holds the coin ([`Coin::cache_bits`]).
+    bits: u8,
+}
+
+/// The bit of [`Coin`]'s `bits` that says a coinbase made the coin.
+const COINBASE_BIT: u8 = 1;
+/// Largest value [`Coin::set_cache_bits`] takes: the bits above
+/// [`COINBASE_BIT`].
+pub(crate) const CACHE_BITS_MAX: u8 = u8::MAX >> 1;
+
+impl PartialEq for Coin {
+    fn eq(&self, other: &Coin) -> bool {
+        self.amount == other.amount
+            && self.script_pubkey == other.script_pubkey
+            && self.height == other.height
+            && self.is_coinbase() == other.is_coinbase()
+    }
+}
+
+impl Eq for Coin {}
+
+impl std::fmt::Debug for Coin {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Coin")
+            .field("amount", &self.amount)
+            .field("script_pubkey", &self.script_pubkey)
+            .field("height", &self.height)
+            .field("is_coinbase", &self.is_coinbase())
+            .finish()
+    }
 }
 
 impl Coin {
@@ -110,7 +142,7 @@ impl Coin {
             return Err(ChainstateError::HeightOutOfRange { height });
         }
         let script_pubkey = CoinScript::new(script_pubkey.as_ref());
-        Ok(Coin { amount, script_pubkey, height, is_coinbase })
+        Ok(Coin { amount, script_pubkey, height, bits: u8::from(is_coinbase) })
     }
 
     /// The output's value.
@@ -130,7 +162,29 @@ impl Coin {
 
     /// Whether a coinbase transaction created the coin.
     pub fn is_coinbase(&self) -> bool {
-        self.is_coinbase
+        self.bits & COINBASE_BIT != 0
+    }
+
+    /// An empty coin (no value, no script, height 0) that only carries
+    /// cache bits: what a spent entry of the coins cache holds.
+    pub(crate) fn placeholder(cache_bits: u8) -> Coin {
+        let script_pubkey = CoinScript::Inline { length: 0, bytes: [0; INLINE_SCRIPT_BYTES_MAX] };
+        let mut coin = Coin { amount: Amount::ZERO, script_pubkey, height: 0, bits: 0 };
+        coin.set_cache_bits(cache_bits);
+        coin
+    }
+
+    /// The coins cache's bits for the entry holding this coin
+    /// ([`crate::cache`]): kept in the byte beside the coinbase flag, which
+    /// would otherwise be padding, so that an entry takes 56 bytes, not 64.
+    pub(crate) fn cache_bits(&self) -> u8 {
+        self.bits >> 1
+    }
+
+    /// Sets the bits [`Coin::cache_bits`] returns (at most [`CACHE_BITS_MAX`]).
+    pub(crate) fn set_cache_bits(&mut self, cache_bits: u8) {
+        assert!(cache_bits <= CACHE_BITS_MAX, "cache bits {cache_bits:#x} do not fit");
+        self.bits = (self.bits & COINBASE_BIT) | (cache_bits << 1);
     }
 
     /// Heap bytes the script takes (none when inline), counted like Core's
@@ -145,7 +199,7 @@ impl Coin {
 
     /// Appends Core's serialisation of the coin.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let code = u64::from(self.height) * 2 + u64::from(self.is_coinbase);
+        let code = u64::from(self.height) * 2 + u64::from(self.is_coinbase());
         write_varint(out, code);
         write_varint(out, compress_amount(self.amount.to_sat() as u64));
         write_script(out, self.script_pubkey());
@@ -169,7 +223,7 @@ impl Coin {
             .map_err(|_| CoinDecodeError::AmountOutOfRange { compressed: satoshis as u64 })?;
         let script_pubkey = CoinScript::new(&read_script(&mut reader)?);
         reader.finish()?;
-        Ok(Coin { amount, script_pubkey, height: code >> 1, is_coinbase: code & 1 == 1 })
+        Ok(Coin { amount, script_pubkey, height: code >> 1, bits: (code & 1) as u8 })
     }
 }
 

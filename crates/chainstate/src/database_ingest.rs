@@ -173,7 +173,7 @@ pub(crate) fn sorted_dirty_writes<'a>(
     let mut writes: Vec<KeyedCoinWrite<'a>> = shards
         .flat_map(|shard| shard.iter())
         .filter(|(_, entry)| entry.is_dirty())
-        .map(|(outpoint, entry)| keyed((outpoint, entry.coin.as_ref())))
+        .map(|(outpoint, entry)| keyed((outpoint, entry.coin())))
         .collect();
     sort_in_key_order(&mut writes);
     writes

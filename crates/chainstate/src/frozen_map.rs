@@ -88,7 +88,7 @@ impl FrozenMap {
     ) -> Option<R> {
         let shard = self.read(shard_index(outpoint, self.shards.len()));
         let entry = shard.as_ref()?.get(outpoint)?;
-        Some(visit(entry.coin.as_ref()))
+        Some(visit(entry.coin()))
     }
 
     /// `visit` of shard `index` (`None` once released), under its read lock.
@@ -167,9 +167,9 @@ mod tests {
         let mut map = CoinMap::new(17);
         for index in 0..2000 {
             let entry = if index % 5 == 0 {
-                CacheEntry { coin: None, flags: 1 }
+                CacheEntry::new(None, 1)
             } else {
-                CacheEntry { coin: Some(coin(if index % 2 == 0 { 100 } else { 20 })), flags: 1 }
+                CacheEntry::new(Some(coin(if index % 2 == 0 { 100 } else { 20 })), 1)
             };
             map.insert(outpoint(index), entry);
         }

@@ -123,7 +123,7 @@ impl CoinsCache {
         for (outpoint, coin) in prefetched.coins {
             if let MapEntry::Vacant(slot) = self.map.entry(outpoint) {
                 self.script_heap_bytes += coin.heap_bytes();
-                slot.insert(CacheEntry { coin: Some(coin), flags: FROM_DATABASE });
+                slot.insert(CacheEntry::new(Some(coin), FROM_DATABASE));
                 inserted_count += 1;
             }
         }
@@ -147,7 +147,7 @@ impl CoinsCache {
             match self.frozen_lookup(outpoint, |coin| coin.cloned()) {
                 Some(Some(coin)) => {
                     self.script_heap_bytes += coin.heap_bytes();
-                    let entry = CacheEntry { coin: Some(coin), flags: FROM_FROZEN };
+                    let entry = CacheEntry::new(Some(coin), FROM_FROZEN);
                     self.map.insert(*outpoint, entry);
                 }
                 Some(None) => {}

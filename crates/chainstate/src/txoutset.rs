@@ -138,7 +138,7 @@ impl crate::cache::CoinsCache {
             .map
             .iter()
             .filter(|(_, entry)| entry.is_dirty())
-            .map(|(outpoint, entry)| (outpoint, entry.coin.as_ref()))
+            .map(|(outpoint, entry)| (outpoint, entry.coin()))
             .collect();
         // The frozen shards still held (a released one is in the database
         // already), locked until the walk ends: the writer cannot free one
@@ -150,7 +150,7 @@ impl crate::cache::CoinsCache {
             let frozen = shard.iter().filter(|(outpoint, entry)| {
                 entry.is_dirty() && !self.map.get(outpoint).is_some_and(|live| live.is_dirty())
             });
-            pending.extend(frozen.map(|(outpoint, entry)| (outpoint, entry.coin.as_ref())));
+            pending.extend(frozen.map(|(outpoint, entry)| (outpoint, entry.coin())));
         }
         pending.sort_unstable_by(|a, b| a.0.cmp(b.0));
         txoutset_stats_with_pending(&self.database, &pending, hash_type)
