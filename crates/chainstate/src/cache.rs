@@ -27,11 +27,11 @@
 //! unspent coin there, exactly as Core's `AddCoin(possible_overwrite=false)`.
 //!
 //! # Napkin math
-//! An entry is a 36-byte outpoint and a 56-byte value (the [`Coin`] with its
-//! script inline, its flags in the coin's spare byte: [`CacheEntry`]), 96
-//! bytes in a hashbrown bucket with 1 control byte, at 44-88 % load: 110-220
+//! An entry is a 36-byte outpoint and a 48-byte value (the [`Coin`] with its
+//! script inline, its flags in the coin's spare byte: [`CacheEntry`]), 88
+//! bytes in a hashbrown bucket with 1 control byte, at 44-88 % load: 100-200
 //! bytes, and no allocation for scripts of up to 34 bytes (over 99 % of
-//! outputs). So ~155 bytes a coin: 450 MiB holds ~3 M coins, about 4,300
+//! outputs). So ~140 bytes a coin: 450 MiB holds ~3.3 M coins, about 4,800
 //! blocks of 2017-era traffic
 //! (7,000 outputs each) between flushes. (With the script on the heap the
 //! bucket was 80 bytes plus a 48-byte allocation: about the same memory,
@@ -110,12 +110,11 @@ const SPENT: u8 = 16;
 ///
 /// The flags and whether the coin is spent live in the coin's own spare
 /// byte ([`Coin::cache_bits`]), so an entry is a [`Coin`] and nothing
-/// more: 56 bytes, and 96 with its outpoint, where an `Option<Coin>` and a
-/// flag byte took 64 and 104. A bucket of the cache's table is then 97
-/// bytes instead of 105: 8 % more buckets in the same `-dbcache`. On the
-/// `utxo-heavy` chain to height 2,000 at `-dbcache=100` (docs/utxo-heavy.md,
-/// session 25) a cache-full flush wrote 436,172 coins on average instead
-/// of ~393,000, and 73 flushes instead of 81-82.
+/// more: 48 bytes, and 88 with its outpoint, where an `Option<Coin>` and a
+/// flag byte took 64 and 104 (with the script an enum of inline bytes and
+/// a box, the coin alone took 56). A bucket of the cache's table is then 89
+/// bytes instead of 105: 18 % more buckets in the same `-dbcache`
+/// (docs/utxo-heavy.md, session 25, has what that did to the flushes).
 #[derive(Debug, Clone)]
 pub(crate) struct CacheEntry {
     slot: Coin,
@@ -609,9 +608,9 @@ mod tests {
     /// The napkin math above assumes these sizes.
     #[test]
     fn entry_sizes_match_the_napkin_math() {
-        assert_eq!(std::mem::size_of::<Coin>(), 56);
-        assert_eq!(std::mem::size_of::<CacheEntry>(), 56);
-        assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 96);
+        assert_eq!(std::mem::size_of::<Coin>(), 48);
+        assert_eq!(std::mem::size_of::<CacheEntry>(), 48);
+        assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 88);
     }
 
     /// An entry keeps its flags and whether it is spent in the coin's

@@ -13,6 +13,7 @@
 use ibex_primitives::encode::{write_varint, Reader};
 use ibex_primitives::{Amount, OutPoint, Txid};
 
+use crate::coin_script::CoinScript;
 use crate::compress::{compress_amount, read_amount, read_script, write_script};
 use crate::error::{ChainstateError, CoinDecodeError};
 
@@ -23,64 +24,14 @@ pub const COIN_HEIGHT_MAX: u32 = (1 << 31) - 1;
 /// Longest coin key: prefix, txid and a 5-byte VARINT of a 32-bit index.
 pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
 
-/// Scripts up to this length live inside the [`Coin`] (every standard
-/// output type but bare multisig and uncompressed P2PK: P2TR and P2WSH are
-/// 34 bytes, P2PKH 25, P2SH 23, P2WPKH 22), as in Core since it stores
-/// 34-byte scripts inline.
-pub const INLINE_SCRIPT_BYTES_MAX: usize = 34;
-
-/// A coin's locking script: inline when short, else on the heap.
-///
-/// # Napkin math
-/// A heap script costs a `malloc` when the coin is created and a `free`
-/// when it is spent (~40-80 ns each, and the allocator's lock when the
-/// freeing thread is not the allocating one), plus Core's `MallocUsage`
-/// of 48 bytes for a 22-byte script. Inline, the coin grows from 32 to 56
-/// bytes and those calls disappear for ~99 % of outputs.
-#[derive(Clone)]
-enum CoinScript {
-    Inline { length: u8, bytes: [u8; INLINE_SCRIPT_BYTES_MAX] },
-    Heap(Box<[u8]>),
-}
-
-impl CoinScript {
-    fn new(script: &[u8]) -> CoinScript {
-        if script.len() <= INLINE_SCRIPT_BYTES_MAX {
-            let mut bytes = [0u8; INLINE_SCRIPT_BYTES_MAX];
-            bytes[..script.len()].copy_from_slice(script);
-            CoinScript::Inline { length: script.len() as u8, bytes }
-        } else {
-            CoinScript::Heap(script.into())
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            CoinScript::Inline { length, bytes } => &bytes[..usize::from(*length)],
-            CoinScript::Heap(bytes) => bytes,
-        }
-    }
-}
-
-impl PartialEq for CoinScript {
-    fn eq(&self, other: &CoinScript) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for CoinScript {}
-
-impl std::fmt::Debug for CoinScript {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_list().entries(self.as_slice()).finish()
-    }
-}
+pub use crate::coin_script::INLINE_SCRIPT_BYTES_MAX;
 
 /// An unspent transaction output as the chainstate keeps it.
 ///
-/// 56 bytes in memory; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
-/// heap allocation. Equality, `Debug` and the encoding see the output, its
-/// height and coinbase flag only, never the coins cache's bits.
+/// 48 bytes in memory; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
+/// heap allocation (the crate's `coin_script` module). Equality, `Debug` and
+/// the encoding see the output, its height and coinbase flag only, never
+/// the coins cache's bits.
 #[derive(Clone)]
 pub struct Coin {
     amount: Amount,
@@ -168,7 +119,7 @@ impl Coin {
     /// An empty coin (no value, no script, height 0) that only carries
     /// cache bits: what a spent entry of the coins cache holds.
     pub(crate) fn placeholder(cache_bits: u8) -> Coin {
-        let script_pubkey = CoinScript::Inline { length: 0, bytes: [0; INLINE_SCRIPT_BYTES_MAX] };
+        let script_pubkey = CoinScript::empty();
         let mut coin = Coin { amount: Amount::ZERO, script_pubkey, height: 0, bits: 0 };
         coin.set_cache_bits(cache_bits);
         coin
@@ -176,7 +127,7 @@ impl Coin {
 
     /// The coins cache's bits for the entry holding this coin
     /// ([`crate::cache`]): kept in the byte beside the coinbase flag, which
-    /// would otherwise be padding, so that an entry takes 56 bytes, not 64.
+    /// would otherwise be padding, so that an entry is the coin alone.
     pub(crate) fn cache_bits(&self) -> u8 {
         self.bits >> 1
     }
@@ -191,9 +142,10 @@ impl Coin {
     /// `MallocUsage` (rounded up to 16 with a 16-byte header) so the cache
     /// limit reflects the allocator's real cost.
     pub fn heap_bytes(&self) -> usize {
-        match &self.script_pubkey {
-            CoinScript::Inline { .. } => 0,
-            CoinScript::Heap(bytes) => heap_bytes_for(bytes.len()),
+        if self.script_pubkey.is_on_heap() {
+            heap_bytes_for(self.script_pubkey.as_slice().len())
+        } else {
+            0
         }
     }
 

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod coin;
 mod coin_map;
 pub mod coin_reads;
+mod coin_script;
 pub mod compress;
 pub mod connect;
 pub mod database;
