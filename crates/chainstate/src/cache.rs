@@ -28,7 +28,7 @@
 //!
 //! # Napkin math
 //! An entry is a 36-byte outpoint and a 48-byte value (the [`Coin`] with its
-//! script inline, its flags in the coin's spare byte: [`CacheEntry`]), 88
+//! script inline, its flags in the coin's spare byte: `CacheEntry`), 88
 //! bytes in a hashbrown bucket with 1 control byte, at 44-88 % load: 100-200
 //! bytes, and no allocation for scripts of up to 34 bytes (over 99 % of
 //! outputs). So ~140 bytes a coin: 450 MiB holds ~3.3 M coins, about 4,800
