@@ -60,7 +60,7 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use hashbrown::hash_map::Entry as MapEntry;
+use crate::coin_map::Entry as MapEntry;
 use ibex_primitives::{BlockHash, OutPoint};
 
 use crate::cache::{CacheEntry, CoinsCache, FlushMode};
@@ -152,7 +152,7 @@ fn write_shard(
 ) -> Result<usize, ChainstateError> {
     let Some(shard) = shard else { return Ok(0) };
     let mut script_heap_bytes = 0;
-    for (outpoint, entry) in shard {
+    for (outpoint, entry) in shard.iter() {
         script_heap_bytes += entry.heap_bytes();
         if !entry.is_dirty() {
             continue;

@@ -28,14 +28,15 @@
 //!
 //! # Napkin math
 //! An entry is a 36-byte outpoint and a 48-byte value (the [`Coin`] with its
-//! script inline, its flags in the coin's spare byte: `CacheEntry`), 88
-//! bytes in a hashbrown bucket with 1 control byte, at 44-88 % load: 100-200
-//! bytes, and no allocation for scripts of up to 34 bytes (over 99 % of
-//! outputs). So ~140 bytes a coin: 450 MiB holds ~3.3 M coins, about 4,800
-//! blocks of 2017-era traffic
-//! (7,000 outputs each) between flushes. (With the script on the heap the
-//! bucket was 80 bytes plus a 48-byte allocation: about the same memory,
-//! but a `malloc` per created coin and a `free` per spent one.)
+//! script inline, its flags in the coin's spare byte: `CacheEntry`), 84
+//! bytes packed in its shard's chunks, plus a 4-byte position and a control
+//! byte in the shard's hash table at 44-88 % load ([`crate::coin_shard`]):
+//! ~92 bytes a coin, and no allocation for scripts of up to 34 bytes (over
+//! 99 % of outputs). So 450 MiB holds ~5 M coins, about 700 blocks of
+//! 2017-era traffic (7,000 outputs each) between flushes. (With the entry
+//! in the hash table's bucket it was 100-200 bytes a coin, ~141 on the
+//! `utxo-heavy` chain; with the script on the heap, a `malloc` per created
+//! coin and a `free` per spent one.)
 //!
 //! The hasher is foldhash keyed with secret seeds from the OS's randomness
 //! ([`crate::hasher`]): ~1-2 ns for a 36-byte key against ~27 ns for Core's
@@ -50,13 +51,13 @@
 
 use std::sync::Arc;
 
-use hashbrown::hash_map::Entry as MapEntry;
+use crate::coin_map::Entry as MapEntry;
 use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, OutPoint, Txid};
 
 use crate::bip30_reader::Bip30Reader;
 use crate::coin::Coin;
-use crate::coin_map::{shard_count_for, CoinMap};
+use crate::coin_map::{chunk_entries_for, CoinMap};
 use crate::coin_reads::CoinSource;
 use crate::database::{CoinsDatabase, FlushStats};
 use crate::error::ChainstateError;
@@ -99,9 +100,6 @@ pub const FLUSH_HEADROOM_DIVISOR: usize = 16;
 /// ... and at least this much (a few full blocks' new coins), at most a
 /// quarter of the limit.
 pub const FLUSH_HEADROOM_BYTES_MIN: usize = 8 << 20;
-/// A new map's table is sized for its trigger less 1/this, room for the
-/// table readers to grow until the next flush.
-const TABLE_READERS_GROWTH_DIVISOR: usize = 32;
 
 /// The entry is a spent coin: its [`Coin`] is a placeholder.
 const SPENT: u8 = 16;
@@ -110,14 +108,26 @@ const SPENT: u8 = 16;
 ///
 /// The flags and whether the coin is spent live in the coin's own spare
 /// byte ([`Coin::cache_bits`]), so an entry is a [`Coin`] and nothing
-/// more: 48 bytes, and 88 with its outpoint, where an `Option<Coin>` and a
-/// flag byte took 64 and 104 (with the script an enum of inline bytes and
-/// a box, the coin alone took 56). A bucket of the cache's table is then 89
-/// bytes instead of 105: 18 % more buckets in the same `-dbcache`
-/// (docs/utxo-heavy.md, session 25, has what that did to the flushes).
-#[derive(Debug, Clone)]
+/// more: 48 bytes, and 84 with its outpoint (the coin's amount is two
+/// 4-byte halves), where an `Option<Coin>` and a flag byte took 64 and 104
+/// (with the script an enum of inline bytes and a box, the coin alone took
+/// 56). docs/utxo-heavy.md, sessions 25 and 26, has what the smaller
+/// entries did to the flushes.
+#[derive(Clone)]
 pub(crate) struct CacheEntry {
     slot: Coin,
+}
+
+/// Shows the coin (`None` when spent) and the flags, not the placeholder
+/// coin a spent entry holds.
+impl std::fmt::Debug for CacheEntry {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CacheEntry")
+            .field("coin", &self.coin())
+            .field("flags", &self.flags())
+            .finish()
+    }
 }
 
 impl CacheEntry {
@@ -228,6 +238,9 @@ pub struct CoinsCache {
     pub(crate) flush_epoch: u64,
     /// A flush being written on a writer thread (see [`crate::background`]).
     pub(crate) background: Option<crate::background::BackgroundFlush>,
+    /// Entries of a chunk of the maps' shards ([`crate::coin_shard`]),
+    /// fixed for the cache's life.
+    chunk_entries: usize,
 }
 
 impl CoinsCache {
@@ -243,7 +256,11 @@ impl CoinsCache {
             dirty_count: 0,
             flush_epoch: 0,
             background: None,
+            chunk_entries: 0,
         };
+        // Sized for the flush trigger with no table readers counted yet.
+        let chunk_entries = chunk_entries_for(cache.limit_bytes() - cache.flush_headroom_bytes());
+        cache.chunk_entries = chunk_entries;
         cache.map = cache.new_map();
         cache
     }
@@ -317,12 +334,9 @@ impl CoinsCache {
         (limit / FLUSH_HEADROOM_DIVISOR).max(FLUSH_HEADROOM_BYTES_MIN.min(limit / 4))
     }
 
-    /// A new, empty map whose shards, grown to a common size, fill the
-    /// flush trigger closely ([`crate::coin_map`]).
+    /// A new, empty map ([`crate::coin_shard`]).
     pub(crate) fn new_map(&self) -> CoinMap {
-        let trigger_bytes = self.limit_bytes() - self.flush_headroom_bytes();
-        let target_bytes = trigger_bytes - trigger_bytes / TABLE_READERS_GROWTH_DIVISOR;
-        CoinMap::new(shard_count_for(target_bytes))
+        CoinMap::with_chunk_entries(self.chunk_entries)
     }
 
     /// Bytes used: the table's allocation plus the scripts' heap bytes,
@@ -610,7 +624,7 @@ mod tests {
     fn entry_sizes_match_the_napkin_math() {
         assert_eq!(std::mem::size_of::<Coin>(), 48);
         assert_eq!(std::mem::size_of::<CacheEntry>(), 48);
-        assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 88);
+        assert_eq!(std::mem::size_of::<(OutPoint, CacheEntry)>(), 84);
     }
 
     /// An entry keeps its flags and whether it is spent in the coin's
@@ -618,6 +632,8 @@ mod tests {
     /// the other.
     #[test]
     fn an_entry_keeps_flags_and_spent_apart_from_its_coin() {
+        let spent = format!("{:?}", CacheEntry::new(None, DIRTY));
+        assert_eq!(spent, "CacheEntry { coin: None, flags: 1 }");
         let coin =
             Coin::new(ibex_primitives::Amount::from_sat(5_000).expect("amount"), [0x51], 7, true)
                 .expect("coin");

@@ -1,72 +1,62 @@
-//! The cache's table: 16 to 31 hashbrown maps (shards) chosen by two bytes
-//! of the txid, so that a table grows one shard at a time and a flush
+//! The cache's table: 16 to 31 shards ([`crate::coin_shard`]) chosen by
+//! two bytes of the txid, so that each holds one range of keys and a flush
 //! can write and free it a shard at a time ([`crate::frozen_map`]).
 //!
 //! # Why shards
-//! A hash table doubles when it fills: for a moment the old and the new
-//! bucket arrays both exist. One table of ~2 M coins (4 M buckets of 97
-//! bytes, 390 MiB) passes through 195 MiB + 390 MiB = 585 MiB while it
-//! rehashes, ~200 MiB over the `-dbcache` it is accounted against; Core's
-//! node-based map only doubles an array of 8-byte pointers. Split in 16
-//! shards, the shards reach their thresholds at about the same height but
-//! rehash one insert at a time, so the extra memory at any moment is one
-//! shard's old array: ~1/32 of the table (~13 MiB here).
-//!
-//! # Why 16 to 31 of them
-//! A shard's buckets are a power of two, and uniform keys fill every shard
-//! alike, so a map of 16 shards can only be 16 x 2^k buckets: its share of
-//! `-dbcache` was either used up to a power of two or wasted up to half
-//! (at 300 MiB, 220 MiB of table or 440). [`shard_count_for`] picks the
-//! count whose full table comes closest to the share from below: within
-//! 1/16 of it.
+//! A flush writes the frozen map as a few tables of neighbouring key
+//! ranges, and frees each group of shards once its table is in the
+//! database, so the next live map grows into memory the writer gave back
+//! (session 16). Each shard also grows on its own: when its table of
+//! positions doubles, the old and the new table exist together for a
+//! moment, which is ~1/31 of the positions' few bytes a coin.
 //!
 //! # Growth ahead
-//! Keys are uniform, so every shard reaches its threshold within a block
-//! or two of the others: when one doubles, all do soon after, and a limit
-//! checked between blocks could be passed by several shards' new arrays in
-//! one block. [`CoinMap::projected_bytes`] counts a shard within 1/16 of
-//! its threshold ([`GROWTH_MARGIN_DIVISOR`]) at its doubled size, so the
-//! cache is flushed before the doubling instead of after (a block adding
-//! more than 1/16 of a shard's capacity to it, ~7,000 coins a shard at
-//! `-dbcache=450`, ~140,000 for the map, more than a block can create,
-//! still doubles it).
+//! A limit checked between blocks could be passed by a block's inserts.
+//! The chunks grow one at a time, as entries come, but a shard's table of
+//! positions doubles: [`CoinMap::projected_bytes`] counts a shard within
+//! 1/16 of its table's threshold ([`GROWTH_MARGIN_DIVISOR`]) at its doubled
+//! size, and a shard whose chunks are full with one more chunk, so the
+//! cache is flushed before the growth instead of after.
 //!
 //! # Napkin math
 //! Choosing the shard is a 16-bit load, a multiply and a shift (txids are
 //! double SHA-256, so their bytes are uniform; a miner grinding txids into
-//! one shard only brings back the single table's rehash, and the keyed
-//! hash inside the shard still protects the buckets). Iterating or writing
-//! the shards in parallel splits a flush across threads for free.
+//! one shard only makes that shard larger, and the keyed hash inside the
+//! shard still protects its table). Iterating or writing the shards in
+//! parallel splits a flush across threads for free.
 
-use foldhash::fast::SeedableRandomState;
-use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 
 use crate::cache::CacheEntry;
-use crate::hasher::salted_hash_builder;
-use crate::heap::TableAllocator;
+pub(crate) use crate::coin_shard::{CoinShard as Shard, Entry};
+use crate::coin_shard::{Slot, CHUNK_ENTRIES_MIN};
 
 /// Fewest shards of a table.
 pub const SHARD_COUNT_MIN: usize = 16;
-/// Most shards of a table.
+/// Most shards of a table: what [`CoinMap::for_target_bytes`] makes.
 pub const SHARD_COUNT_MAX: usize = 31;
-/// A shard within 1/this of its capacity counts at its doubled size in
-/// [`CoinMap::projected_bytes`].
+/// A shard within 1/this of its table's capacity counts with that table
+/// doubled in [`CoinMap::projected_bytes`].
 pub const GROWTH_MARGIN_DIVISOR: usize = 16;
-/// Bytes a bucket of a shard takes: the entry and its control byte.
-pub(crate) const BUCKET_BYTES: usize = std::mem::size_of::<(OutPoint, CacheEntry)>() + 1;
-/// Control bytes after the buckets (hashbrown's group width).
-const TRAILING_CONTROL_BYTES: usize = 16;
-/// Buckets of a shard [`shard_count_for`] plans for at most (2^36: 7 TB).
-const BUCKETS_MAX: usize = 1 << 36;
+/// A shard's chunk not yet full wastes at most 1/this of the map's share
+/// over all shards ([`chunk_entries_for`]).
+pub const CHUNK_WASTE_DIVISOR: usize = 64;
 
-pub(crate) type Shard = HashMap<OutPoint, CacheEntry, SeedableRandomState, TableAllocator>;
-
-/// A new, empty shard with its own secret hash key.
+/// A new, empty shard with its own secret hash key, in chunks of the
+/// fewest entries.
 pub(crate) fn new_shard() -> Shard {
-    HashMap::with_hasher_in(salted_hash_builder(), TableAllocator)
+    Shard::new(CHUNK_ENTRIES_MIN)
+}
+
+/// Entries a chunk holds in a map for a share of `target_bytes`: as many
+/// as keep the [`SHARD_COUNT_MAX`] shards' unfilled chunks within
+/// 1/[`CHUNK_WASTE_DIVISOR`] of it, a power of two (the shard clamps it).
+pub(crate) fn chunk_entries_for(target_bytes: usize) -> usize {
+    let chunk_bytes = target_bytes / (SHARD_COUNT_MAX * CHUNK_WASTE_DIVISOR);
+    let chunk_entries = chunk_bytes / std::mem::size_of::<Slot>();
+    // The largest power of two not above it.
+    (chunk_entries / 2 + 1).next_power_of_two()
 }
 
 /// The shard of `outpoint` among `shard_count`: the txid's first two
@@ -80,36 +70,20 @@ pub(crate) fn shard_index(outpoint: &OutPoint, shard_count: usize) -> usize {
     (usize::from(bytes) * shard_count) >> 16
 }
 
-/// Bytes of one shard's table of `buckets` buckets (a power of two).
-pub(crate) fn table_bytes(buckets: usize) -> usize {
-    buckets * BUCKET_BYTES + TRAILING_CONTROL_BYTES
-}
-
-/// The shard count whose tables, grown to a common power of two, come
-/// closest to `target_bytes` without passing it.
-pub(crate) fn shard_count_for(target_bytes: usize) -> usize {
-    let full_table_bytes = |count: usize| {
-        let mut buckets = 1usize;
-        while buckets < BUCKETS_MAX && count * table_bytes(buckets * 2) <= target_bytes {
-            buckets *= 2;
-        }
-        count * table_bytes(buckets)
-    };
-    (SHARD_COUNT_MIN..=SHARD_COUNT_MAX)
-        .max_by_key(|&count| (full_table_bytes(count), std::cmp::Reverse(count)))
-        .unwrap_or(SHARD_COUNT_MIN)
-}
-
 /// Bytes `shard` will take once it has grown for the next inserts: its
-/// table doubled if it is within its growth margin.
+/// table of positions doubled if it is within its growth margin, and one
+/// more chunk if it holds entries and its chunks are full (an empty shard
+/// takes its first chunk only if an insert lands in it: counted once there).
 fn projected_shard_bytes(shard: &Shard) -> usize {
     let margin = shard.capacity() / GROWTH_MARGIN_DIVISOR;
-    if shard.allocation_size() > 0 && shard.len() + margin >= shard.capacity() {
-        // Twice the buckets, the same trailing control bytes.
-        2 * shard.allocation_size() - TRAILING_CONTROL_BYTES
-    } else {
-        shard.allocation_size()
+    let mut bytes = shard.allocation_size();
+    if shard.positions_bytes() > 0 && shard.len() + margin >= shard.capacity() {
+        bytes += shard.positions_bytes();
     }
+    if shard.len() > 0 && shard.chunk_room() == 0 {
+        bytes += shard.chunk_bytes();
+    }
+    bytes
 }
 
 /// Outpoint -> cache entry, in shards.
@@ -127,10 +101,17 @@ impl Default for CoinMap {
 impl CoinMap {
     /// An empty map of `shard_count` shards (within
     /// [`SHARD_COUNT_MIN`]..=[`SHARD_COUNT_MAX`]), each with its own
-    /// secret hash key.
+    /// secret hash key, in chunks of the fewest entries.
     pub(crate) fn new(shard_count: usize) -> CoinMap {
         let shard_count = shard_count.clamp(SHARD_COUNT_MIN, SHARD_COUNT_MAX);
         CoinMap { shards: (0..shard_count).map(|_| new_shard()).collect() }
+    }
+
+    /// An empty map of [`SHARD_COUNT_MAX`] shards (the finest steps for a
+    /// flush to free) in chunks of `chunk_entries` ([`chunk_entries_for`]).
+    pub(crate) fn with_chunk_entries(chunk_entries: usize) -> CoinMap {
+        let shards = (0..SHARD_COUNT_MAX).map(|_| Shard::new(chunk_entries));
+        CoinMap { shards: shards.collect() }
     }
 
     fn shard_of(&self, outpoint: &OutPoint) -> usize {
@@ -150,17 +131,14 @@ impl CoinMap {
         self.shards[shard].insert(outpoint, entry);
     }
 
-    pub(crate) fn entry(
-        &mut self,
-        outpoint: OutPoint,
-    ) -> Entry<'_, OutPoint, CacheEntry, SeedableRandomState, TableAllocator> {
+    pub(crate) fn entry(&mut self, outpoint: OutPoint) -> Entry<'_> {
         let shard = self.shard_of(&outpoint);
         self.shards[shard].entry(outpoint)
     }
 
     /// Entries in all shards.
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(HashMap::len).sum()
+        self.shards.iter().map(Shard::len).sum()
     }
 
     /// Shards of the table.
@@ -169,12 +147,12 @@ impl CoinMap {
         self.shards.len()
     }
 
-    /// Bytes of all shards' bucket arrays.
+    /// Bytes of all shards' chunks and tables of positions.
     pub(crate) fn allocation_size(&self) -> usize {
-        self.shards.iter().map(HashMap::allocation_size).sum()
+        self.shards.iter().map(Shard::allocation_size).sum()
     }
 
-    /// Bytes of all shards' bucket arrays once the shards close to their
+    /// Bytes of all shards once the tables of positions close to their
     /// threshold have doubled (see the [module docs](self)).
     pub(crate) fn projected_bytes(&self) -> usize {
         self.shards.iter().map(projected_shard_bytes).sum()
@@ -289,27 +267,18 @@ mod tests {
     }
 
     #[test]
-    fn table_bytes_match_hashbrown() {
-        for buckets in [16usize, 1024, 1 << 14] {
-            let mut shard = new_shard();
-            // hashbrown holds 7/8 of its buckets before it grows.
-            shard.reserve(buckets * 7 / 8);
-            assert_eq!(shard.allocation_size(), table_bytes(buckets), "{buckets}");
-        }
-    }
-
-    #[test]
-    fn shard_counts_fill_their_target_within_a_sixteenth() {
-        for target_mebibytes in [2usize, 7, 73, 100, 255, 300, 338, 440, 1000, 4000] {
+    fn a_map_for_a_target_wastes_little_of_it_in_chunks() {
+        for target_mebibytes in [1usize, 7, 73, 100, 440, 4000] {
             let target = target_mebibytes << 20;
-            let count = shard_count_for(target);
-            assert!((SHARD_COUNT_MIN..=SHARD_COUNT_MAX).contains(&count));
-            let mut buckets = 1usize;
-            while count * table_bytes(buckets * 2) <= target {
-                buckets *= 2;
-            }
-            let full = count * table_bytes(buckets);
-            assert!(full <= target && full > target - target / 16, "{target_mebibytes}: {full}");
+            let chunk_entries = chunk_entries_for(target);
+            let map = CoinMap::with_chunk_entries(chunk_entries);
+            assert_eq!(map.shard_count(), SHARD_COUNT_MAX);
+            let chunk_entries = map.shards[0].chunk_entries();
+            let waste = SHARD_COUNT_MAX * map.shards[0].chunk_bytes();
+            let at_least_min = chunk_entries == CHUNK_ENTRIES_MIN;
+            assert!(waste <= target / CHUNK_WASTE_DIVISOR || at_least_min, "{target_mebibytes}");
+            let at_most_max = chunk_entries == crate::coin_shard::CHUNK_ENTRIES_MAX;
+            assert!(2 * waste > target / CHUNK_WASTE_DIVISOR || at_most_max, "{target_mebibytes}");
         }
     }
 
@@ -323,28 +292,35 @@ mod tests {
         };
         let mut map = CoinMap::new(SHARD_COUNT_MIN);
         assert_eq!(map.projected_bytes(), 0);
+        // Shards with entries whose chunks are full count one more.
+        let chunk_bytes = map.shards[0].chunk_bytes();
+        let next_chunks = |map: &CoinMap| {
+            let full = map.shards.iter().filter(|shard| shard.len() > 0 && shard.chunk_room() == 0);
+            full.count() * chunk_bytes
+        };
         for index in 0..1000 {
             map.insert(in_first_shard(index), entry(0));
         }
-        let shard = &map.shards[0];
-        assert_eq!(shard.len(), 1000);
-        let margin = shard.capacity() / GROWTH_MARGIN_DIVISOR;
+        assert_eq!(map.shards[0].len(), 1000);
+        let margin = map.shards[0].capacity() / GROWTH_MARGIN_DIVISOR;
         let mut index = 1000;
-        // Below the margin: as allocated; within it: doubled, and the
-        // doubling then takes exactly that.
+        // Below the margin: as allocated; within it: the table of positions
+        // doubled, and the doubling then takes exactly that (the chunks
+        // grow as entries come).
         while map.shards[0].len() + margin + 1 < map.shards[0].capacity() {
-            assert_eq!(map.projected_bytes(), map.allocation_size());
+            assert_eq!(map.projected_bytes(), map.allocation_size() + next_chunks(&map));
             map.insert(in_first_shard(index), entry(0));
             index += 1;
         }
         map.insert(in_first_shard(index), entry(0));
         index += 1;
-        let projected = map.projected_bytes();
-        assert_eq!(projected, 2 * map.allocation_size() - TRAILING_CONTROL_BYTES);
-        while map.allocation_size() < projected {
+        let positions_bytes = map.shards[0].positions_bytes();
+        let doubled = map.allocation_size() + positions_bytes + next_chunks(&map);
+        assert_eq!(map.projected_bytes(), doubled);
+        while map.shards[0].positions_bytes() == positions_bytes {
             map.insert(in_first_shard(index), entry(0));
             index += 1;
         }
-        assert_eq!(map.allocation_size(), projected);
+        assert_eq!(map.shards[0].positions_bytes(), 2 * positions_bytes - 16);
     }
 }

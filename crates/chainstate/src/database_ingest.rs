@@ -85,7 +85,7 @@ pub type KeyedCoinWrite<'a> = (u128, CoinWrite<'a>);
 const WRITE_PREFETCH_DISTANCE: usize = 16;
 
 /// Asks the CPU to load the cache lines of an entry a few writes ahead: its
-/// outpoint and its coin (next to each other in the map's bucket, over two
+/// outpoint and its coin (next to each other in the shard's chunk, over two
 /// or three cache lines).
 #[inline(always)]
 #[allow(unsafe_code)]

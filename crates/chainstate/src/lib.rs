@@ -18,6 +18,7 @@ pub mod coin;
 mod coin_map;
 pub mod coin_reads;
 mod coin_script;
+mod coin_shard;
 pub mod compress;
 pub mod connect;
 pub mod database;

@@ -19,7 +19,7 @@
 //! scripts are skipped. `MultiGet` batches the index and filter probes, and
 //! chunks of [`PREFETCH_CHUNK_OUTPOINTS`] spread the work on every core.
 
-use hashbrown::hash_map::Entry as MapEntry;
+use crate::coin_map::Entry as MapEntry;
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 

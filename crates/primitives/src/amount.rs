@@ -105,6 +105,30 @@ impl Amount {
     }
 }
 
+/// An [`Amount`] as two 32-bit halves: the same value with alignment 4
+/// instead of 8, for records that pack it among 4-byte fields (the coins
+/// cache's entries, where an 8-byte alignment would pad each by 4 bytes).
+/// Made only from an [`Amount`], so it is always within the money range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PackedAmount([u32; 2]);
+
+impl From<Amount> for PackedAmount {
+    #[inline]
+    fn from(amount: Amount) -> PackedAmount {
+        // Within the money range, so non-negative: the cast keeps the value.
+        let satoshis = amount.0 as u64;
+        PackedAmount([satoshis as u32, (satoshis >> 32) as u32])
+    }
+}
+
+impl From<PackedAmount> for Amount {
+    #[inline]
+    fn from(packed: PackedAmount) -> Amount {
+        let [low, high] = packed.0;
+        Amount(((u64::from(high) << 32) | u64::from(low)) as i64)
+    }
+}
+
 // The infallible constructors stay within the money range.
 const _: () = assert!(u32::MAX as i64 <= MAX_MONEY);
 const _: () = assert!(u16::MAX as i64 * COIN <= MAX_MONEY);
@@ -128,6 +152,15 @@ mod tests {
         assert_eq!(Amount::ZERO.checked_sub(Amount::from_sat(1).unwrap()), None);
         assert!(money_range(0) && !money_range(-5));
         assert_eq!(Amount::from_sat(123_456_789).unwrap().to_btc_string(), "1.23456789");
+    }
+
+    #[test]
+    fn packed_amounts_keep_their_value_at_alignment_four() {
+        assert_eq!(std::mem::align_of::<PackedAmount>(), 4);
+        for satoshis in [0, 1, u32::MAX as i64, u32::MAX as i64 + 1, 5_000_000_000, MAX_MONEY] {
+            let amount = Amount::from_sat(satoshis).unwrap();
+            assert_eq!(Amount::from(PackedAmount::from(amount)), amount, "{satoshis}");
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub mod owned;
 pub mod parsed_block;
 pub mod transaction;
 
-pub use amount::{Amount, AmountError, COIN, MAX_MONEY};
+pub use amount::{Amount, AmountError, PackedAmount, COIN, MAX_MONEY};
 pub use block::{BlockBuffers, BlockView};
 pub use error::{BlockDecodeError, DecodeError, Field};
 pub use hash::{BlockHash, Hash256, Txid, Wtxid};
