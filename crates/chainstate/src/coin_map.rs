@@ -60,8 +60,8 @@ pub(crate) fn chunk_entries_for(target_bytes: usize) -> usize {
 }
 
 /// The shard of `outpoint` among `shard_count`: the txid's first two
-/// bytes (uniform, and unrelated to the bits hashbrown takes from the
-/// keyed hash inside the shard) scaled to the count. The database's keys
+/// bytes (uniform, and unrelated to the bits the shard's table takes from
+/// its keyed hash) scaled to the count. The database's keys
 /// start with the txid, so each shard holds one range of keys, in the
 /// shards' order: a flush can write its shards as tables that do not
 /// overlap ([`crate::background`]).
@@ -321,6 +321,6 @@ mod tests {
             map.insert(in_first_shard(index), entry(0));
             index += 1;
         }
-        assert_eq!(map.shards[0].positions_bytes(), 2 * positions_bytes - 16);
+        assert_eq!(map.shards[0].positions_bytes(), 2 * positions_bytes);
     }
 }

@@ -11,14 +11,14 @@
 //! the table as a whole was 63 % used: ~141 bytes a coin at every flush
 //! (docs/utxo-heavy.md, session 24), where Core's node-based map takes ~131.
 //!
-//! Here the hash table holds only a `u32` position (5 bytes a bucket with its
-//! control byte) and the entries sit in chunks of
+//! Here the hash table holds only a `u32` position (5 bytes a slot with its
+//! tag, [`crate::position_table`]) and the entries sit in chunks of
 //! [`CoinShard::chunk_entries`] that fill completely, one after another:
 //! a coin costs its 84 bytes, plus 6-11 bytes of table, plus at most one
 //! chunk not yet full a shard: ~92 bytes, whatever the chain's shape, so the
 //! same `-dbcache` holds ~50 % more coins on that chain and ~17 % more on
 //! mainnet's (where the loads spread little and the table flushed at ~82 %).
-//! A doubling now copies 4-byte positions, not 84-byte entries, and the
+//! A doubling now rebuilds 4-byte positions, not 84-byte entries, and the
 //! chunks never move.
 //!
 //! Removing an entry moves the last one into its place (and repoints its
@@ -26,24 +26,26 @@
 //! only.
 //!
 //! # Napkin math
-//! A lookup reads the control bytes' group, the 4-byte position and the
-//! entry: three cache lines, where an entry in its bucket took two or three
-//! (84 bytes straddle a line boundary most of the time). The chunks' list
+//! A lookup reads a group of tags and positions (one or two neighbouring
+//! cache lines) and the entry: about what an entry in its bucket took (84
+//! bytes straddle a line boundary most of the time). With hashbrown's
+//! table of positions, whose tags and positions lie apart, it was three
+//! dependent misses, and a third slower where the set fits in memory
+//! (docs/utxo-heavy.md, session 26). The chunks' list
 //! (24 bytes a chunk, ~120 KB for 5 M coins in chunks of 1,024) stays in the
 //! CPU's caches. A removal costs a second probe, to repoint the moved entry:
 //! ~40 ns, for the ~3,000 coins a block spends while fresh. Growing a table
-//! of 2^k positions rehashes 7/8 x 2^k keys read from the chunks (~25 ns
-//! each): ~20 ms for a million, once for every doubling of the shard.
+//! rehashes every key, read from the chunks in order (~10 ns each): ~10 ms
+//! for a million, once for every doubling of the shard.
 
 use foldhash::fast::SeedableRandomState;
-use hashbrown::HashTable;
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 use std::hash::BuildHasher;
 
 use crate::cache::CacheEntry;
 use crate::hasher::salted_hash_builder;
-use crate::heap::TableAllocator;
+use crate::position_table::PositionTable;
 
 /// An entry with its key, as a chunk holds it.
 pub(crate) type Slot = (OutPoint, CacheEntry);
@@ -58,7 +60,7 @@ pub const CHUNK_ENTRIES_MAX: usize = 1024;
 /// A shard: entries in chunks, found through a table of positions.
 pub(crate) struct CoinShard {
     /// Positions into `chunks`, hashed by the entry's outpoint.
-    positions: HashTable<u32, TableAllocator>,
+    positions: PositionTable,
     /// Every chunk but the last in use is full; at most one empty chunk
     /// follows them, kept for the next insert.
     chunks: Vec<Chunk>,
@@ -99,7 +101,7 @@ impl CoinShard {
     pub(crate) fn new(chunk_entries: usize) -> CoinShard {
         let chunk_entries = chunk_entries.clamp(CHUNK_ENTRIES_MIN, CHUNK_ENTRIES_MAX);
         CoinShard {
-            positions: HashTable::new_in(TableAllocator),
+            positions: PositionTable::new(),
             chunks: Vec::new(),
             len: 0,
             chunk_shift: chunk_entries.next_power_of_two().trailing_zeros(),
@@ -146,9 +148,7 @@ impl CoinShard {
 
     fn position_of(&self, hash: u64, outpoint: &OutPoint) -> Option<u32> {
         let (chunks, shift) = (&self.chunks, self.chunk_shift);
-        self.positions
-            .find(hash, |&position| slot_at(chunks, shift, position).0 == *outpoint)
-            .copied()
+        self.positions.find(hash, |position| slot_at(chunks, shift, position).0 == *outpoint)
     }
 
     pub(crate) fn get(&self, outpoint: &OutPoint) -> Option<&CacheEntry> {
@@ -191,19 +191,16 @@ impl CoinShard {
         }
         self.chunks[chunk].push(slot);
         self.len += 1;
-        let Self { positions, chunks, chunk_shift, hasher, .. } = self;
-        let rehash = |&position: &u32| hasher.hash_one(slot_at(chunks, *chunk_shift, position).0);
-        positions.insert_unique(hash, position as u32, rehash);
+        let Self { positions, chunks, chunk_shift, hasher, len } = self;
+        let rehash = |position: u32| hasher.hash_one(slot_at(chunks, *chunk_shift, position).0);
+        positions.insert_unique(hash, position as u32, *len, rehash);
     }
 
     /// Removes the entry at `position` (indexed under `hash`): the last
     /// entry takes its place.
     fn remove_at(&mut self, position: u32, hash: u64) -> Slot {
-        let found = self.positions.find_entry(hash, |&held| held == position);
-        let Ok(found) = found else {
-            unreachable!("every entry of a shard has its position in the table");
-        };
-        found.remove();
+        let removed = self.positions.remove(hash, position);
+        assert!(removed, "every entry of a shard has its position in the table");
         let last = (self.len - 1) as u32;
         let last_chunk = (last as usize) >> self.chunk_shift;
         let Some(moved) = self.chunks[last_chunk].pop() else {
@@ -217,10 +214,8 @@ impl CoinShard {
             return moved;
         }
         let moved_hash = self.hasher.hash_one(moved.0);
-        let Some(pointer) = self.positions.find_mut(moved_hash, |&held| held == last) else {
-            unreachable!("the last entry has its position in the table");
-        };
-        *pointer = position;
+        let repointed = self.positions.repoint(moved_hash, last, position);
+        assert!(repointed, "the last entry has its position in the table");
         std::mem::replace(slot_at_mut(&mut self.chunks, self.chunk_shift, position), moved)
     }
 

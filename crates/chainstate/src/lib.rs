@@ -37,6 +37,7 @@ pub mod import_plan;
 pub mod import_reader;
 pub mod index;
 pub mod metrics;
+mod position_table;
 pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
