@@ -29,9 +29,9 @@
 //! # Napkin math
 //! An entry is a 36-byte outpoint and a 48-byte value (the [`Coin`] with its
 //! script inline, its flags in the coin's spare byte: `CacheEntry`), 84
-//! bytes packed in its shard's chunks, plus a 4-byte position and a control
-//! byte in the shard's hash table at 44-88 % load ([`crate::coin_shard`]):
-//! ~92 bytes a coin, and no allocation for scripts of up to 34 bytes (over
+//! bytes packed in its shard's chunks, plus a 4-byte position and a tag
+//! byte in the shard's hash table at 44-88 % load (the crate's `coin_shard`
+//! and `position_table` modules): ~92 bytes a coin, and no allocation for scripts of up to 34 bytes (over
 //! 99 % of outputs). So 450 MiB holds ~5 M coins, about 700 blocks of
 //! 2017-era traffic (7,000 outputs each) between flushes. (With the entry
 //! in the hash table's bucket it was 100-200 bytes a coin, ~141 on the
