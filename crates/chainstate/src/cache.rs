@@ -31,12 +31,12 @@
 //! script inline, its flags in the coin's spare byte: `CacheEntry`), 84
 //! bytes packed in its shard's chunks, plus a 4-byte position and a tag
 //! byte in the shard's hash table at 44-88 % load (the crate's `coin_shard`
-//! and `position_table` modules): ~92 bytes a coin, and no allocation for scripts of up to 34 bytes (over
-//! 99 % of outputs). So 450 MiB holds ~5 M coins, about 700 blocks of
-//! 2017-era traffic (7,000 outputs each) between flushes. (With the entry
-//! in the hash table's bucket it was 100-200 bytes a coin, ~141 on the
-//! `utxo-heavy` chain; with the script on the heap, a `malloc` per created
-//! coin and a `free` per spent one.)
+//! and `position_table` modules): ~92 bytes a coin, and no allocation for
+//! scripts of up to 34 bytes (over 99 % of outputs). So 450 MiB holds ~5 M
+//! coins, about 700 blocks of 2017-era traffic (7,000 outputs each) between
+//! flushes. (With the entry in the hash table's bucket it was 100-200
+//! bytes a coin, ~141 on the `utxo-heavy` chain; with the script on the
+//! heap, a `malloc` per created coin and a `free` per spent one.)
 //!
 //! The hasher is foldhash keyed with secret seeds from the OS's randomness
 //! ([`crate::hasher`]): ~1-2 ns for a 36-byte key against ~27 ns for Core's
