@@ -34,7 +34,7 @@ use crate::coin_shard::{Slot, CHUNK_ENTRIES_MIN};
 
 /// Fewest shards of a table.
 pub const SHARD_COUNT_MIN: usize = 16;
-/// Most shards of a table: what [`CoinMap::for_target_bytes`] makes.
+/// Most shards of a table: what [`CoinMap::with_chunk_entries`] makes.
 pub const SHARD_COUNT_MAX: usize = 31;
 /// A shard within 1/this of its table's capacity counts with that table
 /// doubled in [`CoinMap::projected_bytes`].

@@ -191,9 +191,9 @@ impl CoinShard {
         }
         self.chunks[chunk].push(slot);
         self.len += 1;
-        let Self { positions, chunks, chunk_shift, hasher, len } = self;
+        let Self { positions, chunks, chunk_shift, hasher, .. } = self;
         let rehash = |position: u32| hasher.hash_one(slot_at(chunks, *chunk_shift, position).0);
-        positions.insert_unique(hash, position as u32, *len, rehash);
+        positions.insert_unique(hash, position as u32, rehash);
     }
 
     /// Removes the entry at `position` (indexed under `hash`): the last

@@ -90,8 +90,6 @@ type Groups = allocator_api2::vec::Vec<Group, TableAllocator>;
 /// Positions by hash.
 pub(crate) struct PositionTable {
     groups: Groups,
-    /// Slots holding a position.
-    len: usize,
     /// Slots holding a position or `DELETED`.
     used_or_deleted: usize,
 }
@@ -99,7 +97,7 @@ pub(crate) struct PositionTable {
 impl PositionTable {
     /// An empty table; it allocates at the first insert.
     pub(crate) fn new() -> PositionTable {
-        PositionTable { groups: Groups::new_in(TableAllocator), len: 0, used_or_deleted: 0 }
+        PositionTable { groups: Groups::new_in(TableAllocator), used_or_deleted: 0 }
     }
 
     /// Positions the table may hold before it is rebuilt larger.
@@ -115,7 +113,6 @@ impl PositionTable {
     /// Empties the table, keeping its memory.
     pub(crate) fn clear(&mut self) {
         self.groups.iter_mut().for_each(|group| *group = EMPTY_GROUP);
-        self.len = 0;
         self.used_or_deleted = 0;
     }
 
@@ -169,7 +166,6 @@ impl PositionTable {
         } else {
             group.tags[slot] = DELETED;
         }
-        self.len -= 1;
         true
     }
 
@@ -182,19 +178,18 @@ impl PositionTable {
         true
     }
 
-    /// Adds `position` under `hash` (the caller knows it is not there).
-    /// When the table is full it is rebuilt from `all_hashes`, the hash of
-    /// every position `0..position_count` the table should hold after the
-    /// insert, `position` included.
+    /// Adds `position` under `hash`: the shard's newest entry, so the
+    /// table holds `0..position` and not `position` yet. When the table is
+    /// full it is rebuilt from `all_hashes`, the hash of every position
+    /// `0..=position`.
     pub(crate) fn insert_unique(
         &mut self,
         hash: u64,
         position: u32,
-        position_count: usize,
         all_hashes: impl Fn(u32) -> u64,
     ) {
         if self.used_or_deleted >= self.capacity() {
-            self.rebuild(position_count, all_hashes);
+            self.rebuild(position as usize + 1, all_hashes);
             return;
         }
         self.place(hash, position);
@@ -214,7 +209,6 @@ impl PositionTable {
                 }
                 group.tags[slot] = tag;
                 group.positions[slot] = position;
-                self.len += 1;
                 return;
             }
             // The load limit leaves free slots, so this ends.
@@ -246,6 +240,13 @@ impl PositionTable {
 mod tests {
     use super::*;
 
+    impl PositionTable {
+        /// Slots holding a position.
+        fn live_slots(&self) -> usize {
+            self.groups.iter().flat_map(|group| group.tags).filter(|&tag| tag > DELETED).count()
+        }
+    }
+
     /// A hash with few distinct values, so that probes run long and
     /// groups fill, and tags collide.
     fn hash_of(key: u32) -> u64 {
@@ -271,7 +272,7 @@ mod tests {
                     let position = keys.len() as u32;
                     keys.push(key);
                     let all = |position: u32| hash_of(keys[position as usize]);
-                    table.insert_unique(hash_of(key), position, keys.len(), all);
+                    table.insert_unique(hash_of(key), position, all);
                 }
                 (Some(position), 0) => {
                     assert!(table.remove(hash_of(key), position));
@@ -284,7 +285,7 @@ mod tests {
                 }
                 _ => {}
             }
-            assert_eq!(table.len, keys.len(), "step {step}");
+            assert_eq!(table.live_slots(), keys.len(), "step {step}");
             assert!(table.used_or_deleted <= table.capacity().max(1) || table.groups.is_empty());
         }
         for (position, &key) in keys.iter().enumerate() {
@@ -294,7 +295,7 @@ mod tests {
         let bytes = table.allocation_size();
         assert_eq!(bytes % 80, 0);
         table.clear();
-        assert_eq!((table.len, table.allocation_size()), (0, bytes));
+        assert_eq!((table.live_slots(), table.allocation_size()), (0, bytes));
         assert_eq!(table.find(hash_of(0), |_| true), None);
     }
 }
