@@ -9,10 +9,13 @@
 //! `CheckBlock`) in parallel chunks, then hands them over in file order,
 //! holding at most [`import_queue_bytes`] of blocks not yet taken (their
 //! share of `-dbcache`: [`crate::budget`]). The calling thread accepts
-//! each block and connects it as soon as it extends the best chain, while
-//! the reader is already preparing the next ones. Blocks met before their
-//! parent wait in a map keyed by the parent's hash (only their position when
-//! they can be read again; bounded by [`ORPHAN_BYTES_MAX`] otherwise).
+//! each block and connects it as soon as it extends the best header's
+//! chain, while the reader is already preparing the next ones; other
+//! branches are left to the activation once every file is read, as Core's
+//! `ImportBlocks` leaves them (see `engine::import_activation`). Blocks
+//! met before their parent wait in a map keyed by the parent's hash (only
+//! their position when they can be read again; bounded by
+//! [`ORPHAN_BYTES_MAX`] otherwise).
 
 use std::collections::HashMap;
 use std::panic::resume_unwind;
@@ -141,7 +144,8 @@ pub fn import_blocks(
         // (the stored-block read-ahead), instead of streaming and preparing
         // every record before them again only to find them known. With
         // `-stopatheight` at or below them, no file is streamed at all.
-        chainstate.advance_best_chain()?;
+        // Only the best header's chain, as while streaming.
+        chainstate.advance_along_best_header()?;
         if shutdown.load(Ordering::Relaxed) {
             chainstate.settle()?;
             return Ok(ImportSummary { interrupted: true, ..ImportSummary::default() });

@@ -6,7 +6,7 @@
 //! parse.
 
 use ibex_blockstore::BlockPosition;
-use ibex_consensus::{check_block, check_block_header, BlockError};
+use ibex_consensus::{check_block_header, check_block_on_network, BlockError};
 use ibex_primitives::{BlockBuffers, BlockHash, BlockView, Header, Params, ParsedBlock, Txid};
 
 /// Why a block's bytes could not even be parsed.
@@ -28,6 +28,12 @@ pub struct PreparedBlock {
     pub position: Option<BlockPosition>,
     /// Proof of work and `CheckBlock`.
     pub check: Result<(), BlockError>,
+    /// The witness commitment was found to match, with segwit active at
+    /// the block's height, before the block reached the engine (Core's
+    /// `m_checked_witness_commitment`, set by `IsBlockMutated` on a peer's
+    /// block): `ContextualCheckBlock` does not hash the witnesses again.
+    /// Only the one who checked may set it.
+    pub witness_checked: bool,
 }
 
 impl PreparedBlock {
@@ -40,9 +46,10 @@ impl PreparedBlock {
     ) -> Result<PreparedBlock, UndecodableBlock> {
         let block = ParsedBlock::parse(bytes, buffers)
             .map_err(|reason| UndecodableBlock { position, reason })?;
-        let check = check_block_header(block.header(), &block.hash(), params)
-            .and_then(|()| check_block(block.view(), block.txids()));
-        Ok(PreparedBlock { block, position, check })
+        let check = check_block_header(block.header(), &block.hash(), params).and_then(|()| {
+            check_block_on_network(block.view(), block.txids(), &block.hash(), params)
+        });
+        Ok(PreparedBlock { block, position, check, witness_checked: false })
     }
 
     /// Parses and hashes `bytes` of a block already accepted (read back
@@ -56,7 +63,7 @@ impl PreparedBlock {
         let position = Some(position);
         let block = ParsedBlock::parse(bytes, buffers)
             .map_err(|reason| UndecodableBlock { position, reason })?;
-        Ok(PreparedBlock { block, position, check: Ok(()) })
+        Ok(PreparedBlock { block, position, check: Ok(()), witness_checked: false })
     }
 
     /// The parse.

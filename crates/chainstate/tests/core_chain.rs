@@ -3,20 +3,26 @@
 //! value of Core's `expected.json` that the chainstate computes:
 //! `gettxoutsetinfo` (muhash, txouts, bogosize, total_amount) at each
 //! height Core reported, `hash_serialized_3` and `transactions` at the tip,
-//! `getchaintips`, and `getblockchaininfo`'s chain fields. Core's own
-//! `rev00000.dat` is reproduced byte for byte as well.
+//! `getchaintips` as `bitcoind -reindex` answers it, and
+//! `getblockchaininfo`'s chain fields. The undo records Core wrote for the
+//! main chain are reproduced byte for byte, in Core's order, and none for
+//! the stale branches: a reindex never connects them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use ibex_blockstore::{
+    block_file_path, read_block_file, read_obfuscation_key, undo_checksum, undo_file_path, Records,
+    UndoRecords,
+};
 use ibex_chainstate::{
     import_blocks, txoutset_stats, ChainEvent, Chainstate, ChainstateOptions, FlushMode,
     FlushReason, ImportSource,
 };
 use ibex_primitives::txoutset::TxOutSetHashType;
-use ibex_primitives::Params;
+use ibex_primitives::{BlockHash, BlockView, Params};
 use serde_json::Value;
 
 fn shared_chain() -> PathBuf {
@@ -67,6 +73,11 @@ fn open_with_cache(
     Chainstate::open(options, Box::new(observer)).unwrap()
 }
 
+/// Core's tip height (`getblockchaininfo`'s `blocks`).
+fn tip_height(expected: &Value) -> u64 {
+    expected["getblockchaininfo"]["blocks"].as_u64().unwrap()
+}
+
 fn btc(value: &Value) -> i64 {
     let text = value.to_string();
     let (whole, fraction) = text.split_once('.').unwrap_or((&text, "0"));
@@ -108,13 +119,18 @@ fn reindex_reproduces_cores_answers() {
     chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
     check_tip(&chainstate, &expected);
     check_chain_tips(&chainstate, &expected);
-    let invalid = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|event| matches!(event, ChainEvent::BlockInvalid { .. }))
-        .count();
+    let events = events.lock().unwrap();
+    let invalid =
+        events.iter().filter(|event| matches!(event, ChainEvent::BlockInvalid { .. })).count();
     assert_eq!(invalid, 0);
+    // Only the main chain was connected, each block once, across every
+    // stop and continuation: no stale block, no reorganisation.
+    let reorganisations =
+        events.iter().filter(|event| matches!(event, ChainEvent::Reorganization { .. })).count();
+    assert_eq!(reorganisations, 0);
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.blocks_connected, tip_height(&expected) + 1, "genesis and main chain");
+    assert_eq!(statistics.blocks_disconnected, 0);
 }
 
 fn check_tip(chainstate: &Chainstate, expected: &Value) {
@@ -136,8 +152,43 @@ fn check_tip(chainstate: &Chainstate, expected: &Value) {
     assert_eq!(chainstate.best_header().unwrap().to_hex(), info["bestblockhash"].as_str().unwrap());
 }
 
+/// A `getchaintips` entry: hash, height, branch length, status.
+type Tip = (String, u64, u64, String);
+
+/// Core's `getchaintips` after `bitcoind -reindex` of its block files:
+/// every tip `expected.json` lists, with the same heights and branch
+/// lengths, the stale ones `valid-headers`. `expected.json` was taken from
+/// the node that mined the chain, which connected each stale branch before
+/// reorganising away from it (`valid-fork`: `BLOCK_VALID_SCRIPTS`); a
+/// reindex accepts every block (`LoadExternalBlockFile`) and activates the
+/// best chain once, at the end (`ImportBlocks`), so it never validates a
+/// stale block's scripts: `valid-headers` (data here, never fully validated).
+fn cores_tips_after_reindex(expected: &Value) -> Vec<Tip> {
+    let tips: Vec<Tip> = expected["getchaintips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tip| {
+            let status = match tip["status"].as_str().unwrap() {
+                "active" => "active",
+                "valid-fork" => "valid-headers",
+                other => panic!("a tip status the reindex mapping does not know: {other}"),
+            };
+            (
+                tip["hash"].as_str().unwrap().to_string(),
+                tip["height"].as_u64().unwrap(),
+                tip["branchlen"].as_u64().unwrap(),
+                status.to_string(),
+            )
+        })
+        .collect();
+    let stale = tips.iter().filter(|tip| tip.3 == "valid-headers").count();
+    assert_eq!(stale as u64, expected["stale_branches_made"].as_u64().unwrap());
+    tips
+}
+
 fn check_chain_tips(chainstate: &Chainstate, expected: &Value) {
-    let mut ours: Vec<(String, u64, u64, String)> = chainstate
+    let mut ours: Vec<Tip> = chainstate
         .chain_tips()
         .into_iter()
         .map(|tip| {
@@ -149,42 +200,80 @@ fn check_chain_tips(chainstate: &Chainstate, expected: &Value) {
             )
         })
         .collect();
-    let mut core: Vec<(String, u64, u64, String)> = expected["getchaintips"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tip| {
-            (
-                tip["hash"].as_str().unwrap().to_string(),
-                tip["height"].as_u64().unwrap(),
-                tip["branchlen"].as_u64().unwrap(),
-                tip["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let mut core = cores_tips_after_reindex(expected);
     ours.sort();
     core.sort();
     assert_eq!(ours, core);
 }
 
-/// Connecting the chain in the order Core's block file holds it writes the
-/// same undo records in the same order: `rev00000.dat` comes out identical.
+/// Connecting the main chain in the order Core's block file holds it writes
+/// the undo records Core wrote for it, byte for byte and in the same order,
+/// and none for the stale blocks. Core's `rev00000.dat` also holds a record
+/// for each stale block (its node connected them while mining); a
+/// `bitcoind -reindex` rewrites the file from its start with the main
+/// chain's records alone (`FindUndoPos` from an undo size reset to zero),
+/// which is what ours must be.
 #[test]
-fn reindex_writes_cores_undo_file() {
+fn reindex_writes_cores_undo_records_for_the_main_chain_alone() {
     let root = tempfile::tempdir().unwrap();
     let blocks = copy_blocks(root.path());
     let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut chainstate = open(root.path(), &blocks, events);
     import_blocks(&mut chainstate, &ImportSource::OwnBlockFiles, &AtomicBool::new(false)).unwrap();
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache).unwrap();
-    let ours = std::fs::read(blocks.join("rev00000.dat")).unwrap();
-    let core = std::fs::read(shared_chain().join("blocks/rev00000.dat")).unwrap();
-    // Core pre-allocates rev files in 1 MiB chunks of zeros on disk (not
-    // obfuscated: the file system fills them).
-    assert!(ours.len() <= core.len());
-    assert!(ours[..] == core[..ours.len()], "rev00000.dat differs from Core's");
-    let tail_is_zero = core[ours.len()..].iter().all(|byte| *byte == 0);
-    assert!(tail_is_zero, "Core's file has more undo records than ours");
+    let ours = undo_records(&blocks);
+    let core_directory = shared_chain().join("blocks");
+    let core = undo_records(&core_directory);
+    let expected = expected();
+    assert_eq!(ours.len() as u64, tip_height(&expected), "one record per block but genesis");
+    let stale_parents = stale_block_parents(&core_directory, &expected);
+    let mut ours_left = ours.iter().peekable();
+    let mut skipped = 0;
+    for record in &core {
+        if ours_left.peek() == Some(&record) {
+            ours_left.next();
+            continue;
+        }
+        let (payload, checksum) = record;
+        let of_stale_block =
+            stale_parents.iter().any(|parent| undo_checksum(parent, payload) == *checksum);
+        assert!(of_stale_block, "a record of Core's for a main-chain block is not ours");
+        skipped += 1;
+    }
+    assert!(ours_left.next().is_none(), "ours has records Core's file lacks");
+    assert_eq!(skipped, stale_parents.len(), "one record of Core's per stale block left out");
+}
+
+/// The undo records of `directory`'s `rev00000.dat`: payload and checksum.
+fn undo_records(directory: &Path) -> Vec<(Vec<u8>, [u8; 32])> {
+    let key = read_obfuscation_key(directory).unwrap();
+    let image = read_block_file(&undo_file_path(directory, 0), &key).unwrap();
+    let magic = Params::regtest().message_start;
+    UndoRecords::new(&image, magic)
+        .map(|record| (record.payload.to_vec(), *record.checksum))
+        .collect()
+}
+
+/// The parent of each stale block (the blocks of every branch
+/// `getchaintips` lists beside the active one), from the block file.
+fn stale_block_parents(directory: &Path, expected: &Value) -> Vec<BlockHash> {
+    let key = read_obfuscation_key(directory).unwrap();
+    let image = read_block_file(&block_file_path(directory, 0), &key).unwrap();
+    let magic = Params::regtest().message_start;
+    let parents: std::collections::HashMap<BlockHash, BlockHash> = Records::new(&image, magic)
+        .map(|record| *BlockView::parse(record.bytes).unwrap().header())
+        .map(|header| (header.block_hash(), header.previous_block_hash))
+        .collect();
+    let mut stale_parents = Vec::new();
+    for tip in cores_tips_after_reindex(expected).into_iter().filter(|tip| tip.2 > 0) {
+        let mut block = BlockHash::from_hex(&tip.0).unwrap();
+        for _ in 0..tip.2 {
+            let parent = parents[&block];
+            stale_parents.push(parent);
+            block = parent;
+        }
+    }
+    stale_parents
 }
 
 /// With a cache far smaller than the UTXO set, flushes run on the writer

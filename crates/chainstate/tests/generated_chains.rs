@@ -2,11 +2,14 @@
 //! process): a clean chain imports to the manifest's tip and UTXO count with
 //! every script checked; each invalid class is rejected once, for Core's
 //! reason, marked or not as Core would, and leaves the same UTXO set as the
-//! clean chain; a chain with forks reorganises and ends with the UTXO set of
-//! its winning branch imported alone; invalid blocks offered again are
+//! clean chain; a chain with forks imported connects only its best chain,
+//! as Core's reindex does, and delivered block by block by a peer
+//! reorganises and ends with the UTXO set of its winning branch imported
+//! alone; invalid blocks offered again are
 //! refused as Core refuses them (`duplicate-invalid`), across a restart too;
-//! an import stopped halfway (or on the reorged branch) and reopened ends
-//! like a one-shot import; `-loadblock` files in reverse or swapped order
+//! an import stopped halfway (or beside the reorged branch) and reopened
+//! ends like a one-shot import, as does a node left on the reorged branch
+//! that imports the files; `-loadblock` files in reverse or swapped order
 //! end the same; and random sequences of connecting, reorgs to the fork,
 //! flushes and reopens end with the UTXO set of a straight import of the
 //! same tip.
@@ -33,7 +36,7 @@ use ibex_generator::Manifest;
 use ibex_primitives::BlockHash;
 
 use support::{
-    clean, import, import_alone, invalid_events, tip_hex, utxo_stats, with_forks,
+    clean, import, import_alone, invalid_events, offer, tip_hex, utxo_stats, with_forks,
     with_invalid_blocks, Generated, InvalidEvent, Node,
 };
 
@@ -179,27 +182,56 @@ fn write_winning_branch(chainstate: &Chainstate, directory: &Path) {
     assert!(block_file_path(directory, 0).exists());
 }
 
+/// The reorganisations `node`'s chainstates reported: disconnected count,
+/// fork height, new best block.
+fn reorganizations(node: &Node) -> Vec<(u32, u32, BlockHash)> {
+    let events = node.events();
+    let reorganizations = events.iter().filter_map(|event| match event {
+        ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
+            Some((*disconnected_count, *fork_height, *new_best))
+        }
+        _ => None,
+    });
+    reorganizations.collect()
+}
+
+/// Core's reindex accepts every block of the files and activates the best
+/// chain once, at the end (`LoadExternalBlockFile`, `ImportBlocks`): the
+/// branch written before the main chain overtook it is never connected,
+/// nothing is reorganised, and both branches stay `valid-headers`.
 #[test]
-fn forks_reorganise_to_the_utxo_set_of_the_winning_branch_alone() {
+fn an_import_of_forks_connects_only_the_best_chain_as_cores_reindex() {
     let chain = with_forks();
     let manifest = &chain.manifest;
-    let plan = ForkPlan::for_blocks(manifest.block_count).unwrap();
     let node = Node::with_chain(chain);
     let mut chainstate = node.open();
     import(&mut chainstate);
     assert_eq!(tip_hex(&chainstate), chain.tip());
+    assert_eq!(utxo_stats(&mut chainstate).txouts, manifest.utxo_count);
+    assert!(reorganizations(&node).is_empty());
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.blocks_disconnected, 0);
+    assert_eq!(statistics.blocks_connected, u64::from(manifest.block_count + 1));
+    check_fork_tips(&chainstate, &node, manifest, false);
+}
+
+#[test]
+fn forks_delivered_by_a_peer_reorganise_to_the_utxo_set_of_the_winning_branch_alone() {
+    let chain = with_forks();
+    let manifest = &chain.manifest;
+    let plan = ForkPlan::for_blocks(manifest.block_count).unwrap();
+    let node = Node::new();
+    let mut chainstate = node.open();
+    // In file order, each activated on arrival (Core's `ProcessNewBlock`):
+    // the branch is the tip until the main chain passes it.
+    for bytes in chain.blocks() {
+        offer(&mut chainstate, &bytes);
+    }
+    chainstate.activate_best_chain().unwrap();
+    assert_eq!(tip_hex(&chainstate), chain.tip());
     let stats = utxo_stats(&mut chainstate);
     assert_eq!(stats.txouts, manifest.utxo_count);
-    let reorganizations: Vec<(u32, u32, BlockHash)> = node
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            ChainEvent::Reorganization { disconnected_count, fork_height, new_best } => {
-                Some((*disconnected_count, *fork_height, *new_best))
-            }
-            _ => None,
-        })
-        .collect();
+    let reorganizations = reorganizations(&node);
     assert_eq!(reorganizations.len(), 1, "one reorganisation");
     let (disconnected_count, fork_height, new_best) = reorganizations[0];
     assert_eq!((disconnected_count, fork_height), (REORG_BRANCH_BLOCKS, plan.reorg_base_height));
@@ -209,7 +241,7 @@ fn forks_reorganise_to_the_utxo_set_of_the_winning_branch_alone() {
     assert_eq!(statistics.blocks_disconnected, u64::from(REORG_BRANCH_BLOCKS));
     let connected = u64::from(manifest.block_count + 1 + REORG_BRANCH_BLOCKS);
     assert_eq!(statistics.blocks_connected, connected, "genesis, main chain and branch");
-    check_fork_tips(&chainstate, &node, manifest);
+    check_fork_tips(&chainstate, &node, manifest, true);
 
     let winning = Node::new();
     write_winning_branch(&chainstate, &winning.blocks());
@@ -224,10 +256,16 @@ fn forks_reorganise_to_the_utxo_set_of_the_winning_branch_alone() {
     assert_eq!(alone.chain_tips().len(), 1);
 }
 
-/// The branches' tips: `valid-fork` once connected (the reorged branch was
-/// the tip until the main chain passed it), `valid-headers` if never (the
-/// stale block came after its rival of equal work).
-fn check_fork_tips(chainstate: &Chainstate, node: &Node, manifest: &Manifest) {
+/// The branches' tips: the reorged branch `valid-fork` when it was
+/// connected (the tip until the main chain passed it), `valid-headers` if
+/// never; the stale block `valid-headers` (it came after its rival of equal
+/// work).
+fn check_fork_tips(
+    chainstate: &Chainstate,
+    node: &Node,
+    manifest: &Manifest,
+    reorged_connected: bool,
+) {
     let tips_seen = node.tips_seen();
     let tips = chainstate.chain_tips();
     assert_eq!(tips.len(), 3, "active, reorged and stale: {tips:?}");
@@ -237,7 +275,7 @@ fn check_fork_tips(chainstate: &Chainstate, node: &Node, manifest: &Manifest) {
         (BlockHash::from_hex(&last.hash).unwrap(), last.height)
     };
     for (branch, ever_connected, length) in
-        [("reorged", true, REORG_BRANCH_BLOCKS), ("stale", false, 1)]
+        [("reorged", reorged_connected, REORG_BRANCH_BLOCKS), ("stale", false, 1)]
     {
         let (hash, height) = last_of(branch);
         assert_eq!(tips_seen.contains(&hash), ever_connected, "{branch} tip connected");
@@ -260,20 +298,55 @@ fn import_stopped_halfway_and_reopened_ends_like_a_one_shot_import() {
     }
 }
 
+/// `-stopatheight` at the reorged branch's heights: the branch comes first
+/// in the files, but the import stops on the main chain, as Core's reindex
+/// does (it connects only the best chain, once every file is read).
 #[test]
-fn import_stopped_on_the_reorged_branch_and_reopened_ends_like_a_one_shot_import() {
+fn import_stopped_beside_the_reorged_branch_stops_on_the_main_chain_and_ends_like_a_one_shot_import(
+) {
     let chain = with_forks();
     let plan = ForkPlan::for_blocks(chain.manifest.block_count).unwrap();
-    // The branch comes first in the files: the import stops on its blocks.
     for stop_height in [plan.reorg_base_height + 1, plan.reorg_base_height + 2] {
         let (_, stopped_at) = stop_reopen_and_continue(chain, stop_height, true);
-        let on_branch = chain
-            .manifest
-            .fork_blocks
-            .iter()
-            .any(|record| record.branch == "reorged" && record.hash == stopped_at.to_hex());
-        assert!(on_branch, "stopped at {stop_height} on the reorged branch");
+        let on_a_branch =
+            chain.manifest.fork_blocks.iter().any(|record| record.hash == stopped_at.to_hex());
+        assert!(!on_a_branch, "stopped at {stop_height} on the main chain");
     }
+}
+
+/// A node that a peer left on the reorged branch (flushed there), reopened
+/// and importing the files: the main chain passes the branch in them, so
+/// the import moves off it once, to a one-shot import's tip and coins.
+#[test]
+fn a_node_left_on_the_reorged_branch_moves_off_it_when_it_imports_the_files() {
+    let chain = with_forks();
+    let (one_shot_tip, one_shot) = import_alone(chain);
+    let reorged_tip = chain
+        .manifest
+        .fork_blocks
+        .iter()
+        .filter(|record| record.branch == "reorged")
+        .max_by_key(|record| record.height)
+        .unwrap();
+    let node = Node::with_chain(chain);
+    let mut chainstate = node.open();
+    for bytes in chain.blocks() {
+        offer(&mut chainstate, &bytes);
+        if tip_hex(&chainstate).0 == reorged_tip.hash {
+            break;
+        }
+    }
+    assert_eq!(tip_hex(&chainstate), (reorged_tip.hash.clone(), reorged_tip.height));
+    chainstate.flush(FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+    drop(chainstate);
+    let mut chainstate = node.open();
+    assert_eq!(tip_hex(&chainstate).0, reorged_tip.hash, "the flushed tip is kept");
+    import(&mut chainstate);
+    assert_eq!(tip_hex(&chainstate), one_shot_tip);
+    assert_eq!(utxo_stats(&mut chainstate), one_shot);
+    let reorganizations = reorganizations(&node);
+    assert_eq!(reorganizations.len(), 1, "{reorganizations:?}");
+    assert_eq!(reorganizations[0].0, REORG_BRANCH_BLOCKS);
 }
 
 /// Imports `chain` up to `stop_height`, closes (after a flush or as a

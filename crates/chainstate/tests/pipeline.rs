@@ -6,8 +6,10 @@
 //! both back and mark h invalid, with the tip, the UTXO set and the counters
 //! of a node that never connected them; a valid chain that follows (or was
 //! there before, with less work than the broken branch) must end as if it
-//! had been imported alone. Checked through `-reindex` (`import_blocks`)
-//! and block by block as a peer delivers them (`accept_block` +
+//! had been imported alone. Checked through `-reindex` (`import_blocks`,
+//! which, as Core's, connects only the best header's chain while it reads:
+//! a broken branch that the valid chain passes is never connected) and
+//! block by block as a peer delivers them (`accept_block` +
 //! `activate_best_chain`, `settle`). With a flush after every block the
 //! flush settles each block at once: a failure found there must stop the
 //! connects above the failed block (it once went on with the child on top
@@ -23,7 +25,7 @@ use std::time::Duration;
 
 use ibex_chainstate::{AcceptOutcome, BlockRejection, Chainstate, SCRIPT_PIPELINE_BLOCKS};
 use ibex_primitives::owned::Block;
-use ibex_primitives::{BlockHash, Params};
+use ibex_primitives::{BlockHash, BlockView, Header, Params};
 
 use blocks::{break_signature, coinbase_chain, first_witness_signature, main_chain, SignatureAt};
 use node::{accept, import, import_alone, offer, utxo_stats, Node};
@@ -143,10 +145,14 @@ fn import_rolls_back_the_child_of_a_block_whose_scripts_fail() {
     assert_eq!(utxo_stats(&mut reopened), expected_utxo);
 }
 
+/// The valid chain after the broken branch has less work than it, so the
+/// import tries the broken branch first (as Core's reindex, whose one
+/// activation at the end starts with the most-work chain), then goes on
+/// with the valid chain.
 #[test]
 fn import_continues_with_the_valid_chain_after_the_broken_branch() {
     let scenario = Scenario::new();
-    let valid_count = CHILDREN + 3;
+    let valid_count = CHILDREN;
     let valid_length = (scenario.height + valid_count) as usize;
     let (expected_tip, expected_utxo) = import_alone(&scenario.chain[..valid_length]);
 
@@ -162,9 +168,78 @@ fn import_continues_with_the_valid_chain_after_the_broken_branch() {
     assert_eq!(utxo_stats(&mut chainstate), expected_utxo);
 }
 
+/// A broken branch followed by a valid chain with more work: Core's
+/// reindex connects only the valid chain (its one activation, at the end,
+/// goes to the most work), so the broken block is never connected nor
+/// found invalid: its branch stays `valid-headers`.
+#[test]
+fn import_never_connects_a_broken_branch_the_valid_chain_passes() {
+    let scenario = Scenario::new();
+    let valid_count = CHILDREN + 3;
+    let valid_length = (scenario.height + valid_count) as usize;
+    let (expected_tip, expected_utxo) = import_alone(&scenario.chain[..valid_length]);
+
+    let broken = scenario.broken_bytes();
+    let blocks =
+        scenario.below().iter().chain(&broken).chain(scenario.valid_from_height(valid_count));
+    let node = Node::with_blocks(blocks);
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    assert!(node.invalid_heights().is_empty());
+    assert_eq!(chainstate.tip().unwrap(), expected_tip);
+    let top = scenario.height + CHILDREN;
+    let broken_tip = chainstate.chain_tips().into_iter().find(|tip| tip.height == top).unwrap();
+    assert_eq!((broken_tip.status, broken_tip.branch_length), ("valid-headers", CHILDREN + 1));
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.blocks_connected, valid_length as u64);
+    assert_eq!(statistics.blocks_disconnected, 0);
+    assert_eq!(utxo_stats(&mut chainstate), expected_utxo);
+}
+
+/// The valid h and h+1 first, then the broken branch with more work, in a
+/// file: Core's reindex tries the most-work chain first, so the import
+/// finds h' invalid, then connects h and h+1, never disconnecting.
+#[test]
+fn import_tries_the_broken_branch_with_more_work_first() {
+    let scenario = Scenario::new();
+    let valid_length = (scenario.height + 2) as usize;
+    let (expected_tip, expected_utxo) = import_alone(&scenario.chain[..valid_length]);
+
+    let broken = scenario.broken_bytes();
+    let node = Node::with_blocks(scenario.chain[..valid_length].iter().chain(&broken));
+    let mut chainstate = node.open();
+    import(&mut chainstate);
+    scenario.check_broken_branch(&node, &chainstate);
+    assert_eq!(chainstate.tip().unwrap(), expected_tip);
+    let statistics = chainstate.statistics();
+    assert_eq!(statistics.blocks_disconnected, 0);
+    assert_eq!(statistics.blocks_connected, valid_length as u64);
+    let top = scenario.height + CHILDREN;
+    assert_eq!(tip_statuses(&chainstate), vec![(top, "invalid"), (scenario.height + 1, "active")]);
+    assert_eq!(utxo_stats(&mut chainstate), expected_utxo);
+}
+
+/// Delivers `blocks` as a peer syncing headers first does: every header,
+/// then each block not already marked invalid with its chain, activating
+/// after each (Core's `ProcessNewBlock`).
+fn deliver_as_a_peer(chainstate: &mut Chainstate, blocks: &[Vec<u8>]) {
+    let headers: Vec<Header> =
+        blocks.iter().map(|bytes| *BlockView::parse(bytes).unwrap().header()).collect();
+    chainstate.offer_headers(&headers).unwrap();
+    for (bytes, header) in blocks.iter().zip(&headers) {
+        let index = chainstate.index();
+        let id = index.get(&header.block_hash());
+        if !id.is_some_and(|id| index.entry(id).status.is_failed()) {
+            offer(chainstate, bytes);
+        }
+    }
+    chainstate.activate_best_chain().unwrap();
+}
+
 /// The valid h and h+1 come first; the broken branch arrives later and,
-/// with h+2 blocks, has more work: the node disconnects h+1 and h,
-/// connects h' and h'+1, finds h' invalid and goes back.
+/// with h+2 blocks, has more work: a node offered them one by one (a peer;
+/// a reindex tries the most-work chain first, see above) disconnects h+1
+/// and h, connects h' and h'+1, finds h' invalid and goes back.
 fn reorganisation_onto_the_broken_branch(flush_interval: Duration) {
     let scenario = Scenario::new();
     let valid_length = (scenario.height + 2) as usize;
@@ -173,9 +248,10 @@ fn reorganisation_onto_the_broken_branch(flush_interval: Duration) {
     let broken = scenario.broken_bytes();
     let mut node = Node::empty();
     node.flush_interval = flush_interval;
-    node.write_blocks(scenario.chain[..valid_length].iter().chain(&broken));
     let mut chainstate = node.open();
-    import(&mut chainstate);
+    let blocks: Vec<Vec<u8>> =
+        scenario.chain[..valid_length].iter().chain(&broken).cloned().collect();
+    deliver_as_a_peer(&mut chainstate, &blocks);
     scenario.check_broken_branch(&node, &chainstate);
     assert_eq!(chainstate.tip().unwrap(), expected_tip);
     let statistics = chainstate.statistics();

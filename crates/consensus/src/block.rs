@@ -9,8 +9,12 @@
 
 use crate::error::{BlockError, LocatedTransactionError};
 use crate::limits::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX, WITNESS_SCALE_FACTOR};
+use crate::signet::check_signet_block_solution;
 use crate::transaction::check_transaction;
-use ibex_primitives::{merkle_root, BlockView, TransactionView, Txid};
+use ibex_primitives::{
+    check_witness_commitment, merkle_root, BlockHash, BlockView, Params, TransactionView, Txid,
+    WitnessCommitmentError,
+};
 use ibex_script::sigops::legacy_sigop_count;
 
 /// Core's `GetLegacySigOpCount`: inaccurate counts of every scriptSig and scriptPubKey.
@@ -65,4 +69,97 @@ pub fn check_block(block: &BlockView<'_>, txids: &[Txid]) -> Result<(), BlockErr
         return Err(BlockError::Sigops { cost: sigops * WITNESS_SCALE_FACTOR as u64 });
     }
     Ok(())
+}
+
+/// Core's `CheckBlock` after the proof of work on `params`' network: the
+/// signet solution first where the network has signet blocks (BIP325, run
+/// by Core between the header and the merkle root, so a signet block with
+/// a mutated body fails as `bad-signet-blksig`), then [`check_block`].
+/// `block_hash` is the block's hash, computed once at parse.
+pub fn check_block_on_network(
+    block: &BlockView<'_>,
+    txids: &[Txid],
+    block_hash: &BlockHash,
+    params: &Params,
+) -> Result<(), BlockError> {
+    check_signet_block_solution(block, txids, block_hash, params)
+        .map_err(BlockError::BadSignetSolution)?;
+    check_block(block, txids)
+}
+
+/// How a block's transactions fail to match what its header commits to
+/// (Core's `IsBlockMutated`): another copy of the same header may be valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockMutation {
+    /// The merkle root differs, or duplicated siblings hash to it
+    /// (CVE-2012-2459).
+    #[error("{0}")]
+    Merkle(BlockError),
+    /// No coinbase first and a transaction of 64 bytes without witness: the
+    /// bytes may be an inner node of the real block's merkle tree read as a
+    /// transaction ("Weaknesses in Bitcoin's Merkle Root Construction",
+    /// 3.1), so the header proves nothing about them.
+    #[error("64-byte transaction {index} in a block without a coinbase")]
+    SixtyFourByteTransaction {
+        /// Its position in the block.
+        index: usize,
+    },
+    /// The witnesses do not match the coinbase's commitment, or are present
+    /// where none may be.
+    #[error("{0}")]
+    Witness(WitnessCommitmentError),
+}
+
+/// Core's `IsBlockMutated`, run on a peer's block before it is processed:
+/// `Some` when the transactions may be a mangled copy of the header's
+/// block. `check_witness_root` is whether segwit is active for the block
+/// (Core's `DeploymentActiveAfter(prev, SEGWIT)`): then the witness
+/// commitment is checked; otherwise any witness is a mutation.
+pub fn is_block_mutated(
+    block: &BlockView<'_>,
+    txids: &[Txid],
+    check_witness_root: bool,
+) -> Option<BlockMutation> {
+    merkle_mutation(block, txids).or_else(|| mutation_after_merkle(block, check_witness_root))
+}
+
+/// The merkle half of [`is_block_mutated`] (Core's `CheckMerkleRoot`).
+pub fn merkle_mutation(block: &BlockView<'_>, txids: &[Txid]) -> Option<BlockMutation> {
+    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
+    let merkle = merkle_root(txids.iter().map(|txid| txid.0).collect());
+    if merkle.root != block.header().merkle_root {
+        return Some(BlockMutation::Merkle(BlockError::BadMerkleRoot));
+    }
+    if merkle.mutated {
+        return Some(BlockMutation::Merkle(BlockError::DuplicateTransactions));
+    }
+    None
+}
+
+/// The rest of [`is_block_mutated`], for a block whose merkle root is
+/// known to be right (a `CheckBlock` verdict that got past it): the 64-byte
+/// transaction rule and the witnesses.
+pub fn mutation_after_merkle(
+    block: &BlockView<'_>,
+    check_witness_root: bool,
+) -> Option<BlockMutation> {
+    if !block.transactions().next().is_some_and(|first| first.is_coinbase()) {
+        // Not a consensus rule: such a block is invalid anyway (no
+        // coinbase), so only whether to blame its header is at stake. A
+        // block with a 64-byte coinbase could be mutated too, but making
+        // one takes 224 bits of work, which Core neglects as well.
+        return block
+            .transactions()
+            .position(|transaction| transaction.base_size() == 64)
+            .map(|index| BlockMutation::SixtyFourByteTransaction { index });
+    }
+    let witness = if check_witness_root {
+        check_witness_commitment(block)
+    } else if block.has_witness() {
+        Err(WitnessCommitmentError::UnexpectedWitness)
+    } else {
+        Ok(())
+    };
+    witness.err().map(BlockMutation::Witness)
 }

@@ -180,6 +180,10 @@ pub enum BlockError {
         /// The header's nVersion.
         version: i32,
     },
+    /// A signet block whose solution does not satisfy the network's
+    /// challenge (BIP325; Core's `CheckSignetBlockSolution` in `CheckBlock`).
+    #[error("bad-signet-blksig: {0}")]
+    BadSignetSolution(crate::signet::SignetError),
     /// The header's merkle root is not the transactions' root.
     #[error("bad-txnmrklroot")]
     BadMerkleRoot,
@@ -275,6 +279,7 @@ impl BlockError {
             | BlockError::Sigops { .. }
             | BlockError::BadCoinbaseHeight
             | BlockError::BadWeight { .. }
+            | BlockError::BadSignetSolution(_)
             | BlockError::CoinbaseAmount { .. }
             | BlockError::Transaction(_)
             | BlockError::Script { .. } => BlockFailureKind::Consensus,
@@ -294,6 +299,7 @@ impl BlockError {
             BlockError::BadVersion { version } => {
                 return Cow::Owned(format!("bad-version(0x{version:08x})"))
             }
+            BlockError::BadSignetSolution(_) => "bad-signet-blksig",
             BlockError::BadMerkleRoot => "bad-txnmrklroot",
             BlockError::DuplicateTransactions => "bad-txns-duplicate",
             BlockError::BadLength => "bad-blk-length",

@@ -7,7 +7,8 @@
 //! seeded [`nonce_pool`]);
 //! [`block_builder`] adds the coinbase (BIP34 height, subsidy plus fees,
 //! witness commitment) and grinds the regtest proof of work; [`output`]
-//! writes Core-format block files. [`invalid`] and [`forks`] append blocks
+//! writes Core-format block files. [`signet`] writes custom signet chains
+//! whose blocks carry real BIP325 solutions (and the ways they can be wrong). [`invalid`] and [`forks`] append blocks
 //! broken in one documented way and competing branches. [`replay`]
 //! re-validates generated files with the consensus and script crates, and
 //! the `kernel-oracle` feature's tests hand them to Bitcoin Core's own
@@ -35,6 +36,8 @@ pub mod replay;
 pub mod script_kind;
 pub mod siblings;
 pub mod signer;
+pub mod signet;
+pub mod signet_grind;
 pub mod spend_age;
 pub mod statistics;
 pub mod utxo_heavy;

@@ -164,6 +164,30 @@ pub fn parse_options(arguments: &[String]) -> Result<NodeOptions, ConfigError> {
     CommandLine::parse(arguments)?.resolve()
 }
 
+/// Options whose negation Core refuses (`ArgsManager::DISALLOW_NEGATION`).
+const NEGATION_FORBIDDEN: [&str; 2] = ["signetchallenge", "signetseednode"];
+
+/// Where an option was read, as Core's error prefixes say it.
+pub(crate) const COMMAND_LINE_CONTEXT: &str = "Error parsing command line arguments";
+/// See [`COMMAND_LINE_CONTEXT`].
+pub(crate) const CONFIG_FILE_CONTEXT: &str = "Error reading configuration file";
+
+/// Core's `CheckValid`: `-nosignetchallenge` (a value that reads as false)
+/// is an error for an option that forbids negation; `context` says where
+/// it was read.
+pub(crate) fn check_negation_allowed(
+    name: &str,
+    value: &SettingValue,
+    context: &'static str,
+) -> Result<(), ConfigError> {
+    match NEGATION_FORBIDDEN.iter().find(|forbidden| **forbidden == name) {
+        Some(name) if *value == SettingValue::Bool(false) => {
+            Err(ConfigError::NegationForbidden { context, name })
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn is_known_option(name: &str) -> bool {
     OPTIONS.iter().any(|(known, _, _)| *known == name)
 }
@@ -223,6 +247,7 @@ impl CommandLine {
                 value,
                 &mut command_line.warnings,
             );
+            check_negation_allowed(&key_info.name, &value, COMMAND_LINE_CONTEXT)?;
             command_line.settings.command_line.entry(key_info.name).or_default().push(value);
         }
         let includes = command_line.settings.values("", "includeconf");
@@ -420,6 +445,30 @@ pub fn parse_minimum_chain_work(text: &str) -> Option<ChainWork> {
     Some(ChainWork::from_u256(value))
 }
 
+/// Core's `TryParseHex`: pairs of hex digits (either case), whitespace
+/// skipped between pairs but not inside one; `None` for anything else or a
+/// lone digit. The empty string is the empty script.
+pub fn parse_hex_like_core(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut parsed = Vec::with_capacity(bytes.len() / 2);
+    let mut position = 0;
+    while position < bytes.len() {
+        if matches!(bytes[position], b' ' | b'\x0c' | b'\n' | b'\r' | b'\t' | b'\x0b') {
+            position += 1;
+            continue;
+        }
+        let high = hex_digit(bytes[position])?;
+        let low = hex_digit(*bytes.get(position + 1)?)?;
+        parsed.push(high << 4 | low);
+        position += 2;
+    }
+    Some(parsed)
+}
+
+fn hex_digit(byte: u8) -> Option<u8> {
+    char::from(byte).to_digit(16).map(|digit| digit as u8)
+}
+
 /// Typed reads of the merged settings for one chain.
 struct Typed<'a> {
     settings: &'a Settings,
@@ -590,6 +639,9 @@ impl Typed<'_> {
             if !test_options.is_empty() {
                 return Err(ConfigError::RegtestOnly { name: "test=<option>" });
             }
+            if network == Network::Signet {
+                return self.with_minimum_chain_work(self.signet_params()?);
+            }
             return self.with_minimum_chain_work(Params::for_network(network));
         }
         let mut regtest = ibex_primitives::params::RegtestOptions::new();
@@ -604,6 +656,24 @@ impl Typed<'_> {
             }
         }
         self.with_minimum_chain_work(regtest.build())
+    }
+
+    /// Signet's parameters: the global default signet, or with
+    /// `-signetchallenge` a signet of its own (Core's `ReadSigNetArgs`: one
+    /// value, hex as `TryParseHex` reads it; the magic, minimum chain work
+    /// and assumed-valid block follow from the challenge).
+    fn signet_params(&self) -> Result<Params, ConfigError> {
+        let challenges = self.list("signetchallenge");
+        match challenges.as_slice() {
+            [] => Ok(Params::signet()),
+            [challenge] => {
+                let script = parse_hex_like_core(challenge).ok_or_else(|| {
+                    ConfigError::SignetChallengeNotHex { value: challenge.clone() }
+                })?;
+                Ok(Params::custom_signet(script))
+            }
+            _ => Err(ConfigError::SignetChallengeMultiple),
+        }
     }
 
     /// `params` with `-minimumchainwork` in place of the chain's own

@@ -207,6 +207,24 @@ pub enum ConfigError {
         /// The configuration file read.
         config_file: PathBuf,
     },
+    /// `-signetchallenge` given more than once (Core's `ReadSigNetArgs`).
+    #[error("-signetchallenge cannot be multiple values.")]
+    SignetChallengeMultiple,
+    /// `-signetchallenge` that is not hex (Core's `TryParseHex` refuses it).
+    #[error("-signetchallenge must be hex, not '{value}'.")]
+    SignetChallengeNotHex {
+        /// The value given.
+        value: String,
+    },
+    /// `-nosignetchallenge` or `-nosignetseednode` (Core's
+    /// `DISALLOW_NEGATION`), on the command line or in a configuration file.
+    #[error("{context}: Negating of -{name} is meaningless and therefore forbidden")]
+    NegationForbidden {
+        /// Where: Core's prefix for command-line or configuration-file errors.
+        context: &'static str,
+        /// The option.
+        name: &'static str,
+    },
     /// A regtest-only option on another chain.
     #[error("-{name} can only be used with regtest")]
     RegtestOnly {

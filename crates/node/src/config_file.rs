@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{
-    interpret_value, is_known_option, path_setting, select_network, ConfigError, ConfigFileStatus,
-    ConfigWarning,
+    check_negation_allowed, interpret_value, is_known_option, path_setting, select_network,
+    ConfigError, ConfigFileStatus, ConfigWarning, CONFIG_FILE_CONTEXT,
 };
 use crate::settings::Settings;
 
@@ -236,7 +236,7 @@ pub(crate) fn load_configuration(
         }
         return Ok(ConfigFileStatus::NotFound(path));
     };
-    add_contents(settings, &path, contents, warnings);
+    add_contents(settings, &path, contents, warnings)?;
 
     let section = select_network(settings)?.name();
     let chain_includes = include_names(settings, section);
@@ -253,7 +253,7 @@ pub(crate) fn load_configuration(
             }
             Ok(None) | Err(_) => return Err(ConfigError::IncludeMissing { name: name.clone() }),
         };
-        add_contents(settings, &include_path, contents, warnings);
+        add_contents(settings, &include_path, contents, warnings)?;
     }
     // Includes named by included files are not followed.
     let nested = include_names(settings, section)
@@ -278,13 +278,14 @@ fn include_names(settings: &Settings, section: &str) -> Vec<String> {
 }
 
 /// Adds one file's values to `settings` (Core's `ReadConfigStream` with
-/// unknown names ignored) and notes the sections no chain has.
+/// unknown names ignored) and notes the sections no chain has. A negated
+/// option that forbids negation is an error, as in Core.
 fn add_contents(
     settings: &mut Settings,
     path: &Path,
     contents: ConfigFileContents,
     warnings: &mut Vec<ConfigWarning>,
-) {
+) -> Result<(), ConfigError> {
     for entry in contents.entries {
         if !is_known_option(&entry.key.name) {
             warnings.push(ConfigWarning::UnknownConfigValue { name: entry.full_name });
@@ -292,6 +293,7 @@ fn add_contents(
         }
         let value =
             interpret_value(&entry.key.name, entry.key.negated, Some(&entry.value), warnings);
+        check_negation_allowed(&entry.key.name, &value, CONFIG_FILE_CONTEXT)?;
         settings.add_config_value(&entry.key.section, &entry.key.name, value);
     }
     for section in contents.sections {
@@ -303,6 +305,7 @@ fn add_contents(
             });
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -172,3 +172,73 @@ fn mock_time_only_on_regtest() {
     );
     assert_eq!(resolved(&["-mocktime=0"]), None, "mainnet with the real clock");
 }
+
+#[test]
+fn hex_is_read_as_cores_try_parse_hex_reads_it() {
+    assert_eq!(parse_hex_like_core(""), Some(Vec::new()));
+    assert_eq!(parse_hex_like_core("51"), Some(vec![0x51]));
+    assert_eq!(parse_hex_like_core(" 51\t52\n"), Some(vec![0x51, 0x52]));
+    assert_eq!(parse_hex_like_core("AbcD"), Some(vec![0xab, 0xcd]));
+    assert_eq!(parse_hex_like_core("5 1"), None, "whitespace inside a pair");
+    assert_eq!(parse_hex_like_core("515"), None, "a lone digit");
+    assert_eq!(parse_hex_like_core("5x"), None);
+    assert_eq!(parse_hex_like_core("0x51"), None, "no prefix");
+}
+
+#[test]
+fn signet_challenge_and_seed_nodes_like_core() {
+    let resolved = |list: &[&str]| {
+        let mut all = vec!["-signet", "-noconf"];
+        all.extend_from_slice(list);
+        CommandLine::parse(&arguments(&all)).unwrap().resolve().unwrap()
+    };
+    let default = resolved(&[]);
+    assert!(!default.params.is_custom_signet());
+    assert_eq!(default.params, Params::signet());
+    assert!(default.network_options.fixed_seeds);
+    assert!(!default.network_options.chain_dns_seeds.is_empty());
+
+    let custom = resolved(&["-signetchallenge=51"]);
+    assert!(custom.params.is_custom_signet());
+    assert_eq!(custom.params, Params::custom_signet(vec![0x51]));
+    assert_ne!(custom.params.message_start, default.params.message_start);
+    assert_eq!(custom.params.minimum_chain_work, ChainWork::ZERO);
+    assert_eq!(custom.params.default_assume_valid, None);
+    assert!(custom.network_options.chain_dns_seeds.is_empty(), "no seeds of its own");
+    assert!(!custom.network_options.fixed_seeds);
+    let lines = crate::daemon::startup_lines(&custom);
+    assert!(lines.contains(&"Signet with challenge 51".to_owned()), "{lines:?}");
+    let lines = crate::daemon::configuration_lines(&custom);
+    assert!(!lines.iter().any(|line| line.contains("below default")), "{lines:?}");
+
+    let seeded = resolved(&["-signetchallenge=51", "-signetseednode=a.example:1234"]);
+    assert_eq!(seeded.network_options.chain_dns_seeds, vec!["a.example:1234".to_owned()]);
+    let seeded = resolved(&["-signetseednode=b.example"]);
+    assert_eq!(seeded.network_options.chain_dns_seeds, vec!["b.example".to_owned()]);
+
+    assert_eq!(
+        parse_error(&["-signet", "-noconf", "-signetchallenge=51", "-signetchallenge=52"]),
+        "-signetchallenge cannot be multiple values."
+    );
+    assert_eq!(
+        parse_error(&["-signet", "-noconf", "-signetchallenge=zz"]),
+        "-signetchallenge must be hex, not 'zz'."
+    );
+    assert_eq!(
+        parse_error(&["-signet", "-noconf", "-nosignetchallenge"]),
+        "Error parsing command line arguments: Negating of -signetchallenge is meaningless and therefore forbidden"
+    );
+    let datadir = tempfile::tempdir().unwrap();
+    std::fs::write(datadir.path().join("bitcoin.conf"), "signet=1\nnosignetseednode=1\n").unwrap();
+    let datadir_option = format!("-datadir={}", datadir.path().display());
+    assert_eq!(
+        parse_error(&[&datadir_option]),
+        "Error reading configuration file: Negating of -signetseednode is meaningless and therefore forbidden"
+    );
+    // Off signet the challenge is not read, as in Core.
+    let regtest = CommandLine::parse(&arguments(&["-regtest", "-noconf", "-signetchallenge=zz"]))
+        .unwrap()
+        .resolve()
+        .unwrap();
+    assert_eq!(regtest.params.signet_challenge, None);
+}

@@ -10,7 +10,6 @@ use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
 use crate::numeric_options::MEBIBYTE;
 use ibex_chainstate::MemoryBudget;
-use ibex_primitives::Params;
 
 /// The client name in the log and `-version`.
 pub const CLIENT_NAME: &str = "Ibex";
@@ -130,6 +129,12 @@ pub fn startup_lines(options: &NodeOptions) -> Vec<String> {
         lines.push(format!("Command-line arg: {name}={value}"));
     }
     lines.extend(options.warnings.iter().map(warning_line));
+    // Core's `SigNetParams` says which signet a custom challenge makes.
+    if let Some(challenge) =
+        options.params.signet_challenge.as_ref().filter(|_| options.params.is_custom_signet())
+    {
+        lines.push(format!("Signet with challenge {}", ibex_primitives::hex::encode(challenge)));
+    }
     lines
 }
 
@@ -152,7 +157,7 @@ pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
         None => "Validating signatures for all blocks.".to_owned(),
     });
     lines.push(format!("Setting nMinimumChainWork={}", options.params.minimum_chain_work));
-    let default = Params::for_network(options.network).minimum_chain_work;
+    let default = options.params.chain_defaults().minimum_chain_work;
     if options.params.minimum_chain_work < default {
         lines.push(format!("[warning] nMinimumChainWork set below default value of {default}"));
     }

@@ -59,8 +59,14 @@ pub struct NetworkOptions {
     pub only_networks: Vec<String>,
     /// `-dnsseed` (default: on unless `-connect` is given).
     pub dns_seed: bool,
-    /// `-fixedseeds` (default on).
+    /// `-fixedseeds` (default on), and false on a signet of its own
+    /// (`-signetchallenge`), which has no fixed seeds (Core's
+    /// `SigNetParams` clears them).
     pub fixed_seeds: bool,
+    /// The chain's DNS seeds (Core's `vSeeds`): the network's own, none on
+    /// a signet of its own, and on signet the `-signetseednode` hosts in
+    /// their place when given.
+    pub chain_dns_seeds: Vec<String>,
     /// `-v2transport` (default on, as Core since v28).
     pub v2_transport: bool,
     /// `-blocksonly` (Ibex relays no transactions either way; it also
@@ -192,6 +198,7 @@ pub(crate) fn network_options(
     let add_nodes = texts(source, "addnode");
     let listen_given_true = source.option("listen").is_some_and(|value| value.to_bool());
     let seed_nodes = texts(source, "seednode");
+    let (chain_dns_seeds, chain_has_fixed_seeds) = chain_seeds(source, params);
     let dns_seed = boolean(source, "dnsseed", !connect_given);
     // Asking the DNS seeds keeps the node up only when asked for
     // explicitly, as `-listen=1` does: a plain `ibexd` still imports and
@@ -199,8 +206,7 @@ pub(crate) fn network_options(
     let dns_seed_given_true = source.option("dnsseed").is_some_and(|value| value.to_bool());
     let automatic = !connect_given;
     let finds_peers = automatic
-        && (!seed_nodes.is_empty()
-            || (dns_seed_given_true && !dns_seeds(params.network).is_empty()));
+        && (!seed_nodes.is_empty() || (dns_seed_given_true && !chain_dns_seeds.is_empty()));
     let stays_up = !connect.is_empty() || !add_nodes.is_empty() || listen_given_true || finds_peers;
     Ok(NetworkOptions {
         connect,
@@ -213,11 +219,30 @@ pub(crate) fn network_options(
         max_connections: count(source, "maxconnections", MAX_CONNECTIONS_DEFAULT, 0),
         only_networks: only_networks.iter().map(|name| name.to_lowercase()).collect(),
         dns_seed,
-        fixed_seeds: boolean(source, "fixedseeds", true),
+        fixed_seeds: chain_has_fixed_seeds && boolean(source, "fixedseeds", true),
+        chain_dns_seeds,
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
         stays_up,
     })
+}
+
+/// The chain's DNS seeds and whether it has fixed seeds (Core's
+/// `SigNetParams`: a signet with its own challenge has neither, and
+/// `-signetseednode` replaces the DNS seeds on any signet).
+fn chain_seeds(source: &impl OptionSource, params: &Params) -> (Vec<String>, bool) {
+    let network_seeds = || dns_seeds(params.network).iter().map(|seed| seed.to_string()).collect();
+    if params.network != Network::Signet {
+        return (network_seeds(), true);
+    }
+    let own_challenge = params.is_custom_signet();
+    let seed_nodes = texts(source, "signetseednode");
+    let seeds = match (seed_nodes.is_empty(), own_challenge) {
+        (false, _) => seed_nodes,
+        (true, true) => Vec::new(),
+        (true, false) => network_seeds(),
+    };
+    (seeds, !own_challenge)
 }
 
 /// The RPC options of `network` from `source`.

@@ -385,7 +385,7 @@ impl NodeBackend for ChainBackend {
             initial_block_download,
             size_on_disk_bytes: size_on_disk_bytes(&self.blocks_directory),
             prune: None,
-            signet_challenge: None,
+            signet_challenge: params.signet_challenge.clone(),
             warnings: Vec::new(),
         })
     }

@@ -4,9 +4,10 @@
 //! Core's answers in `expected.json` (and `ibex txoutsetinfo`'s after the
 //! node stops: one implementation), every block's statistics agree with
 //! the node's own `getblock` at verbosity 3, the transactions equal Core's
-//! `getblock` samples. When `IBEX_CORE_BIN` names Bitcoin Core's binaries,
-//! a `bitcoind` imports the same blocks and every answer is compared with
-//! its answer, block by block.
+//! `getblock` samples, and `getchaintips` is what `bitcoind -reindex`
+//! answers (the stale branches never connected). When `IBEX_CORE_BIN`
+//! names Bitcoin Core's binaries, a `bitcoind` imports the same blocks and
+//! every answer is compared with its answer, block by block.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -176,6 +177,43 @@ fn gettxoutsetinfo_gives_cores_answers(ibex: Endpoint) -> BTreeMap<&'static str,
     answers
 }
 
+/// `getchaintips` as `bitcoind -reindex` answers it: every tip of
+/// `expected.json` (heights, hashes, branch lengths), the stale ones
+/// `valid-headers`. `expected.json` was taken from the node that mined the
+/// chain, which connected each stale branch before reorganising away from
+/// it (`valid-fork`); a reindex accepts every block
+/// (`LoadExternalBlockFile`) and activates the best chain once, at the end
+/// (`ImportBlocks`), so it never validates a stale block's scripts.
+fn chain_tips_are_cores_after_a_reindex(ibex: Endpoint) {
+    let core = expected();
+    let tips_after_reindex: Vec<Value> = core["getchaintips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tip| {
+            let mut tip = tip.clone();
+            if tip["status"] == "valid-fork" {
+                tip["status"] = json!("valid-headers");
+            }
+            tip
+        })
+        .collect();
+    let stale = tips_after_reindex.iter().filter(|tip| tip["status"] == "valid-headers").count();
+    assert_eq!(json!(stale), core["stale_branches_made"]);
+    assert_eq!(
+        sorted_tips(ibex.call("getchaintips", json!([]))),
+        sorted_tips(json!(tips_after_reindex))
+    );
+}
+
+/// `getchaintips`'s entries by height, then hash (Core orders tips of one
+/// height by their address in memory).
+fn sorted_tips(tips: Value) -> Vec<Value> {
+    let mut tips = tips.as_array().unwrap().clone();
+    tips.sort_by_key(|tip| (tip["height"].as_u64(), tip["hash"].as_str().map(str::to_owned)));
+    tips
+}
+
 /// `getblockstats` against the statistics the node's own verbose block
 /// gives (fees, sizes, weights, counts, outputs).
 fn block_statistics_agree_with_getblock(ibex: Endpoint) {
@@ -321,6 +359,10 @@ fn same_answers_as_bitcoind(ibex: Endpoint, core: Endpoint) {
         theirs.as_object_mut().unwrap().remove("disk_size");
         assert_eq!(ours, theirs, "{hash_type}");
     }
+    assert_eq!(
+        sorted_tips(ibex.call("getchaintips", json!([]))),
+        sorted_tips(core.call("getchaintips", json!([])))
+    );
     let ours = ibex.call("getchainstates", json!([]));
     let theirs = core.call("getchainstates", json!([]));
     assert_eq!(keys(&ours["chainstates"][0]), keys(&theirs["chainstates"][0]));
@@ -351,6 +393,7 @@ fn ibexd_answers_the_state_methods_as_core_on_cores_chain() {
     block_statistics_agree_with_getblock(ibex);
     deployments_follow_the_chain(ibex);
     chainstates_and_transactions(ibex);
+    chain_tips_are_cores_after_a_reindex(ibex);
     if let Some((core, process)) = &mut bitcoind {
         wait_for_tip(*core, process);
         same_answers_as_bitcoind(ibex, *core);

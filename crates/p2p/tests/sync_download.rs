@@ -167,7 +167,10 @@ impl Simulation {
                     }
                     assert!(simulated.in_flight <= BLOCKS_IN_FLIGHT_PER_PEER_MAX);
                 }
-                Action::OfferBlock { peer: _, hash, bytes } => {
+                Action::OfferBlock { peer: _, hash, height, bytes } => {
+                    if let Some(best_chain_height) = self.blocks.chain.height_of(&hash) {
+                        assert_eq!(best_chain_height, height, "offered with its height");
+                    }
                     assert_eq!(bytes, self.all_bytes[&hash]);
                     *self.offered.entry(hash).or_default() += 1;
                     self.engine_have.insert(hash, bytes.len());

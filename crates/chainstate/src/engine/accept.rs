@@ -1,7 +1,35 @@
-//! Accepting a block into the index (Core's `AcceptBlockHeader` and
-//! `AcceptBlock`): proof of work, the header's context, `CheckBlock`,
-//! `ContextualCheckBlock`, storing the data, and linking it so that
-//! chain selection sees it.
+//! Accepting a block into the index (Core's `ProcessNewBlock`,
+//! `AcceptBlockHeader` and `AcceptBlock`): proof of work, the header's
+//! context, `CheckBlock`, `ContextualCheckBlock`, storing the data, and
+//! linking it so that chain selection sees it.
+//!
+//! # Where a block is marked failed
+//! A failed mark is forever (until `reconsiderblock`): the block is refused
+//! as `duplicate-invalid` whoever sends it again. So a block is marked only
+//! where Core marks it, and never on evidence a peer could have forged by
+//! mangling a valid block's transactions:
+//!
+//! | where in Ibex | what fails | Core's line it mirrors |
+//! |---|---|---|
+//! | [`Chainstate::accept_block`] (`reject` with the new entry), blocks read from files (`-reindex`, `-loadblock`) | `CheckBlock` (signet solution included) and `ContextualCheckBlock`, except the mutations (`bad-txnmrklroot`, `bad-txns-duplicate`, `bad-witness-nonce-size`, `bad-witness-merkle-match`, `unexpected-witness`) | `AcceptBlock`: `InvalidBlockFound`, which skips `BLOCK_MUTATED` (`LoadExternalBlockFile` calls `AcceptBlock` without `CheckBlock` first) |
+//! | [`Chainstate::accept_block`], blocks from peers and `submitblock` once `CheckBlock` passed | `ContextualCheckBlock` (`bad-txns-nonfinal`, `bad-cb-height`, `bad-blk-weight`), mutations excepted | the same `AcceptBlock` call, reached from `ProcessNewBlock` |
+//! | `connect_failed` (`engine/activate.rs`) | a rule found while connecting: inputs, BIP30, fees, scripts, sigops, the coinbase amount | `ConnectTip` → `InvalidBlockFound` after `ConnectBlock` fails (`BLOCK_CONSENSUS`) |
+//! | `invalidate_block` (`engine/invalidate.rs`) | an operator's `invalidateblock` | `Chainstate::InvalidateBlock` |
+//! | a header indexed under a failed parent inherits failed-child (`BlockStatus::new_header`) | | `AddToBlockIndex` and `InvalidChainFound`'s descendants |
+//!
+//! Never marked:
+//! - a block from a peer or `submitblock` that fails `CheckBlock`
+//!   ([`Chainstate::process_new_block`]): Core's `ProcessNewBlock` runs
+//!   `CheckBlock` before `AcceptBlock` and returns on failure without
+//!   touching the index, because a mangled copy (CVE-2012-2459, the 64-byte
+//!   transaction weakness of the merkle tree, a stripped witness) fails it
+//!   too; the sender is punished by the node (`MaybePunishNodeForBlock`)
+//!   and the block is fetched again from another peer. The node also runs
+//!   Core's `IsBlockMutated` before a peer's block reaches the engine;
+//! - a header that fails its checks (`high-hash`, `bad-diffbits`,
+//!   `time-too-old`, `time-too-new`, `bad-version`, `bad-prevblk`): it is
+//!   not indexed at all (`AcceptBlockHeader` returns before
+//!   `AddToBlockIndex`).
 
 use ibex_consensus::BlockError;
 use ibex_primitives::{BlockHash, Header};
@@ -27,7 +55,24 @@ pub enum AcceptOutcome {
 }
 
 impl Chainstate {
-    /// Indexes `block` and stores its data if it is not in a block file yet.
+    /// A block from a peer or a local submission (Core's `ProcessNewBlock`):
+    /// `CheckBlock` first, and a failure there is reported without indexing
+    /// or marking anything (see the module docs); then
+    /// [`Chainstate::accept_block`].
+    pub fn process_new_block(
+        &mut self,
+        block: PreparedBlock,
+    ) -> Result<AcceptOutcome, ChainstateError> {
+        if let Err(error) = block.check {
+            return Ok(self.reject(&block, None, error.into()));
+        }
+        self.accept_block(block)
+    }
+
+    /// Indexes `block` and stores its data if it is not in a block file yet
+    /// (Core's `AcceptBlock`, as `LoadExternalBlockFile` calls it for blocks
+    /// read from files: a `CheckBlock` failure marks the block unless it may
+    /// be a mutation).
     pub fn accept_block(&mut self, block: PreparedBlock) -> Result<AcceptOutcome, ChainstateError> {
         if let Some(id) = self.index.get(&block.hash()) {
             let status = self.index.entry(id).status;
@@ -71,7 +116,10 @@ impl Chainstate {
         }
         if let Some(parent) = parent {
             let params = &self.options.params;
-            if let Err(error) = check_block_context(&self.index, params, block.view(), parent) {
+            let witness_checked = block.witness_checked;
+            let context =
+                check_block_context(&self.index, params, block.view(), parent, witness_checked);
+            if let Err(error) = context {
                 return Ok(self.reject(&block, Some(id), error.into()));
             }
         }
@@ -100,7 +148,13 @@ impl Chainstate {
         let marked = id.is_some()
             && !rejection.is_possible_mutation()
             && rejection != BlockRejection::DuplicateInvalid;
-        let height = id.map_or(0, |id| self.index.entry(id).height);
+        // A block refused before it is indexed is logged at its parent's
+        // height plus one where the parent is known.
+        let parent = || self.index.get(&block.header().previous_block_hash);
+        let height = match id {
+            Some(id) => self.index.entry(id).height,
+            None => parent().map_or(0, |parent| self.index.entry(parent).height + 1),
+        };
         if let (Some(id), true) = (id, marked) {
             self.mark_invalid(id);
         }

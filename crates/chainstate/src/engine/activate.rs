@@ -69,7 +69,7 @@ impl Chainstate {
 
     /// Disconnects to the fork with `target`'s chain, then connects towards
     /// `target` until it is reached, a block fails, or the stop height.
-    fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
+    pub(super) fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
         let mut fork = self.chain.find_fork(&self.index, target);
         if fork != self.chain.tip() {
             // Disconnecting needs a settled tip; a failed pending block

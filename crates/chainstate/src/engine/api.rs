@@ -42,7 +42,8 @@ pub enum BlockSource {
 impl Chainstate {
     /// Offers a block from `source`: accepts it and, if it was new, moves
     /// the tip towards the best chain, leaving the last blocks' scripts
-    /// running (see [`Chainstate::advance_best_chain`]); then answers the
+    /// running (see [`Chainstate::advance_best_chain`]; from a file, only
+    /// along the best header's chain); then answers the
     /// reads waiting. A block from a peer or a local submission is written
     /// to the block files when accepted; one from a file is not written
     /// again when it carries its position.
@@ -57,10 +58,20 @@ impl Chainstate {
             source == BlockSource::File || block.position.is_none(),
             "only a block read from a file has a file position"
         );
-        let outcome = self.accept_block(block)?;
+        let outcome = match source {
+            BlockSource::File => self.accept_block(block)?,
+            BlockSource::Peer(_) | BlockSource::Local => self.process_new_block(block)?,
+        };
         if let AcceptOutcome::Accepted(_) = outcome {
             self.publish_headers();
-            self.advance_best_chain()?;
+            match source {
+                // Core's `LoadExternalBlockFile` activates nothing per
+                // block: only the best header's chain, which its import
+                // ends up connecting, is followed meanwhile.
+                BlockSource::File => self.advance_along_best_header()?,
+                // Core's `ProcessNewBlock` activates after each block.
+                BlockSource::Peer(_) | BlockSource::Local => self.advance_best_chain()?,
+            }
         }
         self.serve_reads()?;
         Ok(outcome)

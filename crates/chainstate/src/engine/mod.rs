@@ -12,7 +12,9 @@
 //!   the tip is left. On equal work the chain whose tip was met first
 //!   stays ([`BlockIndexEntry::sequence`](crate::index::BlockIndexEntry)).
 //!   [`Chainstate::advance_best_chain`] is its step within a stream of
-//!   blocks, leaving the last blocks' scripts running.
+//!   blocks, leaving the last blocks' scripts running; within an import of
+//!   block files the tip follows only the best header's chain, as far as
+//!   Core's import ends up connecting (`import_activation`).
 //! - [`Chainstate::check_best_candidate`] states whether that fixed point
 //!   holds (the startup and end-of-import check).
 //! - [`Chainstate::invalidate_block`] and [`Chainstate::reconsider_block`]
@@ -30,6 +32,7 @@ pub mod events;
 pub mod fixed_point;
 pub mod flush;
 mod headers;
+mod import_activation;
 pub mod invalidate;
 pub mod open;
 pub mod reader;

@@ -7,7 +7,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ibex_consensus::{
-    check_block_header, contextual_check_block, contextual_check_block_header, BlockError,
+    check_block_header, contextual_check_block_header, contextual_check_block_known, BlockError,
     HeaderContext,
 };
 use ibex_primitives::pow::{next_work_required, BlockSummary};
@@ -49,15 +49,18 @@ pub(crate) fn check_header_context(
 }
 
 /// `ContextualCheckBlock` of `block` on the indexed `parent`: finality,
-/// BIP34's height in the coinbase, the witness commitment, the weight.
+/// BIP34's height in the coinbase, the witness commitment (unless
+/// `witness_checked`: matched already, with segwit active), the weight.
 pub(crate) fn check_block_context(
     index: &BlockIndex,
     params: &Params,
     block: &BlockView<'_>,
     parent: EntryId,
+    witness_checked: bool,
 ) -> Result<(), BlockError> {
     let height = index.entry(parent).height + 1;
-    contextual_check_block(block, height, index.median_time_past(parent), params)
+    let median_time_past = index.median_time_past(parent);
+    contextual_check_block_known(block, height, median_time_past, params, witness_checked)
 }
 
 /// Whether a header alone may be indexed: proof of work, a known parent

@@ -26,6 +26,20 @@ pub fn contextual_check_block(
     previous_median_time_past: i64,
     params: &Params,
 ) -> Result<(), BlockError> {
+    contextual_check_block_known(block, height, previous_median_time_past, params, false)
+}
+
+/// [`contextual_check_block`] for a block whose witness commitment is
+/// already known to match with segwit active, when `witness_checked` says
+/// so (Core's `m_checked_witness_commitment`, set by `IsBlockMutated` on a
+/// peer's block): the commitment is not hashed again.
+pub fn contextual_check_block_known(
+    block: &BlockView<'_>,
+    height: u32,
+    previous_median_time_past: i64,
+    params: &Params,
+    witness_checked: bool,
+) -> Result<(), BlockError> {
     // BIP113: once CSV is active, time locks are compared with the parent's
     // median time past instead of the block's own (miner-chosen) time.
     let lock_time_cutoff =
@@ -46,7 +60,10 @@ pub fn contextual_check_block(
     if params.deployment_active_at(BuriedDeployment::HeightInCoinbase, height) {
         check_coinbase_height(block, height)?;
     }
-    check_witness(block, params.deployment_active_at(BuriedDeployment::Segwit, height))?;
+    let segwit_active = params.deployment_active_at(BuriedDeployment::Segwit, height);
+    if !(witness_checked && segwit_active) {
+        check_witness(block, segwit_active)?;
+    }
     // Only after the commitment is checked: before, padding the coinbase
     // witness (which the block hash does not commit to) could make a valid
     // block look too heavy, and the block would be wrongly marked invalid.

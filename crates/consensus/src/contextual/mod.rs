@@ -19,7 +19,7 @@ mod header;
 mod script_flags;
 mod sigops;
 
-pub use block::{check_coinbase_amount, contextual_check_block};
+pub use block::{check_coinbase_amount, contextual_check_block, contextual_check_block_known};
 pub use header::{
     check_block_header, contextual_check_block_header, median_time_past, HeaderContext,
 };

@@ -4,8 +4,8 @@
 //! `ibex_consensus` with the replay's network parameters.
 
 use ibex_consensus::{
-    check_block, check_block_header, contextual_check_block, contextual_check_block_header,
-    HeaderContext,
+    check_block_header, check_block_on_network, contextual_check_block,
+    contextual_check_block_header, HeaderContext,
 };
 use ibex_primitives::pow::{next_work_required, BlockSummary};
 use ibex_primitives::{BlockView, CompactTarget, Params};
@@ -47,10 +47,11 @@ pub(crate) fn check_header_and_context(
     adjusted_time_seconds: i64,
 ) -> Result<(), Rejection> {
     let header = block.header();
-    check_block_header(header, &block.block_hash(), params)?;
+    let block_hash = block.block_hash();
+    check_block_header(header, &block_hash, params)?;
     let context = header_context(params, base, header.time, adjusted_time_seconds)?;
     contextual_check_block_header(header, &context, params)?;
-    check_block(block, &block.txids())?;
+    check_block_on_network(block, &block.txids(), &block_hash, params)?;
     contextual_check_block(block, context.height, context.previous_median_time_past, params)?;
     Ok(())
 }

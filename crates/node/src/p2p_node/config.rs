@@ -168,6 +168,7 @@ pub fn address_settings(
         discovery.block_relay_slots = slots.block_relay;
         discovery.feelers = slots.feeler;
         discovery.dialed_networks = dialed_networks;
+        discovery.dns_seeds = Some(options.chain_dns_seeds.clone());
         // Core turns the DNS seeds off when IPv4 and IPv6 are both off.
         if !options.dns_seed || dialed_networks.is_empty() {
             discovery.dns_seeds = None;
@@ -221,6 +222,7 @@ mod tests {
             only_networks: Vec::new(),
             dns_seed: true,
             fixed_seeds: true,
+            chain_dns_seeds: Vec::new(),
             v2_transport: true,
             blocks_only: false,
             stays_up: false,

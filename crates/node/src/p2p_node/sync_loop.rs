@@ -15,6 +15,7 @@
 
 mod block_sources;
 mod header_offers;
+mod mutation;
 mod peer_board;
 mod peer_log;
 mod tip;
@@ -378,7 +379,9 @@ impl SyncLoop {
                     let source = BlockSource::Peer(peer.0);
                     self.engine.push(EngineCommand::OfferHeaders { headers, source });
                 }
-                Action::OfferBlock { peer, hash, bytes } => self.offer_block(peer, hash, bytes),
+                Action::OfferBlock { peer, hash, height, bytes } => {
+                    self.offer_block(peer, hash, height, bytes)
+                }
             }
         }
     }
@@ -403,11 +406,16 @@ impl SyncLoop {
         let _ = self.network.disconnect(peer, NetReason::Misbehaving(reason));
     }
 
-    /// Parses a block once (here, off the reactor) and offers it.
-    fn offer_block(&mut self, peer: PeerId, hash: BlockHash, bytes: Vec<u8>) {
+    /// Parses a block once (here, off the reactor), checks it is not a
+    /// mutated copy, and offers it.
+    fn offer_block(&mut self, peer: PeerId, hash: BlockHash, height: u32, bytes: Vec<u8>) {
         let mut buffers = BlockBuffers::default();
         match PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) {
-            Ok(block) => {
+            Ok(mut block) => {
+                if let Some(mutation) = self.mutation(&mut block, height) {
+                    self.on_mutated_block(peer, hash, mutation);
+                    return;
+                }
                 self.block_sources.record(hash, peer);
                 let source = BlockSource::Peer(peer.0);
                 self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });

@@ -116,6 +116,9 @@ pub fn header_of(block: &[u8]) -> Header {
 /// A v1 peer on a blocking TCP socket.
 pub struct FakePeer {
     stream: TcpStream,
+    /// The network's message start (regtest's unless connected with
+    /// [`FakePeer::connect_on`]).
+    magic: [u8; 4],
     decoder: FrameDecoder,
     pending: Vec<u8>,
     closed: bool,
@@ -128,25 +131,31 @@ pub struct Closed;
 impl FakePeer {
     /// Connects to `ibexd` on loopback `port` (an inbound peer for it).
     pub fn connect(port: u16) -> FakePeer {
-        FakePeer::over(TcpStream::connect(("127.0.0.1", port)).unwrap())
+        FakePeer::connect_on(port, magic())
+    }
+
+    /// [`FakePeer::connect`] on the network whose message start is `magic`.
+    pub fn connect_on(port: u16, magic: [u8; 4]) -> FakePeer {
+        FakePeer::over(TcpStream::connect(("127.0.0.1", port)).unwrap(), magic)
     }
 
     /// Takes the next connection `listener` accepts (`ibexd` connecting
     /// out: a manual peer for it).
     pub fn accept(listener: &TcpListener) -> FakePeer {
-        FakePeer::over(listener.accept().unwrap().0)
+        FakePeer::over(listener.accept().unwrap().0, magic())
     }
 
-    fn over(stream: TcpStream) -> FakePeer {
+    fn over(stream: TcpStream, magic: [u8; 4]) -> FakePeer {
         stream.set_nodelay(true).unwrap();
         stream.set_read_timeout(Some(POLL)).unwrap();
-        FakePeer { stream, decoder: FrameDecoder::new(magic()), pending: Vec::new(), closed: false }
+        let decoder = FrameDecoder::new(magic);
+        FakePeer { stream, magic, decoder, pending: Vec::new(), closed: false }
     }
 
     /// Sends `message`; `Err` once the node has closed the connection.
     pub fn send(&mut self, message: &NetworkMessage) -> Result<(), Closed> {
         let mut bytes = Vec::new();
-        encode_message(magic(), message, &mut bytes).unwrap();
+        encode_message(self.magic, message, &mut bytes).unwrap();
         self.send_raw(&bytes)
     }
 

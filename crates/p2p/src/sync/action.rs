@@ -62,6 +62,11 @@ pub enum Action {
         peer: PeerId,
         /// The hash of its header.
         hash: BlockHash,
+        /// Its height on the best header chain it was requested from (its
+        /// parent is indexed), for the checks that depend on it before the
+        /// block reaches the engine (Core's `IsBlockMutated` asks whether
+        /// segwit is active).
+        height: u32,
         /// The `block` message's payload.
         bytes: Vec<u8>,
     },

@@ -31,6 +31,23 @@ impl Params {
         params
     }
 
+    /// Whether this is a signet with a challenge of its own
+    /// (`-signetchallenge`), not the global default signet.
+    pub fn is_custom_signet(&self) -> bool {
+        let default = crate::hex::decode(DEFAULT_SIGNET_CHALLENGE).unwrap_or_default();
+        self.network == Network::Signet && self.signet_challenge.as_deref() != Some(&default[..])
+    }
+
+    /// The parameters this chain has before any option changes them (the
+    /// default minimum chain work Core warns against lowering): the
+    /// network's, or a custom signet's own.
+    pub fn chain_defaults(&self) -> Params {
+        match &self.signet_challenge {
+            Some(challenge) if self.is_custom_signet() => Params::custom_signet(challenge.clone()),
+            _ => Params::for_network(self.network),
+        }
+    }
+
     /// A signet whose blocks must satisfy `challenge`: no minimum chain work
     /// and no assumed-valid block, magic bytes derived from the challenge.
     pub fn custom_signet(challenge: Vec<u8>) -> Params {

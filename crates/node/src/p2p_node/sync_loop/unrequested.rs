@@ -4,6 +4,8 @@
 //! `force_processing` off, `AcceptBlock`):
 //!
 //! - its parent is unknown: `Misbehaving` (Core: `prev-blk-not-found`);
+//! - it is mutated (Core's `IsBlockMutated`, run once the parent is
+//!   known): "mutated block" (`super::mutation`);
 //! - it fails `CheckBlock` (mutated, proof of work, ...): punished as Core
 //!   punishes an invalid block ([`super::block_sources::punishment`]);
 //! - it is known already, has less work than the tip, lies more than 288
@@ -38,12 +40,18 @@ pub const UNREQUESTED_BLOCKS_AHEAD_MAX: u32 = 288;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Standing {
     /// Stored already, or known invalid.
-    Known,
+    Known {
+        /// Its height.
+        height: u32,
+    },
     /// Its parent is not indexed.
     ParentUnknown,
     /// Core would not store it: less work than the tip, too far ahead, or
     /// below the minimum chain work.
-    NotWanted,
+    NotWanted {
+        /// Its height.
+        height: u32,
+    },
     /// Core would store it: it may extend the best chain.
     Wanted {
         /// Its height.
@@ -90,9 +98,19 @@ impl SyncLoop {
         let mut buffers = BlockBuffers::default();
         // Undecodable: Core's deserialisation throws and the message is
         // dropped without penalty.
-        let Ok(block) = PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) else {
+        let Ok(mut block) = PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) else {
             return;
         };
+        let height = match standing {
+            Standing::Known { height }
+            | Standing::NotWanted { height }
+            | Standing::Wanted { height } => height,
+            Standing::ParentUnknown => return,
+        };
+        if let Some(mutation) = self.mutation(&mut block, height) {
+            self.on_mutated_block(peer, hash, mutation);
+            return;
+        }
         if let Err(error) = &block.check {
             if let Some(reason) = punishment(hash, &BlockRejection::Block(*error)) {
                 self.misbehaving(peer, reason);
@@ -116,7 +134,7 @@ fn standing(reader: &ChainReader, header: Header, hash: BlockHash) -> Option<Sta
         if let Some(id) = index.get(&hash) {
             let status = index.entry(id).status;
             if status.has(BlockStatus::HAVE_DATA) || status.is_failed() {
-                return Standing::Known;
+                return Standing::Known { height: index.entry(id).height };
             }
         }
         let Some(parent) = index.get(&header.previous_block_hash) else {
@@ -132,7 +150,7 @@ fn standing(reader: &ChainReader, header: Header, hash: BlockHash) -> Option<Sta
         let too_far_ahead = height > tip_height.saturating_add(UNREQUESTED_BLOCKS_AHEAD_MAX);
         let below_minimum = chain_work < chainstate.params().minimum_chain_work;
         if chain_work < tip_work || too_far_ahead || below_minimum {
-            Standing::NotWanted
+            Standing::NotWanted { height }
         } else {
             Standing::Wanted { height }
         }

@@ -248,7 +248,7 @@ impl BlockDownload {
             self.received.insert(hash, Received { height: entry.height, bytes: size });
             self.received_bytes += size;
         }
-        vec![Action::OfferBlock { peer, hash, bytes }]
+        vec![Action::OfferBlock { peer, hash, height: entry.height, bytes }]
     }
 
     /// Time passed (call it after every event, and at least every 100 ms):

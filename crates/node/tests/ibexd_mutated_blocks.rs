@@ -1,0 +1,258 @@
+//! A peer's mangled copy never condemns a valid block (Core's
+//! `IsBlockMutated` in its `block` handler, and `ProcessNewBlock`, which
+//! never marks a block for a `CheckBlock` failure). An `ibexd` (B) syncs a
+//! regtest chain built here from an honest fake peer; for each new block a
+//! hostile fake peer announces it first and answers `getdata` with a
+//! mutated copy: its 64-byte-transaction reading, a CVE-2012-2459
+//! duplicate, a stripped witness, an altered witness. Each time B must
+//! punish the hostile peer ("mutated block"), leave the header unmarked
+//! (`getchaintips` says `headers-only`, never `invalid`), and take the
+//! real block from the next honest peer as its tip.
+//!
+//! The same copies in a block file before the real blocks (`-loadblock`)
+//! get Core's `AcceptBlock` verdicts: the mutations it knows there
+//! (merkle, witness) mark nothing and the real blocks follow; the 64-byte
+//! reading, which Core's `AcceptBlock` sees only as `bad-cb-missing`,
+//! marks the header failed and the real block is then refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+mod hostile_peer;
+mod mutated_blocks;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use hostile_peer::nodes::{rpc, update_tip_line, wait_until, Node, RPC_CREDENTIALS};
+use hostile_peer::{FakePeer, GetData, Serving};
+use ibex_p2p::NetworkMessage;
+use ibex_primitives::{Block, BlockHash, Header};
+use mutated_blocks::{
+    coinbase, commit_witnesses, duplicated_last_transaction, p2wsh_true, spend_true, with_witness,
+    Chain,
+};
+
+/// How long B may take to drop the hostile peer or move its tip.
+const WAIT: Duration = Duration::from_secs(30);
+/// Blocks before the mutated ones: enough for coinbases to mature.
+const MATURE_HEIGHT: u32 = 110;
+
+/// One case: the real block on the chain's tip and the copy a peer sends.
+struct Case {
+    name: &'static str,
+    block: Block,
+    mutated: Vec<u8>,
+}
+
+/// The four cases, each built on the previous one's real block.
+fn cases(chain: &mut Chain) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let (block, twin) = chain.with_sixty_four_byte_twin(2);
+    chain.append(&block);
+    cases.push(Case { name: "64-byte transaction", block, mutated: twin });
+
+    let height = chain.height() + 1;
+    let block = chain.next_block(vec![
+        coinbase(height, b"dup", vec![0x51], false),
+        spend_true(&chain.coinbase_at(4), 1_000),
+        spend_true(&chain.coinbase_at(6), 1_000),
+    ]);
+    chain.append(&block);
+    let mutated = duplicated_last_transaction(&block);
+    cases.push(Case { name: "duplicated transaction", block, mutated });
+
+    for (name, funding, witness) in
+        [("stripped witness", 3, Vec::new()), ("altered witness", 5, vec![Vec::new(), vec![0x51]])]
+    {
+        let height = chain.height() + 1;
+        let mut transactions = vec![
+            coinbase(height, name.as_bytes(), p2wsh_true(), true),
+            spend_true(&chain.coinbase_at(funding), 1_000),
+        ];
+        commit_witnesses(&mut transactions);
+        let block = chain.next_block(transactions);
+        chain.append(&block);
+        let mutated = with_witness(&block, 1, witness);
+        cases.push(Case { name, block, mutated });
+    }
+    cases
+}
+
+/// B: an empty regtest node listening on loopback, with RPC.
+fn start_node(datadir: &Path, extra: &[&str]) -> (Node, u16) {
+    std::fs::create_dir_all(datadir).unwrap();
+    let port = common::free_port();
+    let rpc_port = common::free_port();
+    let (user, password) = RPC_CREDENTIALS.split_once(':').unwrap();
+    let options: Vec<String> = [
+        "-listen=1".to_owned(),
+        "-bind=127.0.0.1".to_owned(),
+        format!("-port={port}"),
+        format!("-rpcport={rpc_port}"),
+        format!("-rpcuser={user}"),
+        format!("-rpcpassword={password}"),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|option| option.to_string()))
+    .collect();
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let mut command = common::quiet_ibexd(datadir, &common::REGTEST_QUIET, &options);
+    let mut process = common::spawn_node(&mut command);
+    common::wait_for_log(datadir, "Bound to 127.0.0.1", &mut process);
+    (Node { datadir: datadir.to_owned(), port, process }, rpc_port)
+}
+
+/// A fake inbound peer marked `marker` serving `headers` and `blocks`,
+/// announcing the last header; its id in B.
+fn serve(
+    node: &mut Node,
+    marker: i32,
+    headers: &[Header],
+    blocks: HashMap<BlockHash, Vec<u8>>,
+) -> (Serving, u64) {
+    let mut peer = FakePeer::connect(node.port);
+    peer.handshake(marker, true);
+    let id = node.peer_id(marker);
+    peer.send(&NetworkMessage::Headers(headers.to_vec())).unwrap();
+    (Serving::start(peer, headers.to_vec(), blocks, GetData::Answer), id)
+}
+
+fn blocks_by_hash(chain: &Chain, up_to: u32) -> HashMap<BlockHash, Vec<u8>> {
+    (1..=up_to)
+        .map(|height| {
+            (chain.headers[height as usize - 1].block_hash(), chain.block_at(height).to_vec())
+        })
+        .collect()
+}
+
+/// `getchaintips`' status for `hash`, if it is a tip.
+fn tip_status(rpc_port: u16, hash: BlockHash) -> Option<String> {
+    let tips = rpc(rpc_port, "getchaintips", "[]");
+    tips["result"].as_array().unwrap().iter().find_map(|tip| {
+        (tip["hash"] == hash.to_string()).then(|| tip["status"].as_str().unwrap().to_owned())
+    })
+}
+
+#[test]
+fn a_mutated_copy_from_a_peer_never_condemns_the_block() {
+    let root = tempfile::tempdir().unwrap();
+    let mut chain = Chain::new();
+    chain.extend_with_coinbases(MATURE_HEIGHT);
+    let cases = cases(&mut chain);
+    let (mut b, rpc_port) = start_node(&root.path().join("b"), &[]);
+
+    let (honest, _) = serve(
+        &mut b,
+        1,
+        &chain.headers[..MATURE_HEIGHT as usize],
+        blocks_by_hash(&chain, MATURE_HEIGHT),
+    );
+    b.wait_for_log(&update_tip_line(
+        chain.headers[MATURE_HEIGHT as usize - 1].block_hash(),
+        MATURE_HEIGHT,
+    ));
+    let mut keep = vec![honest];
+    for (index, case) in cases.iter().enumerate() {
+        let height = MATURE_HEIGHT + 1 + index as u32;
+        let hash = case.block.block_hash();
+        let headers = &chain.headers[..height as usize];
+        let mut mangled = blocks_by_hash(&chain, height - 1);
+        mangled.insert(hash, case.mutated.clone());
+        let marker = 900 + 2 * index as i32;
+        let (hostile, id) = serve(&mut b, marker, headers, mangled);
+        assert!(wait_until(WAIT, || hostile.is_finished()), "{}: kept\n{}", case.name, b.log());
+        let report = hostile.stop();
+        assert!(report.blocks_sent >= 1 && report.closed_by_node, "{}: {report:?}", case.name);
+        let log = b.log();
+        assert!(
+            log.contains(&format!("Received mutated block from peer={id}")),
+            "{}\n{log}",
+            case.name
+        );
+        assert!(
+            log.lines()
+                .any(|line| line.ends_with(&format!("Misbehaving: peer={id}: mutated block"))),
+            "{}\n{log}",
+            case.name
+        );
+        assert!(!log.contains("InvalidChainFound: invalid block"), "{}: marked\n{log}", case.name);
+        assert_eq!(tip_status(rpc_port, hash).as_deref(), Some("headers-only"), "{}", case.name);
+
+        let (honest, _) = serve(&mut b, marker + 1, headers, blocks_by_hash(&chain, height));
+        b.wait_for_log(&update_tip_line(hash, height));
+        assert_eq!(tip_status(rpc_port, hash).as_deref(), Some("active"), "{}", case.name);
+        keep.push(honest);
+    }
+    b.stop();
+    for serving in keep {
+        serving.stop();
+    }
+}
+
+/// Writes `blocks` in order to a block file in `directory` (regtest magic,
+/// no obfuscation); the file's path.
+fn block_file(directory: &Path, blocks: &[&[u8]]) -> std::path::PathBuf {
+    let magic = ibex_primitives::Params::regtest().message_start;
+    let mut writer = ibex_generator::output::ChainWriter::create(directory, magic, [0; 8]).unwrap();
+    for block in blocks {
+        writer.append(block).unwrap();
+    }
+    writer.finish().unwrap();
+    directory.join("blk00000.dat")
+}
+
+/// Imports `file` with `-loadblock` into an empty node, which exits when
+/// done; its log.
+fn load(root: &Path, name: &str, file: &Path) -> String {
+    let datadir = root.join(name);
+    std::fs::create_dir_all(&datadir).unwrap();
+    let load = format!("-loadblock={}", file.display());
+    let mut command = common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &[&load, "-server=0"]);
+    let mut process = common::spawn_node(&mut command);
+    let status = common::wait_exit(&mut process, &datadir);
+    let log = common::debug_log(&datadir);
+    assert!(status.success(), "{status:?}\n{log}");
+    log
+}
+
+#[test]
+fn mutated_copies_in_a_block_file_get_cores_accept_block_verdicts() {
+    let root = tempfile::tempdir().unwrap();
+    let mut chain = Chain::new();
+    chain.extend_with_coinbases(MATURE_HEIGHT);
+    let cases = cases(&mut chain);
+    let mature: Vec<&[u8]> = (1..=MATURE_HEIGHT).map(|height| chain.block_at(height)).collect();
+
+    // Merkle and witness mutations (cases after the first) come before
+    // their real blocks and mark nothing: the chain reaches its tip. The
+    // 64-byte reading comes after its real block, which is stored by
+    // then, so the copy is skipped.
+    let mut blocks = mature.clone();
+    let encoded: Vec<Vec<u8>> = cases.iter().map(|case| case.block.encode()).collect();
+    blocks.push(&encoded[0]);
+    blocks.push(&cases[0].mutated);
+    for (case, real) in cases.iter().zip(&encoded).skip(1) {
+        blocks.push(&case.mutated);
+        blocks.push(real);
+    }
+    let file = block_file(&root.path().join("followed"), &blocks);
+    let log = load(root.path(), "followed", &file);
+    let tip_height = MATURE_HEIGHT + cases.len() as u32;
+    assert!(log.contains(&update_tip_line(chain.tip(), tip_height)), "{log}");
+    assert!(!log.contains("InvalidChainFound: invalid block"), "{log}");
+
+    // The 64-byte reading before its block: Core's AcceptBlock runs
+    // CheckBlock (`bad-cb-missing`, a consensus failure, not a mutation
+    // there) and marks the header; the real block is then refused.
+    let mut blocks = mature;
+    blocks.push(&cases[0].mutated);
+    blocks.push(&encoded[0]);
+    let file = block_file(&root.path().join("marked"), &blocks);
+    let log = load(root.path(), "marked", &file);
+    let marked = cases[0].block.block_hash();
+    assert!(log.contains(&format!("InvalidChainFound: invalid block={marked}")), "{log}");
+    assert!(!log.contains(&format!("new best={marked}")), "{log}");
+    let last = chain.headers[MATURE_HEIGHT as usize - 1].block_hash();
+    assert!(log.contains(&update_tip_line(last, MATURE_HEIGHT)), "{log}");
+}
