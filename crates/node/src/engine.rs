@@ -223,6 +223,7 @@ pub fn run_engine(
     let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
     chainstate.set_flush_crash_ratio(options.database_crash_ratio);
     chainstate.set_interrupt(shutdown.clone());
+    chainstate.set_mock_time(options.mock_time);
     node_metrics.attach_chain(chainstate.metrics());
     log_loaded(&chainstate, logger);
     let reindexing = reindex_state == ReindexState::Importing;

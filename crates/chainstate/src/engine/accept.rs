@@ -134,7 +134,8 @@ impl Chainstate {
         header: &Header,
         parent: EntryId,
     ) -> Result<(), BlockError> {
-        check_header_context(&self.index, &self.options.params, header, parent)
+        let now = crate::stages::headers::now_seconds(self.mock_time_seconds);
+        check_header_context(&self.index, &self.options.params, header, parent, now)
     }
 
     /// Logs a rejected block and, unless it may be a mutated copy of a valid
@@ -201,5 +202,39 @@ impl Chainstate {
     /// The hash of the most-work valid header (Core's `m_best_header`).
     pub fn best_header(&self) -> Option<BlockHash> {
         self.selection.best_header().map(|id| self.index.entry(id).hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::test_chain::chain_and_chainstate;
+    use ibex_primitives::BlockBuffers;
+
+    #[test]
+    fn header_times_are_checked_against_the_mock_time() {
+        let root = tempfile::tempdir().unwrap();
+        let (blocks, mut chainstate) = chain_and_chainstate(root.path());
+        let params = chainstate.params().clone();
+        let prepare = |bytes: &[u8]| {
+            let mut buffers = BlockBuffers::default();
+            PreparedBlock::prepare(bytes.to_vec(), None, &params, &mut buffers).unwrap()
+        };
+        let genesis_time = i64::from(params.genesis.header.time);
+        chainstate.accept_block(prepare(&blocks[0])).unwrap();
+        let first = prepare(&blocks[1]);
+        let first_hash = first.hash();
+        // Three hours before genesis, block 1 is more than two hours ahead.
+        chainstate.set_mock_time(Some(genesis_time - 3 * 60 * 60));
+        match chainstate.accept_block(first).unwrap() {
+            AcceptOutcome::Invalid(BlockRejection::Block(BlockError::TimeTooNew { .. })) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(chainstate.index.get(&first_hash).is_none(), "not indexed, not marked");
+        chainstate.set_mock_time(None);
+        let outcome = chainstate.accept_block(prepare(&blocks[1])).unwrap();
+        assert!(matches!(outcome, AcceptOutcome::Accepted(_)), "{outcome:?}");
     }
 }

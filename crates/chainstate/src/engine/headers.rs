@@ -42,9 +42,10 @@ impl Chainstate {
             }
         }
         let mut added = 0;
+        let now = crate::stages::headers::now_seconds(self.mock_time_seconds);
         while let Some((hash, header)) = ready.pop_front() {
             if self.index.get(&hash).is_some()
-                || !header_acceptable(&self.index, &self.options.params, header, &hash)
+                || !header_acceptable(&self.index, &self.options.params, header, &hash, now)
             {
                 continue;
             }

@@ -120,6 +120,9 @@ pub struct Chainstate {
     /// Set by the node on shutdown: connecting stops between two blocks
     /// ([`Chainstate::set_interrupt`]).
     pub(crate) interrupt: Option<Arc<AtomicBool>>,
+    /// The clock's reading for header checks, when the node pretends the
+    /// time (`-mocktime`, [`Chainstate::set_mock_time`]).
+    pub(crate) mock_time_seconds: Option<i64>,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -272,6 +275,13 @@ impl Chainstate {
     /// `-reindex-chainstate`) ends at the next block, the chain consistent.
     pub fn set_interrupt(&mut self, flag: Arc<AtomicBool>) {
         self.interrupt = Some(flag);
+    }
+
+    /// Header times are checked against `seconds` (Unix time) instead of
+    /// the clock: Core's `-mocktime`, which sets the `NodeClock` its
+    /// `time-too-new` rule reads. `None` goes back to the clock.
+    pub fn set_mock_time(&mut self, seconds: Option<i64>) {
+        self.mock_time_seconds = seconds;
     }
 
     /// Whether the flag given to [`Self::set_interrupt`] is set.

@@ -48,6 +48,7 @@ impl Chainstate {
             reads: super::reader::ReadService::new(persistence_files),
             metrics: Arc::default(),
             interrupt: None,
+            mock_time_seconds: None,
         };
         chainstate.metrics.watch_coins_database(chainstate.connector.cache().database());
         chainstate.recover()?;

@@ -6,6 +6,15 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The Unix time now, or `mock_time_seconds` when set (Core's `NodeClock`,
+/// which `-mocktime` sets on regtest).
+pub(crate) fn now_seconds(mock_time_seconds: Option<i64>) -> i64 {
+    mock_time_seconds.unwrap_or_else(|| {
+        let elapsed = SystemTime::now().duration_since(UNIX_EPOCH);
+        elapsed.map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
+    })
+}
+
 use ibex_consensus::{
     check_block_header, contextual_check_block_header, contextual_check_block_known, BlockError,
     HeaderContext,
@@ -16,13 +25,14 @@ use ibex_primitives::{BlockHash, BlockView, CompactTarget, Header, Params};
 use crate::index::{BlockIndex, EntryId};
 
 /// `ContextualCheckBlockHeader` of `header` on the indexed `parent`:
-/// difficulty bits, time against the median time past and the clock,
-/// version.
+/// difficulty bits, time against the median time past and the clock
+/// (`now_seconds`: Unix time, `-mocktime`'s when set), version.
 pub(crate) fn check_header_context(
     index: &BlockIndex,
     params: &Params,
     header: &Header,
     parent: EntryId,
+    now_seconds: i64,
 ) -> Result<(), BlockError> {
     let parent_entry = index.entry(parent);
     let summary = |id: EntryId| {
@@ -37,13 +47,12 @@ pub(crate) fn check_header_context(
         index.ancestor(parent, height).map(summary)
     })
     .map_err(|_| BlockError::BadDifficultyBits { bits: header.bits, expected: 0 })?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
     let context = HeaderContext {
         height: parent_entry.height + 1,
         previous_median_time_past: index.median_time_past(parent),
         previous_time: parent_entry.header.time,
         expected_bits,
-        adjusted_time_seconds: i64::try_from(now).unwrap_or(i64::MAX),
+        adjusted_time_seconds: now_seconds,
     };
     contextual_check_block_header(header, &context, params)
 }
@@ -70,11 +79,12 @@ pub(crate) fn header_acceptable(
     params: &Params,
     header: &Header,
     hash: &BlockHash,
+    now_seconds: i64,
 ) -> bool {
     let Some(parent) = index.get(&header.previous_block_hash) else { return false };
     if index.entry(parent).status.is_failed() {
         return false;
     }
     check_block_header(header, hash, params).is_ok()
-        && check_header_context(index, params, header, parent).is_ok()
+        && check_header_context(index, params, header, parent, now_seconds).is_ok()
 }
