@@ -190,11 +190,15 @@ fn a_mutated_copy_from_a_peer_never_condemns_the_block() {
     }
 }
 
-/// Writes `blocks` in order to a block file in `directory` (regtest magic,
-/// no obfuscation); the file's path.
+/// Writes the genesis block then `blocks` in order to a block file in
+/// `directory` (regtest magic, no obfuscation), as a node's own files
+/// start; the file's path.
 fn block_file(directory: &Path, blocks: &[&[u8]]) -> std::path::PathBuf {
-    let magic = ibex_primitives::Params::regtest().message_start;
-    let mut writer = ibex_generator::output::ChainWriter::create(directory, magic, [0; 8]).unwrap();
+    let params = ibex_primitives::Params::regtest();
+    let mut writer =
+        ibex_generator::output::ChainWriter::create(directory, params.message_start, [0; 8])
+            .unwrap();
+    writer.append(&params.genesis.encode()).unwrap();
     for block in blocks {
         writer.append(block).unwrap();
     }
@@ -255,4 +259,175 @@ fn mutated_copies_in_a_block_file_get_cores_accept_block_verdicts() {
     assert!(!log.contains(&format!("new best={marked}")), "{log}");
     let last = chain.headers[MATURE_HEIGHT as usize - 1].block_hash();
     assert!(log.contains(&update_tip_line(last, MATURE_HEIGHT)), "{log}");
+}
+
+fn core_binaries() -> Option<std::path::PathBuf> {
+    match std::env::var_os("IBEX_CORE_BIN") {
+        Some(directory) => Some(std::path::PathBuf::from(directory)),
+        None => {
+            eprintln!("skipped: mutated blocks fed to bitcoind (IBEX_CORE_BIN not set)");
+            None
+        }
+    }
+}
+
+/// A `bitcoind -regtest` on an empty datadir with `options`, and its
+/// `bitcoin-cli` (`None` when a call fails).
+struct Bitcoind {
+    binaries: std::path::PathBuf,
+    datadir: std::path::PathBuf,
+    rpc_port: u16,
+    process: common::NodeProcess,
+}
+
+impl Bitcoind {
+    fn start(binaries: &Path, datadir: &Path, options: &[String]) -> Bitcoind {
+        std::fs::create_dir_all(datadir).unwrap();
+        let rpc_port = common::free_port();
+        let process = common::spawn_node(
+            std::process::Command::new(binaries.join("bitcoind"))
+                .args(["-regtest", "-printtoconsole=0", "-dnsseed=0", "-fixedseeds=0"])
+                .arg(format!("-datadir={}", datadir.display()))
+                .arg(format!("-rpcport={rpc_port}"))
+                .args(options)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        );
+        let bitcoind = Bitcoind {
+            binaries: binaries.to_owned(),
+            datadir: datadir.to_owned(),
+            rpc_port,
+            process,
+        };
+        let log = || std::fs::read_to_string(datadir.join("regtest/debug.log")).unwrap_or_default();
+        assert!(
+            wait_until(WAIT, || bitcoind.cli(&["getblockcount"]).is_some()),
+            "no RPC\n{}",
+            log()
+        );
+        bitcoind
+    }
+
+    fn cli(&self, arguments: &[&str]) -> Option<String> {
+        let output = std::process::Command::new(self.binaries.join("bitcoin-cli"))
+            .arg("-regtest")
+            .arg(format!("-datadir={}", self.datadir.display()))
+            .arg(format!("-rpcport={}", self.rpc_port))
+            .args(arguments)
+            .output()
+            .unwrap();
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+
+    fn best(&self) -> Option<String> {
+        self.cli(&["getbestblockhash"])
+    }
+
+    fn tip_status(&self, hash: BlockHash) -> Option<String> {
+        let tips: serde_json::Value = serde_json::from_str(&self.cli(&["getchaintips"])?).ok()?;
+        tips.as_array()?.iter().find_map(|tip| {
+            (tip["hash"] == hash.to_string()).then(|| tip["status"].as_str().unwrap().to_owned())
+        })
+    }
+
+    fn stop(mut self) {
+        let _ = self.cli(&["stop"]);
+        assert!(common::wait_exit(&mut self.process, &self.datadir).success());
+    }
+}
+
+#[test]
+fn bitcoind_fed_the_same_sequences_ends_on_the_same_tips() {
+    let Some(binaries) = core_binaries() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let mut chain = Chain::new();
+    chain.extend_with_coinbases(MATURE_HEIGHT);
+    let cases = cases(&mut chain);
+
+    // Over P2P: the same fake peers, the same verdicts.
+    let port = common::free_port();
+    let options = [
+        "-listen=1".to_owned(),
+        "-bind=127.0.0.1".to_owned(),
+        format!("-port={port}"),
+        "-connect=0".to_owned(),
+        "-v2transport=0".to_owned(),
+    ];
+    let core = Bitcoind::start(&binaries, &root.path().join("p2p"), &options);
+    let serve_core = |marker: i32, up_to_headers: &[Header], blocks| {
+        let mut peer = FakePeer::connect(port);
+        peer.handshake(marker, true);
+        peer.send(&NetworkMessage::Headers(up_to_headers.to_vec())).unwrap();
+        Serving::start(peer, up_to_headers.to_vec(), blocks, GetData::Answer)
+    };
+    let mature_tip = chain.headers[MATURE_HEIGHT as usize - 1].block_hash().to_string();
+    let mut keep = vec![serve_core(
+        1,
+        &chain.headers[..MATURE_HEIGHT as usize],
+        blocks_by_hash(&chain, MATURE_HEIGHT),
+    )];
+    assert!(wait_until(WAIT, || core.best().as_deref() == Some(mature_tip.as_str())));
+    for (index, case) in cases.iter().enumerate() {
+        let height = MATURE_HEIGHT + 1 + index as u32;
+        let hash = case.block.block_hash();
+        let headers = &chain.headers[..height as usize];
+        let mut mangled = blocks_by_hash(&chain, height - 1);
+        mangled.insert(hash, case.mutated.clone());
+        let hostile = serve_core(900 + 2 * index as i32, headers, mangled);
+        assert!(
+            wait_until(WAIT, || hostile.is_finished()),
+            "{}: bitcoind kept the peer",
+            case.name
+        );
+        assert_eq!(core.tip_status(hash).as_deref(), Some("headers-only"), "{}", case.name);
+        keep.push(serve_core(901 + 2 * index as i32, headers, blocks_by_hash(&chain, height)));
+        let expected = hash.to_string();
+        assert!(
+            wait_until(WAIT, || core.best().as_deref() == Some(expected.as_str())),
+            "{}",
+            case.name
+        );
+    }
+    core.stop();
+    for serving in keep {
+        serving.stop();
+    }
+
+    // From files: the sequences `mutated_copies_in_a_block_file_...` loads.
+    let mature: Vec<&[u8]> = (1..=MATURE_HEIGHT).map(|height| chain.block_at(height)).collect();
+    let encoded: Vec<Vec<u8>> = cases.iter().map(|case| case.block.encode()).collect();
+    let mut followed = mature.clone();
+    followed.push(&encoded[0]);
+    followed.push(&cases[0].mutated);
+    for (case, real) in cases.iter().zip(&encoded).skip(1) {
+        followed.push(&case.mutated);
+        followed.push(real);
+    }
+    let file = block_file(&root.path().join("followed-file"), &followed);
+    let core = Bitcoind::start(
+        &binaries,
+        &root.path().join("followed"),
+        &[format!("-loadblock={}", file.display()), "-listen=0".to_owned()],
+    );
+    let tip = chain.tip().to_string();
+    assert!(wait_until(WAIT, || core.best().as_deref() == Some(tip.as_str())), "{:?}", core.best());
+    core.stop();
+
+    let mut marked = mature;
+    marked.push(&cases[0].mutated);
+    marked.push(&encoded[0]);
+    let file = block_file(&root.path().join("marked-file"), &marked);
+    let core = Bitcoind::start(
+        &binaries,
+        &root.path().join("marked"),
+        &[format!("-loadblock={}", file.display()), "-listen=0".to_owned()],
+    );
+    let marked_hash = cases[0].block.block_hash();
+    // The import activates once at its end: wait for both.
+    let settled = || {
+        core.tip_status(marked_hash).as_deref() == Some("invalid")
+            && core.best().as_deref() == Some(mature_tip.as_str())
+    };
+    assert!(wait_until(WAIT, settled), "{:?}", core.cli(&["getchaintips"]));
+    core.stop();
 }
