@@ -12,23 +12,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ibex_primitives::hash::SHA256_INITIAL_STATE;
 use ibex_primitives::pow::U256;
 use ibex_primitives::{BlockHash, CompactTarget, Header, Target};
 use sha2::digest::generic_array::GenericArray;
 
 use crate::error::GeneratorError;
-
-/// SHA-256's initial state.
-const SHA256_INITIAL_STATE: [u32; 8] = [
-    0x6a09_e667,
-    0xbb67_ae85,
-    0x3c6e_f372,
-    0xa54f_f53a,
-    0x510e_527f,
-    0x9b05_688c,
-    0x1f83_d9ab,
-    0x5be0_cd19,
-];
 
 /// Sets `header.nonce` to the lowest nonce whose hash meets
 /// `header.bits`; fails when no nonce does (the caller changes the time or
@@ -42,13 +31,7 @@ pub fn grind_header(
         Target::from_compact(CompactTarget(header.bits), Target::from_pow_limit(U256::MAX))
             .ok_or(GeneratorError::ProofOfWork { height })?
             .to_u256();
-    let encoded = header.encode();
-    let mut first_block = [0u8; 64];
-    first_block.copy_from_slice(&encoded[..64]);
-    let mut midstate = SHA256_INITIAL_STATE;
-    sha2::compress256(&mut midstate, &[GenericArray::from(first_block)]);
-    let mut tail = [0u8; 16];
-    tail.copy_from_slice(&encoded[64..80]);
+    let (midstate, tail) = midstate_and_tail(header);
     let threads = threads.clamp(1, 64) as u32;
     // The lowest winning nonce so far (u64::MAX: none).
     let found = AtomicU64::new(u64::MAX);
@@ -64,6 +47,18 @@ pub fn grind_header(
     let hash = header.block_hash();
     assert!(U256::from_le_bytes(hash.0) <= target, "the grinder's hash is the header's");
     Ok(hash)
+}
+
+/// The SHA-256 state after the header's first 64 bytes, and its last 16.
+fn midstate_and_tail(header: &Header) -> ([u32; 8], [u8; 16]) {
+    let encoded = header.encode();
+    let mut first_block = [0u8; 64];
+    first_block.copy_from_slice(&encoded[..64]);
+    let mut midstate = SHA256_INITIAL_STATE;
+    sha2::compress256(&mut midstate, &[GenericArray::from(first_block)]);
+    let mut tail = [0u8; 16];
+    tail.copy_from_slice(&encoded[64..]);
+    (midstate, tail)
 }
 
 /// Tries nonces `first`, `first + step`, ... until one meets `target` or
@@ -134,14 +129,8 @@ mod tests {
         };
         for nonce in [0, 1, 0xdead_beef, u32::MAX] {
             header.nonce = nonce;
-            let encoded = header.encode();
-            let mut first_block = [0u8; 64];
-            first_block.copy_from_slice(&encoded[..64]);
-            let mut midstate = SHA256_INITIAL_STATE;
-            sha2::compress256(&mut midstate, &[GenericArray::from(first_block)]);
-            let mut tail = [0u8; 16];
-            tail.copy_from_slice(&encoded[64..]);
-            assert_eq!(double_hash(&midstate, &tail), sha256d(&encoded));
+            let (midstate, tail) = midstate_and_tail(&header);
+            assert_eq!(double_hash(&midstate, &tail), sha256d(&header.encode()));
         }
     }
 

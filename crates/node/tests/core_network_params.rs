@@ -14,22 +14,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::{Network, Params};
-
-fn core_binaries() -> Option<PathBuf> {
-    match std::env::var_os("IBEX_CORE_BIN") {
-        Some(directory) => Some(PathBuf::from(directory)),
-        None => {
-            eprintln!("skipped: network parameters against bitcoind (IBEX_CORE_BIN not set)");
-            None
-        }
-    }
-}
 
 /// `bitcoind`'s help for every option, whitespace collapsed.
 fn core_help(binaries: &Path) -> String {
@@ -81,7 +71,9 @@ fn is_v30(binaries: &Path) -> bool {
 
 #[test]
 fn help_defaults_are_ibexs_parameters() {
-    let Some(binaries) = core_binaries() else { return };
+    let Some(binaries) = common::core_binaries("network parameters against bitcoind") else {
+        return;
+    };
     let help = core_help(&binaries);
     let ports = defaults(&help, "-port=<port>");
     let rpc_ports = defaults(&help, "-rpcport=<port>");
@@ -161,7 +153,9 @@ fn core_answers(binaries: &Path, network: Network, calls: &[&[&str]]) -> Vec<ser
 
 #[test]
 fn a_running_bitcoind_agrees_on_each_network() {
-    let Some(binaries) = core_binaries() else { return };
+    let Some(binaries) = common::core_binaries("network parameters against bitcoind") else {
+        return;
+    };
     let deployments = [
         ("bip34", BuriedDeployment::HeightInCoinbase),
         ("bip65", BuriedDeployment::CheckLockTimeVerify),

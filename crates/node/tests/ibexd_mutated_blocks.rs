@@ -79,6 +79,14 @@ fn cases(chain: &mut Chain) -> Vec<Case> {
     cases
 }
 
+/// The mature chain, then the four cases' real blocks on it.
+fn chain_with_cases() -> (Chain, Vec<Case>) {
+    let mut chain = Chain::new();
+    chain.extend_with_coinbases(MATURE_HEIGHT);
+    let cases = cases(&mut chain);
+    (chain, cases)
+}
+
 /// B: an empty regtest node listening on loopback, with RPC.
 fn start_node(datadir: &Path, extra: &[&str]) -> (Node, u16) {
     std::fs::create_dir_all(datadir).unwrap();
@@ -137,9 +145,7 @@ fn tip_status(rpc_port: u16, hash: BlockHash) -> Option<String> {
 #[test]
 fn a_mutated_copy_from_a_peer_never_condemns_the_block() {
     let root = tempfile::tempdir().unwrap();
-    let mut chain = Chain::new();
-    chain.extend_with_coinbases(MATURE_HEIGHT);
-    let cases = cases(&mut chain);
+    let (chain, cases) = chain_with_cases();
     let (mut b, rpc_port) = start_node(&root.path().join("b"), &[]);
 
     let (honest, _) = serve(
@@ -190,20 +196,35 @@ fn a_mutated_copy_from_a_peer_never_condemns_the_block() {
     }
 }
 
-/// Writes the genesis block then `blocks` in order to a block file in
-/// `directory` (regtest magic, no obfuscation), as a node's own files
-/// start; the file's path.
+/// The genesis block then `blocks`, as a node's own files start, in a
+/// block file in `directory`; the file's path.
 fn block_file(directory: &Path, blocks: &[&[u8]]) -> std::path::PathBuf {
     let params = ibex_primitives::Params::regtest();
-    let mut writer =
-        ibex_generator::output::ChainWriter::create(directory, params.message_start, [0; 8])
-            .unwrap();
-    writer.append(&params.genesis.encode()).unwrap();
-    for block in blocks {
-        writer.append(block).unwrap();
+    let genesis = params.genesis.encode();
+    let all: Vec<&[u8]> = std::iter::once(&genesis[..]).chain(blocks.iter().copied()).collect();
+    common::write_block_file(directory, params.message_start, &all)
+}
+
+/// The two file sequences: `followed` (the 64-byte reading after its block,
+/// every other mutated copy before its block) and `marked` (the mature
+/// chain, then the 64-byte reading before its block).
+fn file_sequences<'a>(
+    chain: &'a Chain,
+    cases: &'a [Case],
+    encoded: &'a [Vec<u8>],
+) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+    let mature: Vec<&[u8]> = (1..=MATURE_HEIGHT).map(|height| chain.block_at(height)).collect();
+    let mut followed = mature.clone();
+    followed.push(&encoded[0]);
+    followed.push(&cases[0].mutated);
+    for (case, real) in cases.iter().zip(encoded).skip(1) {
+        followed.push(&case.mutated);
+        followed.push(real);
     }
-    writer.finish().unwrap();
-    directory.join("blk00000.dat")
+    let mut marked = mature;
+    marked.push(&cases[0].mutated);
+    marked.push(&encoded[0]);
+    (followed, marked)
 }
 
 /// Imports `file` with `-loadblock` into an empty node, which exits when
@@ -223,24 +244,15 @@ fn load(root: &Path, name: &str, file: &Path) -> String {
 #[test]
 fn mutated_copies_in_a_block_file_get_cores_accept_block_verdicts() {
     let root = tempfile::tempdir().unwrap();
-    let mut chain = Chain::new();
-    chain.extend_with_coinbases(MATURE_HEIGHT);
-    let cases = cases(&mut chain);
-    let mature: Vec<&[u8]> = (1..=MATURE_HEIGHT).map(|height| chain.block_at(height)).collect();
+    let (chain, cases) = chain_with_cases();
+    let encoded: Vec<Vec<u8>> = cases.iter().map(|case| case.block.encode()).collect();
+    let (followed, marked) = file_sequences(&chain, &cases, &encoded);
 
     // Merkle and witness mutations (cases after the first) come before
     // their real blocks and mark nothing: the chain reaches its tip. The
     // 64-byte reading comes after its real block, which is stored by
     // then, so the copy is skipped.
-    let mut blocks = mature.clone();
-    let encoded: Vec<Vec<u8>> = cases.iter().map(|case| case.block.encode()).collect();
-    blocks.push(&encoded[0]);
-    blocks.push(&cases[0].mutated);
-    for (case, real) in cases.iter().zip(&encoded).skip(1) {
-        blocks.push(&case.mutated);
-        blocks.push(real);
-    }
-    let file = block_file(&root.path().join("followed"), &blocks);
+    let file = block_file(&root.path().join("followed"), &followed);
     let log = load(root.path(), "followed", &file);
     let tip_height = MATURE_HEIGHT + cases.len() as u32;
     assert!(log.contains(&update_tip_line(chain.tip(), tip_height)), "{log}");
@@ -249,26 +261,13 @@ fn mutated_copies_in_a_block_file_get_cores_accept_block_verdicts() {
     // The 64-byte reading before its block: Core's AcceptBlock runs
     // CheckBlock (`bad-cb-missing`, a consensus failure, not a mutation
     // there) and marks the header; the real block is then refused.
-    let mut blocks = mature;
-    blocks.push(&cases[0].mutated);
-    blocks.push(&encoded[0]);
-    let file = block_file(&root.path().join("marked"), &blocks);
+    let file = block_file(&root.path().join("marked"), &marked);
     let log = load(root.path(), "marked", &file);
     let marked = cases[0].block.block_hash();
     assert!(log.contains(&format!("InvalidChainFound: invalid block={marked}")), "{log}");
     assert!(!log.contains(&format!("new best={marked}")), "{log}");
     let last = chain.headers[MATURE_HEIGHT as usize - 1].block_hash();
     assert!(log.contains(&update_tip_line(last, MATURE_HEIGHT)), "{log}");
-}
-
-fn core_binaries() -> Option<std::path::PathBuf> {
-    match std::env::var_os("IBEX_CORE_BIN") {
-        Some(directory) => Some(std::path::PathBuf::from(directory)),
-        None => {
-            eprintln!("skipped: mutated blocks fed to bitcoind (IBEX_CORE_BIN not set)");
-            None
-        }
-    }
 }
 
 /// A `bitcoind -regtest` on an empty datadir with `options`, and its
@@ -338,11 +337,9 @@ impl Bitcoind {
 
 #[test]
 fn bitcoind_fed_the_same_sequences_ends_on_the_same_tips() {
-    let Some(binaries) = core_binaries() else { return };
+    let Some(binaries) = common::core_binaries("mutated blocks fed to bitcoind") else { return };
     let root = tempfile::tempdir().unwrap();
-    let mut chain = Chain::new();
-    chain.extend_with_coinbases(MATURE_HEIGHT);
-    let cases = cases(&mut chain);
+    let (chain, cases) = chain_with_cases();
 
     // Over P2P: the same fake peers, the same verdicts.
     let port = common::free_port();
@@ -394,15 +391,8 @@ fn bitcoind_fed_the_same_sequences_ends_on_the_same_tips() {
     }
 
     // From files: the sequences `mutated_copies_in_a_block_file_...` loads.
-    let mature: Vec<&[u8]> = (1..=MATURE_HEIGHT).map(|height| chain.block_at(height)).collect();
     let encoded: Vec<Vec<u8>> = cases.iter().map(|case| case.block.encode()).collect();
-    let mut followed = mature.clone();
-    followed.push(&encoded[0]);
-    followed.push(&cases[0].mutated);
-    for (case, real) in cases.iter().zip(&encoded).skip(1) {
-        followed.push(&case.mutated);
-        followed.push(real);
-    }
+    let (followed, marked) = file_sequences(&chain, &cases, &encoded);
     let file = block_file(&root.path().join("followed-file"), &followed);
     let core = Bitcoind::start(
         &binaries,
@@ -413,9 +403,6 @@ fn bitcoind_fed_the_same_sequences_ends_on_the_same_tips() {
     assert!(wait_until(WAIT, || core.best().as_deref() == Some(tip.as_str())), "{:?}", core.best());
     core.stop();
 
-    let mut marked = mature;
-    marked.push(&cases[0].mutated);
-    marked.push(&encoded[0]);
     let file = block_file(&root.path().join("marked-file"), &marked);
     let core = Bitcoind::start(
         &binaries,

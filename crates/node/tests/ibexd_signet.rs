@@ -22,7 +22,7 @@ mod common;
 mod hostile_peer;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -121,15 +121,6 @@ impl Signet {
     }
 }
 
-fn write_block_file(directory: &Path, magic: [u8; 4], blocks: &[Vec<u8>]) -> PathBuf {
-    let mut writer = ibex_generator::output::ChainWriter::create(directory, magic, [0; 8]).unwrap();
-    for block in blocks {
-        writer.append(block).unwrap();
-    }
-    writer.finish().unwrap();
-    directory.join("blk00000.dat")
-}
-
 fn signet_log(datadir: &Path) -> String {
     std::fs::read_to_string(datadir.join("signet/debug.log")).unwrap_or_default()
 }
@@ -177,7 +168,7 @@ fn assert_file_verdicts(signet: &Signet, log: &str) {
 fn signet_blocks_from_files_are_checked_against_the_challenge() {
     let signet = signet();
     let root = tempfile::tempdir().unwrap();
-    let file = write_block_file(
+    let file = common::write_block_file(
         &root.path().join("file"),
         signet.params.message_start,
         &signet.file_order(),
@@ -353,22 +344,12 @@ fn signet_challenge_is_parsed_as_core_parses_it() {
     }
 }
 
-fn core_binaries() -> Option<PathBuf> {
-    match std::env::var_os("IBEX_CORE_BIN") {
-        Some(directory) => Some(PathBuf::from(directory)),
-        None => {
-            eprintln!("skipped: signet verdicts of bitcoind (IBEX_CORE_BIN not set)");
-            None
-        }
-    }
-}
-
 #[test]
 fn bitcoind_gives_the_same_signet_verdicts() {
-    let Some(binaries) = core_binaries() else { return };
+    let Some(binaries) = common::core_binaries("signet verdicts of bitcoind") else { return };
     let signet = signet();
     let root = tempfile::tempdir().unwrap();
-    let file = write_block_file(
+    let file = common::write_block_file(
         &root.path().join("file"),
         signet.params.message_start,
         &signet.file_order(),

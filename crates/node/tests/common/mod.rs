@@ -221,3 +221,30 @@ pub fn terminate(child: &Child) {
 pub fn spawn_node(command: &mut Command) -> NodeProcess {
     NodeProcess(command.spawn().unwrap())
 }
+
+/// The directory `IBEX_CORE_BIN` names (Core's `bitcoind` and
+/// `bitcoin-cli`), or `None` after saying that `what` was skipped.
+pub fn core_binaries(what: &str) -> Option<PathBuf> {
+    match std::env::var_os("IBEX_CORE_BIN") {
+        Some(directory) => Some(PathBuf::from(directory)),
+        None => {
+            eprintln!("skipped: {what} (IBEX_CORE_BIN not set)");
+            None
+        }
+    }
+}
+
+/// Writes `blocks` in order to `blk00000.dat` in `directory` with the
+/// network's `magic` and no obfuscation (an all-zero `xor.dat`); the file.
+pub fn write_block_file<Bytes: AsRef<[u8]>>(
+    directory: &Path,
+    magic: [u8; 4],
+    blocks: &[Bytes],
+) -> PathBuf {
+    let mut writer = ibex_generator::output::ChainWriter::create(directory, magic, [0; 8]).unwrap();
+    for block in blocks {
+        writer.append(block.as_ref()).unwrap();
+    }
+    writer.finish().unwrap();
+    directory.join("blk00000.dat")
+}

@@ -20,8 +20,9 @@ mod sha_ni;
 use sha2::digest::generic_array::GenericArray;
 use sha2::{Digest, Sha256};
 
-/// SHA-256's initial state.
-const INITIAL_STATE: [u32; 8] = [
+/// SHA-256's initial state (for callers that run the compression
+/// function themselves, as a grinder keeping a midstate does).
+pub const SHA256_INITIAL_STATE: [u32; 8] = [
     0x6a09_e667,
     0xbb67_ae85,
     0x3c6e_f372,
@@ -56,7 +57,7 @@ pub(crate) fn sha256_of_32(digest: &[u8; 32]) -> [u8; 32] {
     block[..32].copy_from_slice(digest);
     block[32] = 0x80;
     block[62] = 0x01; // 256 bits
-    let mut state = INITIAL_STATE;
+    let mut state = SHA256_INITIAL_STATE;
     sha2::compress256(&mut state, &[GenericArray::from(block)]);
     state_to_bytes(&state)
 }
@@ -82,7 +83,7 @@ pub fn sha256d_parts(parts: &[&[u8]]) -> [u8; 32] {
 /// Double SHA-256 of 64 bytes (a merkle node from its two children).
 #[inline]
 pub fn sha256d_64(data: &[u8; 64]) -> [u8; 32] {
-    let mut state = INITIAL_STATE;
+    let mut state = SHA256_INITIAL_STATE;
     sha2::compress256(
         &mut state,
         &[GenericArray::from(*data), GenericArray::from(PADDING_AFTER_64_BYTES)],

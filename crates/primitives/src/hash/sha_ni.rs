@@ -36,7 +36,7 @@ use core::arch::x86_64::{
 };
 use std::sync::OnceLock;
 
-use super::INITIAL_STATE;
+use super::SHA256_INITIAL_STATE;
 
 /// SHA-256's round constants.
 const ROUND_CONSTANTS: [u32; 64] = [
@@ -194,7 +194,7 @@ struct State {
 #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
 #[inline]
 unsafe fn initial_state() -> State {
-    let [a, b, c, d, e, f, g, h] = INITIAL_STATE.map(|word| word as i32);
+    let [a, b, c, d, e, f, g, h] = SHA256_INITIAL_STATE.map(|word| word as i32);
     State { abef: _mm_set_epi32(a, b, e, f), cdgh: _mm_set_epi32(c, d, g, h) }
 }
 
