@@ -261,7 +261,7 @@ pub fn write_signet_chain(
 
 fn signet_manifest(challenge_hex: &str, blocks: u32, tip: &BlockHash) -> String {
     let value = serde_json::json!({
-        "chain": "signet",
+        "network": "signet",
         "signet_challenge": challenge_hex,
         "block_count": blocks,
         "tip_hash": tip.to_hex(),

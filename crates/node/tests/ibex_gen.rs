@@ -81,3 +81,34 @@ fn gen_records_the_utxo_count_ibexd_finds_part_way() {
     assert_eq!(found["height"].as_u64(), Some(STOP_HEIGHT));
     assert_eq!(found["txouts"].as_u64(), Some(expected));
 }
+
+#[test]
+fn gen_writes_a_signet_that_ibexd_loads_with_its_challenge() {
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("signet-blocks");
+    let key = "11".repeat(32);
+    let output = ibex()
+        .args(["gen", "--chain", "signet", "--blocks", "3", "--threads", "2", "--signet-key", &key])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["network"], "signet");
+    let challenge = manifest["signet_challenge"].as_str().unwrap();
+    let option = format!("-signetchallenge={challenge}");
+    assert!(summary.contains(&option), "{summary}");
+
+    let datadir = directory.path().join("node");
+    std::fs::create_dir_all(&datadir).unwrap();
+    let load = format!("-loadblock={}", out.join("blk00000.dat").display());
+    let quiet = ["-signet", "-printtoconsole=0", "-server=0", "-dnsseed=0", "-fixedseeds=0"];
+    let status = common::ibexd(&datadir, &quiet, &[&option, &load]).status().unwrap();
+    assert!(status.success());
+    let log = std::fs::read_to_string(datadir.join("signet/debug.log")).unwrap();
+    let tip = manifest["tip_hash"].as_str().unwrap();
+    assert!(log.contains(&format!("UpdateTip: new best={tip} height=3 ")), "{log}");
+}
