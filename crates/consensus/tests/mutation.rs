@@ -124,3 +124,37 @@ fn witnesses_must_match_the_commitment_or_be_absent() {
         Some(BlockMutation::Witness(WitnessCommitmentError::UnexpectedWitness))
     );
 }
+
+#[test]
+fn a_commitment_checked_before_is_not_hashed_again_only_with_segwit_active() {
+    use ibex_consensus::contextual_check_block_known;
+    use ibex_consensus::finality::bip34_height_prefix;
+    let params = ibex_primitives::Params::regtest();
+    let height = 1;
+    // A coinbase committing to a witness root that does not match the
+    // block's (all zeros): the commitment check must fail when it runs.
+    let mut coinbase = coinbase();
+    coinbase.inputs[0].script_sig = bip34_height_prefix(height);
+    coinbase.inputs[0].script_sig.extend_from_slice(&[0, 0]);
+    coinbase.inputs[0].witness = vec![vec![0; 32]];
+    let mut script = vec![0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
+    script.extend_from_slice(&[0; 32]);
+    coinbase.outputs.push(TxOutput { value: 0, script_pubkey: script });
+    let transactions = vec![coinbase, transaction(5, 0, vec![vec![0x51]])];
+    let bytes = block(&transactions, transactions.clone());
+    let view = BlockView::parse(&bytes).unwrap();
+    let check =
+        |witness_checked| contextual_check_block_known(&view, height, 0, &params, witness_checked);
+    assert_eq!(
+        check(false),
+        Err(BlockError::WitnessCommitment(WitnessCommitmentError::MerkleMismatch))
+    );
+    assert_eq!(check(true), Ok(()), "the caller vouches for the commitment");
+    // Before segwit the word is ignored: witnesses are refused all the same.
+    let mut before_segwit = params.clone();
+    before_segwit.segwit_height = 10;
+    assert_eq!(
+        contextual_check_block_known(&view, height, 0, &before_segwit, true),
+        Err(BlockError::WitnessCommitment(WitnessCommitmentError::UnexpectedWitness))
+    );
+}

@@ -43,7 +43,10 @@ impl SyncLoop {
         };
         let segwit = self.params.deployment_active_at(BuriedDeployment::Segwit, height);
         let mutation = merkle.or_else(|| mutation_after_merkle(block.view(), segwit));
-        block.witness_checked = mutation.is_none() && segwit;
+        // Recorded only for a block that passed `CheckBlock` (a coinbase
+        // first, so the commitment was read): the engine skips its own
+        // check on this word alone.
+        block.witness_checked = mutation.is_none() && segwit && block.check.is_ok();
         mutation
     }
 
