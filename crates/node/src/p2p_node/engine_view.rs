@@ -86,12 +86,20 @@ pub struct ReaderIndex {
     reader: ChainReader,
     /// Answer when the engine cannot: genesis, at height 0.
     genesis: IndexedHeader,
+    /// The chain's minimum chain work (`-minimumchainwork`): fixed for the
+    /// node's run, so it is never asked of the engine.
+    minimum_chain_work: ChainWork,
 }
 
 impl ReaderIndex {
-    /// A view over `reader`; `genesis` stands in when the engine is gone.
-    pub fn new(reader: ChainReader, genesis: IndexedHeader) -> ReaderIndex {
-        ReaderIndex { reader, genesis }
+    /// A view over `reader` on the chain of `params`; `genesis` stands in
+    /// when the engine is gone.
+    pub fn new(
+        reader: ChainReader,
+        genesis: IndexedHeader,
+        params: &ibex_primitives::Params,
+    ) -> ReaderIndex {
+        ReaderIndex { reader, genesis, minimum_chain_work: params.minimum_chain_work }
     }
 
     fn query<R: Send + 'static>(
@@ -154,11 +162,14 @@ impl HeaderIndex for ReaderIndex {
                 None => minimum,
             }
         })
-        .unwrap_or(ChainWork::ZERO)
+        // Fail closed: a threshold the engine cannot tell (busy, timed out,
+        // gone) is one no header chain reaches, so low-work headers go to
+        // presync instead of into the index.
+        .unwrap_or(ChainWork::MAX)
     }
 
     fn minimum_chain_work(&self) -> ChainWork {
-        self.query(|chainstate| chainstate.params().minimum_chain_work).unwrap_or(ChainWork::ZERO)
+        self.minimum_chain_work
     }
 
     fn is_initial_block_download(&self) -> bool {
@@ -448,6 +459,29 @@ mod tests {
 
     fn hash(byte: u8) -> BlockHash {
         BlockHash([byte; 32])
+    }
+
+    #[test]
+    fn a_work_threshold_the_engine_cannot_tell_fails_closed() {
+        let root = tempfile::tempdir().unwrap();
+        let params = ibex_primitives::Params::regtest();
+        let options = ibex_chainstate::ChainstateOptions {
+            params: params.clone(),
+            blocks_directory: root.path().join("blocks"),
+            chainstate_directory: root.path().join("chainstate"),
+            memory: ibex_chainstate::MemoryBudget::for_coins_bytes(1 << 20, 1 << 16),
+            script_threads: 1,
+            assume_valid: None,
+            periodic_flush_interval: Duration::from_secs(3600),
+            stop_at_height: None,
+        };
+        let chainstate =
+            Chainstate::open(options, Box::new(|_: &ibex_chainstate::ChainEvent| {})).unwrap();
+        let index = ReaderIndex::new(chainstate.reader(), genesis_header(&params), &params);
+        // The engine is gone: no answer can come.
+        drop(chainstate);
+        assert_eq!(index.anti_dos_work_threshold(), ChainWork::MAX);
+        assert_eq!(index.minimum_chain_work(), params.minimum_chain_work, "needs no engine");
     }
 
     #[test]

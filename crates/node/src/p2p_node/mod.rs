@@ -199,7 +199,7 @@ impl P2pNode {
             events,
             runtime.handle().clone(),
             reader.clone(),
-            ReaderIndex::new(reader, genesis_header(params)),
+            ReaderIndex::new(reader, genesis_header(params), params),
             EngineLink::new(commands, notices),
             HeadersSync::new(params, HeadersSyncParams::for_network(params.network), seed()),
             BlockDownload::new(download_config, tip_height),

@@ -13,6 +13,9 @@ pub struct ChainWork(U256);
 impl ChainWork {
     /// No work.
     pub const ZERO: ChainWork = ChainWork(U256::ZERO);
+    /// More work than any chain has: what a threshold that cannot be read
+    /// stands for, so that nothing passes it.
+    pub const MAX: ChainWork = ChainWork(U256::MAX);
 
     /// Work of this many expected hashes.
     pub const fn from_u256(value: U256) -> ChainWork {
