@@ -99,6 +99,7 @@ impl Connection {
             services: config.announced_services(),
             user_agent: config.user_agent.clone(),
             nonce: shared.identity.nonce,
+            ping_nonce_seed: shared.identity.ping_nonce_seed,
         };
         let connection = shared.identity.connection;
         let settings = ProtocolSettings {

@@ -46,13 +46,16 @@ pub const COMPACT_BLOCKS_VERSION: u64 = 2;
 /// nothing and wake again.
 const TIMER_SLACK: Duration = Duration::from_millis(1);
 
-/// What we announce, fixed for the connection.
+/// What we announce, fixed for the connection, and the secret our pings
+/// are numbered from.
 #[derive(Debug, Clone)]
 pub(crate) struct OurVersion {
     pub services: ServiceFlags,
     pub user_agent: UserAgent,
     /// The nonce in our `version` (the self-connection check's key).
     pub nonce: u64,
+    /// The seed of our ping nonces: random, never sent.
+    pub ping_nonce_seed: u64,
 }
 
 /// The timeouts and the service rule.
@@ -134,7 +137,7 @@ impl PeerProtocol {
         settings: ProtocolSettings,
         context: &Context<'_>,
     ) -> PeerProtocol {
-        let nonces = NonceSource::new(our.nonce);
+        let nonces = NonceSource::new(our.ping_nonce_seed);
         let mut protocol = PeerProtocol {
             inbound,
             punishable: inbound,
@@ -469,8 +472,10 @@ impl PeerProtocol {
     }
 }
 
-/// Ping nonces: SplitMix64 seeded from the connection's random nonce
-/// (Core draws them from `FastRandomContext`; they need only differ).
+/// Ping nonces: SplitMix64 seeded from a secret drawn from the system's
+/// CSPRNG for the connection (Core draws them from `FastRandomContext`):
+/// they must differ, and a peer must not predict them from anything it
+/// sees.
 #[derive(Debug)]
 struct NonceSource(u64);
 

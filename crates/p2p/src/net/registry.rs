@@ -139,13 +139,13 @@ impl Registry {
         connection: ConnectionType,
         attempt: Option<u64>,
     ) -> Result<Arc<PeerShared>, NetworkError> {
-        let nonce = random_nonce();
+        let secrets = ConnectionSecrets::draw();
         let mut state = lock(&self.state);
         if let Some(attempt) = attempt {
             state.attempts.remove(&attempt);
         }
-        let nonce = nonce?;
-        Ok(self.insert(&mut state, address, local_address, connection, nonce))
+        let secrets = secrets?;
+        Ok(self.insert(&mut state, address, local_address, connection, secrets))
     }
 
     /// Counts an automatic connection to `address` from now until it is
@@ -216,7 +216,7 @@ impl Registry {
         address: SocketAddr,
         local_address: Option<SocketAddr>,
     ) -> Result<Result<Arc<PeerShared>, DisconnectReason>, NetworkError> {
-        let nonce = random_nonce()?;
+        let secrets = ConnectionSecrets::draw()?;
         let mut state = lock(&self.state);
         match state.bans.get(address.ip(), SystemTime::now()) {
             Some(BanEntry { reason: BanReason::Misbehaving, .. }) => {
@@ -233,7 +233,7 @@ impl Registry {
             return Ok(Err(DisconnectReason::RefusedFull { address }));
         }
         state.inbound_count += 1;
-        Ok(Ok(self.insert(&mut state, address, local_address, ConnectionType::Inbound, nonce)))
+        Ok(Ok(self.insert(&mut state, address, local_address, ConnectionType::Inbound, secrets)))
     }
 
     fn insert(
@@ -242,7 +242,7 @@ impl Registry {
         address: SocketAddr,
         local_address: Option<SocketAddr>,
         connection: ConnectionType,
-        nonce: u64,
+        secrets: ConnectionSecrets,
     ) -> Arc<PeerShared> {
         let id = PeerId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let identity = PeerIdentity {
@@ -251,7 +251,8 @@ impl Registry {
             local_address,
             inbound: connection.is_inbound(),
             connection,
-            nonce,
+            nonce: secrets.version_nonce,
+            ping_nonce_seed: secrets.ping_nonce_seed,
             connected_at: SystemTime::now(),
             connected_instant: Instant::now(),
         };
@@ -398,8 +399,21 @@ pub(crate) fn unix_seconds() -> i64 {
     i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
-/// A random nonce for our `version` (Core derives it from a secret and the
-/// connection id; any unpredictable value detects self-connections).
-fn random_nonce() -> Result<u64, NetworkError> {
-    getrandom::u64().map_err(|source| NetworkError::RandomSource { source })
+/// A connection's random values, from the system's CSPRNG.
+struct ConnectionSecrets {
+    /// The nonce in our `version` (Core derives it from a secret and the
+    /// connection id; any unpredictable value detects self-connections).
+    version_nonce: u64,
+    /// The seed of our ping nonces, never sent: the peer sees our version
+    /// nonce, so ping nonces drawn from it could be predicted and a pong
+    /// forged before the ping arrives (Core draws them from its
+    /// `FastRandomContext`, seeded by the OS).
+    ping_nonce_seed: u64,
+}
+
+impl ConnectionSecrets {
+    fn draw() -> Result<ConnectionSecrets, NetworkError> {
+        let random = || getrandom::u64().map_err(|source| NetworkError::RandomSource { source });
+        Ok(ConnectionSecrets { version_nonce: random()?, ping_nonce_seed: random()? })
+    }
 }

@@ -38,6 +38,8 @@ pub(crate) struct PeerIdentity {
     pub connection: ConnectionType,
     /// The nonce in our `version` to this peer.
     pub nonce: u64,
+    /// The secret seed of our ping nonces to this peer.
+    pub ping_nonce_seed: u64,
     pub connected_at: SystemTime,
     pub connected_instant: Instant,
 }

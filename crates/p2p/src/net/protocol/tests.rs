@@ -21,6 +21,7 @@ fn our() -> OurVersion {
         services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
         user_agent: UserAgent::new(b"/Ibex:test/".to_vec()).unwrap_or_default(),
         nonce: 0x1234,
+        ping_nonce_seed: 0x5678,
     }
 }
 
@@ -351,4 +352,29 @@ fn automatic_outbound_peers_are_punished_for_an_oversized_addr() {
     let Err(reason) = rejected else { panic!("an automatic peer kept after 1,001 addresses") };
     assert!(reason.discourages());
     assert_eq!(reason.to_string(), "Misbehaving: addr message size = 1001");
+}
+
+/// The first ping a connection sends with `our`.
+fn first_ping_nonce(our: OurVersion) -> u64 {
+    let start = Instant::now();
+    let now = context(start, &not_own);
+    let mut protocol = PeerProtocol::new(false, address(), our, settings(), &now);
+    assert!(protocol.on_message(their_version(70016, 9), &now).is_ok());
+    assert!(protocol.on_message(NetworkMessage::Verack, &now).is_ok());
+    let nonce = outgoing(&mut protocol).iter().find_map(|message| match message {
+        NetworkMessage::Ping { nonce } => Some(*nonce),
+        _ => None,
+    });
+    nonce.unwrap_or_else(|| panic!("a ping after verack"))
+}
+
+#[test]
+fn ping_nonces_come_from_the_secret_seed_not_the_version_nonce() {
+    let base = first_ping_nonce(our());
+    // The version nonce, which the peer sees, changes nothing.
+    assert_eq!(first_ping_nonce(OurVersion { nonce: our().nonce ^ 0xffff, ..our() }), base);
+    // The secret seed, which it never sees, changes the nonce.
+    let reseeded = OurVersion { ping_nonce_seed: our().ping_nonce_seed ^ 1, ..our() };
+    assert_ne!(first_ping_nonce(reseeded), base);
+    assert_ne!(base, 0, "a zero nonce means no ping outstanding");
 }
