@@ -34,16 +34,7 @@ pub fn transaction_legacy_sigops(transaction: &TransactionView<'_>) -> u64 {
 /// sigop limit. `txids` are the block's transaction ids in block order
 /// (a caller's invariant: one per transaction).
 pub fn check_block(block: &BlockView<'_>, txids: &[Txid]) -> Result<(), BlockError> {
-    assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
-    let merkle = merkle_root(txids.iter().map(|txid| txid.0).collect());
-    if merkle.root != block.header().merkle_root {
-        return Err(BlockError::BadMerkleRoot);
-    }
-    // CVE-2012-2459: a list with duplicated siblings hashes to the same root as
-    // the list without them; Core rejects it so the valid block stays acceptable.
-    if merkle.mutated {
-        return Err(BlockError::DuplicateTransactions);
-    }
+    check_merkle_root(block, txids)?;
     let count = block.transaction_count();
     if count == 0
         || count * WITNESS_SCALE_FACTOR > BLOCK_WEIGHT_MAX
@@ -126,15 +117,24 @@ pub fn is_block_mutated(
 
 /// The merkle half of [`is_block_mutated`] (Core's `CheckMerkleRoot`).
 pub fn merkle_mutation(block: &BlockView<'_>, txids: &[Txid]) -> Option<BlockMutation> {
+    check_merkle_root(block, txids).err().map(BlockMutation::Merkle)
+}
+
+/// Core's `CheckMerkleRoot`: the header's root is the txids' root, and no
+/// level of the tree duplicates its last node to reach it. `txids` are the
+/// block's, one per transaction (a caller's invariant).
+fn check_merkle_root(block: &BlockView<'_>, txids: &[Txid]) -> Result<(), BlockError> {
     assert_eq!(txids.len(), block.transaction_count(), "one txid per transaction");
     let merkle = merkle_root(txids.iter().map(|txid| txid.0).collect());
     if merkle.root != block.header().merkle_root {
-        return Some(BlockMutation::Merkle(BlockError::BadMerkleRoot));
+        return Err(BlockError::BadMerkleRoot);
     }
+    // CVE-2012-2459: a list with duplicated siblings hashes to the same root as
+    // the list without them; Core rejects it so the valid block stays acceptable.
     if merkle.mutated {
-        return Some(BlockMutation::Merkle(BlockError::DuplicateTransactions));
+        return Err(BlockError::DuplicateTransactions);
     }
-    None
+    Ok(())
 }
 
 /// The rest of [`is_block_mutated`], for a block whose merkle root is

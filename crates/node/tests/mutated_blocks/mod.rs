@@ -13,11 +13,13 @@
 //!   so the header, do not change).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ibex_consensus::finality::bip34_height_prefix;
+use ibex_generator::block_builder::{
+    build_coinbase, witness_commitment_script, witness_root, CoinbaseSpec,
+};
 use ibex_primitives::hash::sha256;
 use ibex_primitives::{
-    merkle_root, Block, BlockHash, Hash256, Header, OutPoint, Params, ParsedTransaction,
-    Transaction, TxInput, TxOutput, Txid,
+    merkle_root, Amount, Block, BlockHash, Hash256, Header, OutPoint, Params, ParsedTransaction,
+    Transaction, TxInput, TxOutput, Txid, Wtxid,
 };
 
 use crate::hostile_peer::forge::{grind, REGTEST_BITS};
@@ -26,8 +28,6 @@ use crate::hostile_peer::forge::{grind, REGTEST_BITS};
 const OP_TRUE: u8 = 0x51;
 /// A coinbase's value: regtest's first subsidy.
 const SUBSIDY_SATOSHIS: i64 = 50 * 100_000_000;
-/// BIP141's commitment header.
-const COMMITMENT_HEADER: [u8; 6] = [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
 
 /// P2WSH of `OP_TRUE`.
 pub fn p2wsh_true() -> Vec<u8> {
@@ -163,28 +163,16 @@ fn reads_as_transaction(bytes: &[u8; 64]) -> bool {
 }
 
 /// A coinbase at `height` with `tag` in its scriptSig, paying the subsidy
-/// to `payout`; `committed` adds the witness nonce and a commitment slot
-/// (filled by [`commit_witnesses`]).
+/// to `payout` (the generator's); `committed` adds the witness nonce and a
+/// commitment slot (filled by [`commit_witnesses`]).
 pub fn coinbase(height: u32, tag: &[u8], payout: Vec<u8>, committed: bool) -> Transaction {
-    let mut script_sig = bip34_height_prefix(height);
-    assert!(tag.len() < 0x4c, "a direct push");
-    script_sig.push(tag.len() as u8);
-    script_sig.extend_from_slice(tag);
-    let mut outputs = vec![TxOutput { value: SUBSIDY_SATOSHIS, script_pubkey: payout }];
-    if committed {
-        outputs.push(TxOutput { value: 0, script_pubkey: COMMITMENT_HEADER.to_vec() });
-    }
-    Transaction {
-        version: 2,
-        inputs: vec![TxInput {
-            previous_output: OutPoint::NULL,
-            script_sig,
-            sequence: u32::MAX,
-            witness: if committed { vec![vec![0; 32]] } else { Vec::new() },
-        }],
-        outputs,
-        lock_time: 0,
-    }
+    build_coinbase(&CoinbaseSpec {
+        height,
+        extra: tag.to_vec(),
+        script_pubkey: payout,
+        value: Amount::from_sat(SUBSIDY_SATOSHIS).unwrap(),
+        witness_root: committed.then_some(Hash256([0; 32])),
+    })
 }
 
 /// Spends output 0 of `funding` (an `OP_TRUE` or P2WSH(`OP_TRUE`) output)
@@ -207,19 +195,13 @@ pub fn spend_true(funding: &Transaction, fee: i64) -> Transaction {
     }
 }
 
-/// Fills the coinbase's commitment slot for the block's witnesses (the
-/// coinbase's witness nonce is zeros).
+/// Fills the coinbase's commitment slot (its last output) for the block's
+/// witnesses (the coinbase's witness nonce is zeros).
 pub fn commit_witnesses(transactions: &mut [Transaction]) {
-    let mut leaves = vec![[0u8; 32]];
-    leaves.extend(transactions[1..].iter().map(|transaction| transaction.wtxid().0));
-    let root = merkle_root(leaves).root;
-    let mut preimage = [0u8; 64];
-    preimage[..32].copy_from_slice(&root.0);
-    let commitment = ibex_primitives::hash::sha256d(&preimage);
+    let wtxids: Vec<Wtxid> = transactions[1..].iter().map(Transaction::wtxid).collect();
+    let script = witness_commitment_script(&witness_root(&wtxids));
     let coinbase = &mut transactions[0];
     let slot = coinbase.outputs.len() - 1;
-    let mut script = COMMITMENT_HEADER.to_vec();
-    script.extend_from_slice(&commitment);
     coinbase.outputs[slot].script_pubkey = script;
 }
 
