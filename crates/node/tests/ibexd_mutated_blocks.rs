@@ -108,6 +108,9 @@ fn start_node(datadir: &Path, extra: &[&str]) -> (Node, u16) {
     let mut command = common::quiet_ibexd(datadir, &common::REGTEST_QUIET, &options);
     let mut process = common::spawn_node(&mut command);
     common::wait_for_log(datadir, "Bound to 127.0.0.1", &mut process);
+    // The RPC server starts after the P2P side: wait until it listens.
+    let rpc_listens = || std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok();
+    assert!(wait_until(WAIT, rpc_listens), "no RPC");
     (Node { datadir: datadir.to_owned(), port, process }, rpc_port)
 }
 

@@ -242,6 +242,9 @@ fn signet_blocks_from_peers_are_checked_and_never_marked() {
     let mut command = common::ibexd(&datadir, &["-signet", "-printtoconsole=0"], &options);
     let mut node = common::spawn_node(command.stdout(Stdio::null()).stderr(Stdio::null()));
     assert!(wait_until(WAIT, || signet_log(&datadir).contains("Bound to 127.0.0.1")));
+    // The RPC server starts after the P2P side: wait until it listens.
+    let rpc_listens = || std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok();
+    assert!(wait_until(WAIT, rpc_listens), "{}", signet_log(&datadir));
     let info = rpc(rpc_port, "getblockchaininfo", "[]");
     assert_eq!(info["result"]["chain"], "signet");
     assert_eq!(info["result"]["signet_challenge"], signet.challenge_hex);
