@@ -79,6 +79,10 @@ pub struct NetworkOptions {
     /// it up, so a plain import still exits when done). See also
     /// [`NetworkOptions::stays_up_knowing`].
     pub stays_up: bool,
+    /// `-test=evictionloopbackgroups` (regtest only): inbound loopback
+    /// addresses are grouped for eviction by their /16, as routable IPv4
+    /// would be, so tests can play many hosts from one machine.
+    pub eviction_loopback_groups: bool,
 }
 
 impl NetworkOptions {
@@ -179,6 +183,10 @@ fn count(source: &impl OptionSource, name: &str, default: usize, minimum: usize)
     })
 }
 
+/// The `-test` option that splits loopback addresses into eviction
+/// groups.
+pub(crate) const EVICTION_LOOPBACK_GROUPS: &str = "evictionloopbackgroups";
+
 /// The P2P options of `network` from `source`.
 pub(crate) fn network_options(
     source: &impl OptionSource,
@@ -224,6 +232,8 @@ pub(crate) fn network_options(
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
         stays_up,
+        eviction_loopback_groups: params.network == Network::Regtest
+            && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),
     })
 }
 

@@ -119,6 +119,7 @@ async fn broken_frames_are_dropped_for_core_reasons_while_a_good_peer_stays() {
         let (reason, _) = wait_closed(&mut events).await;
         assert_eq!(reason.to_string(), "Misbehaving: inv message size = 50001");
         assert!(handle.banned().is_empty());
+        assert!(!handle.is_discouraged(address.ip()));
 
         assert!(good.ping_pong(7).await, "the good peer is still served");
         assert_eq!(handle.peer_count(), 1);

@@ -13,6 +13,7 @@ use ibex_p2p::net::config::{AddressSettings, NetworkConfig, INBOUND_CONNECTIONS_
 use ibex_p2p::net::discovery::{
     DiscoveryConfig, BLOCK_RELAY_SLOTS_DEFAULT, FULL_RELAY_SLOTS_DEFAULT,
 };
+use ibex_p2p::net::EvictionGrouping;
 use ibex_primitives::Params;
 
 use crate::network_options::NetworkOptions;
@@ -105,6 +106,9 @@ pub fn network_config(
     let slots = ConnectionSlots::for_max_connections(options.max_connections);
     config.inbound_connections_max = slots.inbound.min(INBOUND_CONNECTIONS_MAX);
     config.start_height = start_height;
+    if options.eviction_loopback_groups {
+        config.eviction_grouping = EvictionGrouping::LoopbackBySlash16;
+    }
     Ok(config)
 }
 
@@ -226,6 +230,7 @@ mod tests {
             v2_transport: true,
             blocks_only: false,
             stays_up: false,
+            eviction_loopback_groups: false,
         };
         let (stored, dialed) = only_networks(&options);
         assert_eq!((stored, dialed), (NetworkSet::ALL, NetworkSet::DIALABLE));

@@ -169,7 +169,7 @@ impl NetworkRpc {
     /// `setban add`: Core's -23 when a manual ban is in force already.
     pub fn ban(&self, address: IpAddr, until_seconds: i64) -> Result<(), BackendError> {
         let address = canonical_ip(address);
-        if self.manual_bans().iter().any(|ban| ban.0 == address) {
+        if self.handle.manual_ban(address).is_some() {
             return Err(NetworkRequestError::AlreadyBanned.into());
         }
         let now = epoch_seconds(SystemTime::now());
@@ -181,7 +181,7 @@ impl NetworkRpc {
     /// `setban remove`: Core's -30 unless a manual ban is in force.
     pub fn unban(&self, address: IpAddr) -> Result<(), BackendError> {
         let address = canonical_ip(address);
-        if !self.manual_bans().iter().any(|ban| ban.0 == address) {
+        if self.handle.manual_ban(address).is_none() {
             return Err(NetworkRequestError::NotBanned.into());
         }
         self.handle.unban(address);
@@ -207,9 +207,7 @@ impl NetworkRpc {
     /// `clearbanned`: lifts every manual ban (discouragements stay, as
     /// Core's separate discouragement filter does).
     pub fn clear_bans(&self) {
-        for (address, _, _) in self.manual_bans() {
-            self.handle.unban(address);
-        }
+        self.handle.clear_bans();
     }
 
     /// The manual bans in force: address, start, end.

@@ -75,6 +75,12 @@ impl NetworkGroup {
         }
     }
 
+    /// The group of a routable IPv4 address starting with `prefix` (its
+    /// /16).
+    pub fn ipv4_slash16(prefix: [u8; 2]) -> NetworkGroup {
+        NetworkGroup::from_parts(GroupClass::Ipv4, &prefix)
+    }
+
     /// The group of a named source (a DNS seed, the fixed seeds): 10 bytes
     /// of the name's SHA-256, as Core makes an internal address of it.
     pub fn named(name: &str) -> NetworkGroup {

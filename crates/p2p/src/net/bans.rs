@@ -1,18 +1,32 @@
-//! Banned addresses, in memory, each with an expiry (Core's `BanMan`
-//! without its `banlist.json`; discouragement is a ban here, see
-//! [`crate::net::manager`]).
+//! Banned and discouraged addresses, in memory, each with an expiry
+//! (Core's `BanMan` without its `banlist.json`).
+//!
+//! Core keeps the operator's bans (`setban`, its `m_banned`) apart from
+//! the addresses of peers that misbehaved (its `m_discouraged`, a rolling
+//! bloom filter of 50,000 entries), so that any number of misbehaving
+//! addresses can never push out an operator's ban. [`BanList`] does the
+//! same with two bounded [`ExpiringSet`]s: a discouragement only ever
+//! evicts another discouragement, and a manual ban only another manual
+//! ban. Each set indexes its entries by address (a hash map) and by end
+//! (an ordered set), so an insert, a look-up, the removal of expired
+//! entries and of the soonest-ending one cost O(log n) each, never a scan
+//! of the list under the registry's lock.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 use crate::net::address::canonical_ip;
 use crate::net::reason::BanReason;
 
-/// The most addresses banned at once. Core discourages into a rolling
-/// bloom filter of 50,000 entries; at about 64 bytes an entry this is
-/// 3.2 MB. When full, the ban that ends soonest makes room.
-pub const BANNED_ADDRESSES_MAX: usize = 50_000;
+/// The most addresses discouraged at once (Core's rolling bloom filter
+/// holds 50,000). At about 100 bytes an entry (map and index) this is
+/// 5 MB; when full, the discouragement that ends soonest makes room.
+pub const DISCOURAGED_ADDRESSES_MAX: usize = 50_000;
+/// The most manual bans at once (Core sets no bound: its bans are operator
+/// input). When full, the manual ban that ends soonest makes room; a
+/// discouragement never does.
+pub const MANUAL_BANS_MAX: usize = 50_000;
 
 /// One banned address (Core's `listbanned` entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,17 +41,110 @@ pub struct BanEntry {
     pub until: SystemTime,
 }
 
-/// The banned addresses.
-#[derive(Debug, Default)]
-pub(crate) struct BanList {
+/// Entries by address, at most `capacity`, with an index by end.
+#[derive(Debug)]
+pub(crate) struct ExpiringSet {
     entries: HashMap<IpAddr, BanEntry>,
+    by_end: BTreeSet<(SystemTime, IpAddr)>,
+    capacity: usize,
+    /// Entries examined or removed so far, to show (in tests) that the
+    /// work per operation stays bounded.
+    steps: u64,
+}
+
+impl ExpiringSet {
+    fn with_capacity(capacity: usize) -> ExpiringSet {
+        ExpiringSet { entries: HashMap::new(), by_end: BTreeSet::new(), capacity, steps: 0 }
+    }
+
+    /// Records `entry` (its address canonical already); an entry for the
+    /// same address that ends later is kept. When full, expired entries
+    /// go first, then the one ending soonest.
+    fn insert(&mut self, entry: BanEntry, now: SystemTime) {
+        if let Some(existing) = self.entries.get(&entry.address) {
+            if existing.until >= entry.until {
+                return;
+            }
+            self.by_end.remove(&(existing.until, existing.address));
+        } else if self.entries.len() >= self.capacity {
+            self.remove_expired(now);
+            if self.entries.len() >= self.capacity {
+                self.remove_soonest_ending();
+            }
+        }
+        self.by_end.insert((entry.until, entry.address));
+        self.entries.insert(entry.address, entry);
+        debug_assert_eq!(self.entries.len(), self.by_end.len());
+    }
+
+    /// The entry for `address` in force at `now` (an expired one is
+    /// removed).
+    fn get(&mut self, address: IpAddr, now: SystemTime) -> Option<BanEntry> {
+        let entry = *self.entries.get(&address)?;
+        if entry.until <= now {
+            self.remove(address);
+            return None;
+        }
+        Some(entry)
+    }
+
+    fn remove(&mut self, address: IpAddr) -> bool {
+        self.steps += 1;
+        let Some(entry) = self.entries.remove(&address) else { return false };
+        self.by_end.remove(&(entry.until, entry.address));
+        true
+    }
+
+    /// Removes the entries ended by `now`, soonest first: each costs one
+    /// removal from the index, and stops at the first still in force.
+    fn remove_expired(&mut self, now: SystemTime) {
+        while let Some(&(until, address)) = self.by_end.first() {
+            self.steps += 1;
+            if until > now {
+                break;
+            }
+            self.remove(address);
+        }
+    }
+
+    fn remove_soonest_ending(&mut self) {
+        if let Some(&(_, address)) = self.by_end.first() {
+            self.remove(address);
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.by_end.clear();
+    }
+}
+
+/// The operator's bans and the discouraged addresses, kept apart.
+#[derive(Debug)]
+pub(crate) struct BanList {
+    manual: ExpiringSet,
+    discouraged: ExpiringSet,
+}
+
+impl Default for BanList {
+    fn default() -> BanList {
+        BanList {
+            manual: ExpiringSet::with_capacity(MANUAL_BANS_MAX),
+            discouraged: ExpiringSet::with_capacity(DISCOURAGED_ADDRESSES_MAX),
+        }
+    }
 }
 
 impl BanList {
-    /// Bans `address` from `now` for `duration`; an existing ban of the
-    /// same kind that ends later is kept. A manual ban (Core's `setban`)
-    /// replaces a discouragement and is never replaced by one (Core keeps
-    /// them apart: `listbanned` shows manual bans only).
+    /// Bans (`BanReason::Manual`, Core's `Ban`) or discourages
+    /// (`BanReason::Misbehaving`, Core's `Discourage`) `address` from `now`
+    /// for `duration`; an existing entry of the same kind that ends later
+    /// is kept. Each kind fills its own bounded set.
     pub fn insert(
         &mut self,
         address: IpAddr,
@@ -47,110 +154,79 @@ impl BanList {
     ) {
         let address = canonical_ip(address);
         let until = now.checked_add(duration).unwrap_or(now + Duration::from_secs(u32::MAX as u64));
-        if let Some(existing) = self.entries.get(&address) {
-            let manual = |reason| reason == BanReason::Manual;
-            let outranked = manual(existing.reason) && !manual(reason);
-            let outranks = manual(reason) && !manual(existing.reason);
-            if outranked || (existing.until >= until && !outranks) {
-                return;
-            }
-        } else if self.entries.len() >= BANNED_ADDRESSES_MAX {
-            self.remove_expired(now);
-            if self.entries.len() >= BANNED_ADDRESSES_MAX {
-                self.remove_soonest_ending();
-            }
+        let entry = BanEntry { address, reason, created: now, until };
+        match reason {
+            BanReason::Manual => self.manual.insert(entry, now),
+            BanReason::Misbehaving => self.discouraged.insert(entry, now),
         }
-        self.entries.insert(address, BanEntry { address, reason, created: now, until });
-        assert!(self.entries.len() <= BANNED_ADDRESSES_MAX);
     }
 
-    /// The ban on `address` in force at `now`, if any (an expired one is
-    /// removed).
+    /// The manual ban on `address` in force at `now`, if any (Core's
+    /// `IsBanned`).
+    pub fn banned(&mut self, address: IpAddr, now: SystemTime) -> Option<BanEntry> {
+        self.manual.get(canonical_ip(address), now)
+    }
+
+    /// Whether `address` is discouraged at `now` (Core's `IsDiscouraged`).
+    pub fn is_discouraged(&mut self, address: IpAddr, now: SystemTime) -> bool {
+        self.discouraged.get(canonical_ip(address), now).is_some()
+    }
+
+    /// The manual ban on `address`, else its discouragement, in force at
+    /// `now`.
     pub fn get(&mut self, address: IpAddr, now: SystemTime) -> Option<BanEntry> {
         let address = canonical_ip(address);
-        let entry = *self.entries.get(&address)?;
-        if entry.until <= now {
-            self.entries.remove(&address);
-            return None;
-        }
-        Some(entry)
+        self.manual.get(address, now).or_else(|| self.discouraged.get(address, now))
     }
 
-    /// Lifts the ban on `address`; whether there was one.
+    /// Lifts the manual ban on `address`; whether there was one (Core's
+    /// `Unban`: a discouragement stays).
     pub fn remove(&mut self, address: IpAddr) -> bool {
-        self.entries.remove(&canonical_ip(address)).is_some()
+        self.manual.remove(canonical_ip(address))
     }
 
-    /// The bans in force at `now`, soonest ending first.
+    /// Lifts every manual ban (Core's `ClearBanned`: discouragements stay).
+    pub fn clear_manual(&mut self) {
+        self.manual.clear();
+    }
+
+    /// The manual bans in force at `now`, soonest ending first (Core's
+    /// `GetBanned`, what `listbanned` shows).
     pub fn list(&mut self, now: SystemTime) -> Vec<BanEntry> {
-        self.remove_expired(now);
-        let mut entries: Vec<BanEntry> = self.entries.values().copied().collect();
-        entries.sort_by_key(|entry| (entry.until, entry.address));
-        entries
+        self.manual.remove_expired(now);
+        let manual = &self.manual;
+        manual
+            .by_end
+            .iter()
+            .filter_map(|(_, address)| manual.entries.get(address).copied())
+            .collect()
     }
 
-    fn remove_expired(&mut self, now: SystemTime) {
-        self.entries.retain(|_, entry| entry.until > now);
+    /// Manual bans and discouragements held (expired ones included until
+    /// they are purged).
+    #[cfg(test)]
+    pub fn counts(&self) -> (usize, usize) {
+        (self.manual.len(), self.discouraged.len())
     }
 
-    fn remove_soonest_ending(&mut self) {
-        let soonest =
-            self.entries.values().min_by_key(|entry| entry.until).map(|entry| entry.address);
-        if let Some(address) = soonest {
-            self.entries.remove(&address);
-        }
+    /// Entries examined or removed so far by both sets.
+    #[cfg(test)]
+    pub fn steps(&self) -> u64 {
+        self.manual.steps + self.discouraged.steps
+    }
+
+    /// Whether each set's index matches its map (tests).
+    #[cfg(test)]
+    pub fn is_consistent(&self) -> bool {
+        [&self.manual, &self.discouraged].iter().all(|set| {
+            set.entries.len() == set.by_end.len()
+                && set.entries.len() <= set.capacity
+                && set.by_end.iter().all(|(until, address)| {
+                    set.entries.get(address).is_some_and(|entry| entry.until == *until)
+                })
+        })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::Ipv4Addr;
-
-    fn address(last: u8) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, last))
-    }
-
-    #[test]
-    fn bans_expire_and_longer_bans_win() {
-        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let mut bans = BanList::default();
-        bans.insert(address(1), BanReason::Manual, start, Duration::from_secs(60));
-        assert!(bans.get(address(1), start + Duration::from_secs(59)).is_some());
-        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap_or(address(0));
-        assert!(bans.get(mapped, start).is_some(), "an IPv4-mapped address is the IPv4 address");
-        bans.insert(address(1), BanReason::Misbehaving, start, Duration::from_secs(100));
-        assert_eq!(
-            bans.list(start)[0].reason,
-            BanReason::Manual,
-            "a discouragement does not replace a manual ban"
-        );
-        bans.insert(address(3), BanReason::Misbehaving, start, Duration::from_secs(100));
-        bans.insert(address(3), BanReason::Manual, start, Duration::from_secs(10));
-        let third = bans.get(address(3), start).map(|entry| entry.reason);
-        assert_eq!(third, Some(BanReason::Manual), "a manual ban replaces a discouragement");
-        bans.remove(address(3));
-        assert!(bans.get(address(1), start + Duration::from_secs(60)).is_none());
-        assert!(bans.list(start).is_empty(), "expired entries are dropped");
-        bans.insert(address(2), BanReason::Manual, start, Duration::MAX);
-        assert!(bans.remove(address(2)));
-        assert!(!bans.remove(address(2)));
-    }
-
-    #[test]
-    fn a_full_list_drops_the_ban_ending_soonest() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let mut bans = BanList::default();
-        for index in 0..BANNED_ADDRESSES_MAX {
-            let ip = IpAddr::V4(Ipv4Addr::from(index as u32 + 1));
-            bans.insert(ip, BanReason::Misbehaving, now, Duration::from_secs(100 + index as u64));
-        }
-        bans.insert(address(7), BanReason::Manual, now, Duration::from_secs(1_000_000));
-        assert_eq!(bans.list(now).len(), BANNED_ADDRESSES_MAX);
-        assert!(
-            bans.get(IpAddr::V4(Ipv4Addr::from(1)), now).is_none(),
-            "the soonest-ending ban went"
-        );
-        assert!(bans.get(address(7), now).is_some());
-    }
-}
+mod tests;

@@ -11,6 +11,7 @@ use crate::framing::{FRAME_HEADER_BYTES, MAGIC_BYTES, MESSAGE_PAYLOAD_BYTES_MAX}
 use crate::messages::version::UserAgent;
 use crate::net::discovery::DiscoveryConfig;
 use crate::net::error::NetworkError;
+use crate::net::eviction::EvictionGrouping;
 use crate::services::ServiceFlags;
 
 /// Core's `-peertimeout` default (`DEFAULT_PEER_CONNECT_TIMEOUT`): a new
@@ -129,6 +130,9 @@ pub struct NetworkConfig {
     /// How long an inbound peer that misbehaved is refused (Core
     /// discourages its address).
     pub discourage_duration: Duration,
+    /// How inbound connections are grouped for eviction (Core's groups;
+    /// tests may split loopback addresses).
+    pub eviction_grouping: EvictionGrouping,
     /// The address manager: learned from `addr`/`addrv2`, answering
     /// `getaddr`, and (with discovery) filling the outbound slots. `None`:
     /// address messages go to the node like any other.
@@ -202,6 +206,7 @@ impl NetworkConfig {
             receive_queue_bytes_max: RECEIVE_QUEUE_BYTES_DEFAULT,
             event_queue_events_max: 4096,
             discourage_duration: BAN_DURATION_DEFAULT,
+            eviction_grouping: EvictionGrouping::Core,
             addresses: None,
             log: LogSink::default(),
         }

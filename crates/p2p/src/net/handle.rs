@@ -99,14 +99,44 @@ impl NetworkHandle {
         self.registry.ban(address, reason, duration);
     }
 
-    /// Lifts a ban (Core's `setban remove`); whether there was one.
+    /// Lifts a manual ban (Core's `setban remove`); whether there was
+    /// one. A discouragement stays.
     pub fn unban(&self, address: IpAddr) -> bool {
         self.registry.unban(address)
     }
 
-    /// The bans in force (Core's `listbanned`).
+    /// Lifts every manual ban (Core's `clearbanned`); discouragements
+    /// stay.
+    pub fn clear_bans(&self) {
+        self.registry.clear_bans();
+    }
+
+    /// The manual ban on `address` in force, if any (one look-up, for
+    /// `setban`'s checks).
+    pub fn manual_ban(&self, address: IpAddr) -> Option<BanEntry> {
+        self.registry.manual_ban(address)
+    }
+
+    /// Whether `address` is discouraged: a peer from it misbehaved within
+    /// `discourage_duration` (Core's `IsDiscouraged`; at most
+    /// [`DISCOURAGED_ADDRESSES_MAX`](crate::net::bans::DISCOURAGED_ADDRESSES_MAX)
+    /// addresses are remembered).
+    pub fn is_discouraged(&self, address: IpAddr) -> bool {
+        self.registry.is_discouraged(address)
+    }
+
+    /// The manual bans in force, soonest ending first (Core's
+    /// `listbanned`: discouragements are not listed).
     pub fn banned(&self) -> Vec<BanEntry> {
         self.registry.bans()
+    }
+
+    /// `id` sent a block new to us: eviction protects the peers that did
+    /// so most recently (Core's `m_last_block_time`).
+    pub fn record_novel_block(&self, id: PeerId) {
+        if let Some(peer) = self.registry.peer(id) {
+            peer.record_novel_block(std::time::Instant::now());
+        }
     }
 
     /// Open connections, handshake complete or not (Core's

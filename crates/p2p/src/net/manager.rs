@@ -15,14 +15,18 @@
 //!   same one v1 retry; counted in the registry while it opens so the
 //!   slots are never overfilled, and reported to the address manager
 //!   (Core's `Attempt`).
-//! - Inbound: refused when the address is banned or discouraged, or the
-//!   inbound slots are full (Core's order); otherwise a v2 responder that
-//!   falls back to v1 by itself for a v1 peer (or v1 when v2 is off).
-//! - Bans: in memory with an expiry ([`crate::net::BanEntry`]). A peer
-//!   that is not a manual connection, from a non-local address, that
-//!   misbehaves (Core's `Misbehaving`) is refused (inbound) and not chosen
-//!   (outbound) for `discourage_duration`; Core instead accepts such an
-//!   inbound address while slots are free and evicts it first.
+//! - Inbound: refused when the address is banned, or discouraged while
+//!   the inbound slots are (almost) full; when they are full, another
+//!   inbound connection is evicted to make room
+//!   ([`crate::net::eviction`]), and the new one is refused only when
+//!   every inbound peer is protected (Core's order and rules). Otherwise
+//!   a v2 responder that falls back to v1 by itself for a v1 peer (or v1
+//!   when v2 is off).
+//! - Bans: in memory with an expiry ([`crate::net::bans`]), manual bans
+//!   apart from discouragements. A peer that is not a manual connection,
+//!   from a non-local address, that misbehaves (Core's `Misbehaving`) is
+//!   discouraged for `discourage_duration`: not chosen outbound, and
+//!   accepted inbound only while slots are free, as the first to evict.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

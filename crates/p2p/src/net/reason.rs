@@ -169,6 +169,10 @@ pub enum DisconnectReason {
         /// The address.
         address: SocketAddr,
     },
+    /// An inbound connection closed to make room for a new one when the
+    /// inbound slots were full (Core's `AttemptToEvictConnection`).
+    #[error("selected inbound connection for eviction")]
+    Evicted,
     /// The networking layer is shutting down (Core: "Network not active").
     #[error("Network not active")]
     Shutdown,
@@ -205,6 +209,7 @@ impl DisconnectReason {
             self,
             DisconnectReason::Manual
                 | DisconnectReason::Banned
+                | DisconnectReason::Evicted
                 | DisconnectReason::Shutdown
                 | DisconnectReason::Sync(_)
                 | DisconnectReason::Misbehaving(_)

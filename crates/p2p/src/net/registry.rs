@@ -17,6 +17,7 @@ use crate::net::config::{NetworkConfig, OUTBOUND_ADDRESSES_MAX};
 use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::event::EventSender;
+use crate::net::eviction::{keyed_group, select_to_evict, EvictionCandidate};
 use crate::net::reason::{BanReason, DisconnectReason};
 use crate::net::shared::{lock, PeerIdentity, PeerShared};
 use crate::net::stats::{NetTotals, PeerInfo};
@@ -54,6 +55,10 @@ pub(crate) struct Registry {
     pub runtime: tokio::runtime::Handle,
     shutdown: Arc<watch::Sender<bool>>,
     outbound_addresses: AtomicUsize,
+    /// The key of inbound connections' network groups (Core's
+    /// `RANDOMIZER_ID_NETGROUP` randomizer): which groups eviction
+    /// protects cannot be predicted.
+    eviction_secret: [u8; 32],
     /// One-try manual connections being opened or open.
     one_try_connections: AtomicUsize,
     state: Mutex<RegistryState>,
@@ -78,6 +83,7 @@ impl Registry {
             runtime,
             shutdown: Arc::new(watch::Sender::new(false)),
             outbound_addresses: AtomicUsize::new(0),
+            eviction_secret: eviction_secret(),
             one_try_connections: AtomicUsize::new(0),
             state: Mutex::new(RegistryState::default()),
             next_id: AtomicU64::new(0),
@@ -145,7 +151,8 @@ impl Registry {
             state.attempts.remove(&attempt);
         }
         let secrets = secrets?;
-        Ok(self.insert(&mut state, address, local_address, connection, secrets))
+        let admission = Admission { keyed_group: 0, prefer_evict: false };
+        Ok(self.insert(&mut state, address, local_address, connection, secrets, admission))
     }
 
     /// Counts an automatic connection to `address` from now until it is
@@ -208,32 +215,43 @@ impl Registry {
         }
     }
 
-    /// Records an inbound connection, unless its address is banned or the
-    /// inbound slots are full (Core's `CreateNodeFromAcceptedSocket`
-    /// checks, in its order).
+    /// Records an inbound connection (Core's `CreateNodeFromAcceptedSocket`
+    /// checks, in its order): refused from a banned address; from a
+    /// discouraged one only when the inbound slots are (almost) full, and
+    /// otherwise accepted as the first to evict; when the slots are full,
+    /// another inbound connection is evicted to make room, and the new one
+    /// is refused only when every inbound peer is protected.
     pub fn register_inbound(
         &self,
         address: SocketAddr,
         local_address: Option<SocketAddr>,
     ) -> Result<Result<Arc<PeerShared>, DisconnectReason>, NetworkError> {
         let secrets = ConnectionSecrets::draw()?;
+        let now = SystemTime::now();
         let mut state = lock(&self.state);
-        match state.bans.get(address.ip(), SystemTime::now()) {
-            Some(BanEntry { reason: BanReason::Misbehaving, .. }) => {
-                // Core accepts a discouraged address while inbound slots
-                // are free and evicts it first; refused here outright.
-                return Ok(Err(DisconnectReason::RefusedDiscouraged { address }));
-            }
-            Some(_) => return Ok(Err(DisconnectReason::RefusedBanned { address })),
-            None => {}
+        if state.bans.banned(address.ip(), now).is_some() {
+            return Ok(Err(DisconnectReason::RefusedBanned { address }));
         }
-        if state.inbound_count >= self.config.inbound_connections_max {
-            // Core first tries to evict another inbound peer
-            // (`AttemptToEvictConnection`); Ibex keeps the ones it has.
-            return Ok(Err(DisconnectReason::RefusedFull { address }));
+        let inbound_max = self.config.inbound_connections_max;
+        let discouraged = state.bans.is_discouraged(address.ip(), now);
+        if discouraged && state.inbound_count + 1 >= inbound_max {
+            return Ok(Err(DisconnectReason::RefusedDiscouraged { address }));
+        }
+        if state.inbound_count >= inbound_max {
+            // Evicted connections hold their slot until their task ends
+            // (Core's too, until `DisconnectNodes`): a burst of accepts
+            // may evict at most this many before one has ended.
+            let pending_max = inbound_max + INBOUND_EVICTIONS_PENDING_MAX;
+            if state.inbound_count >= pending_max || !evict_inbound(&state) {
+                return Ok(Err(DisconnectReason::RefusedFull { address }));
+            }
         }
         state.inbound_count += 1;
-        Ok(Ok(self.insert(&mut state, address, local_address, ConnectionType::Inbound, secrets)))
+        let keyed_group =
+            keyed_group(&self.eviction_secret, &self.config.eviction_grouping.group(address));
+        let admission = Admission { keyed_group, prefer_evict: discouraged };
+        let connection = ConnectionType::Inbound;
+        Ok(Ok(self.insert(&mut state, address, local_address, connection, secrets, admission)))
     }
 
     fn insert(
@@ -243,6 +261,7 @@ impl Registry {
         local_address: Option<SocketAddr>,
         connection: ConnectionType,
         secrets: ConnectionSecrets,
+        admission: Admission,
     ) -> Arc<PeerShared> {
         let id = PeerId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let identity = PeerIdentity {
@@ -255,6 +274,8 @@ impl Registry {
             ping_nonce_seed: secrets.ping_nonce_seed,
             connected_at: SystemTime::now(),
             connected_instant: Instant::now(),
+            keyed_group: admission.keyed_group,
+            prefer_evict: admission.prefer_evict,
         };
         let transport =
             if self.config.v2_transport { TransportKind::Detecting } else { TransportKind::V1 };
@@ -339,10 +360,28 @@ impl Registry {
         }
     }
 
+    /// Lifts the manual ban on `address` (a discouragement stays, as
+    /// Core's `Unban`); whether there was one.
     pub fn unban(&self, address: IpAddr) -> bool {
         lock(&self.state).bans.remove(address)
     }
 
+    /// Lifts every manual ban (Core's `ClearBanned`).
+    pub fn clear_bans(&self) {
+        lock(&self.state).bans.clear_manual();
+    }
+
+    /// The manual ban on `address` in force, if any.
+    pub fn manual_ban(&self, address: IpAddr) -> Option<BanEntry> {
+        lock(&self.state).bans.banned(address, SystemTime::now())
+    }
+
+    /// Whether `address` is discouraged now.
+    pub fn is_discouraged(&self, address: IpAddr) -> bool {
+        lock(&self.state).bans.is_discouraged(address, SystemTime::now())
+    }
+
+    /// The manual bans in force (Core's `listbanned`).
     pub fn bans(&self) -> Vec<BanEntry> {
         lock(&self.state).bans.list(SystemTime::now())
     }
@@ -392,11 +431,50 @@ impl Registry {
     }
 }
 
+/// A fresh eviction key from the system's CSPRNG; if that fails, from
+/// the clock (no connection is accepted then anyway: each needs
+/// [`ConnectionSecrets`]).
+fn eviction_secret() -> [u8; 32] {
+    let mut secret = [0; 32];
+    if getrandom::fill(&mut secret).is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        secret[..16].copy_from_slice(&nanos.to_le_bytes());
+    }
+    secret
+}
+
 /// Seconds since the Unix epoch now.
 pub(crate) fn unix_seconds() -> i64 {
     let seconds =
         SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
     i64::try_from(seconds).unwrap_or(i64::MAX)
+}
+
+/// Inbound connections evicted and not yet ended at most: beyond
+/// `inbound_connections_max` plus this, a new connection is refused.
+pub const INBOUND_EVICTIONS_PENDING_MAX: usize = 8;
+
+/// What admission decided about a connection's eviction.
+struct Admission {
+    keyed_group: u64,
+    prefer_evict: bool,
+}
+
+/// Asks one inbound connection to close to make room (Core's
+/// `AttemptToEvictConnection`); false if every one is protected.
+fn evict_inbound(state: &RegistryState) -> bool {
+    let candidates: Vec<EvictionCandidate> = state
+        .peers
+        .values()
+        .filter(|peer| peer.identity.inbound)
+        .filter_map(|peer| peer.eviction_candidate())
+        .collect();
+    let Some(id) = select_to_evict(candidates) else { return false };
+    let Some(peer) = state.peers.get(&id) else { return false };
+    peer.request_close(DisconnectReason::Evicted);
+    true
 }
 
 /// A connection's random values, from the system's CSPRNG.

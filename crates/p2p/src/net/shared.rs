@@ -9,13 +9,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 
+use crate::addrman::PeerAddress;
 use crate::framing::MESSAGE_PAYLOAD_BYTES_MAX;
 use crate::messages::NetworkMessage;
 use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
+use crate::net::eviction::EvictionCandidate;
 use crate::net::queue::{payload_bytes, OutboundQueue};
 use crate::net::reason::DisconnectReason;
 use crate::net::stats::{PeerInfo, PeerVersion};
+use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 use crate::transport::TransportKind;
 use crate::FRAME_HEADER_BYTES;
@@ -42,6 +45,11 @@ pub(crate) struct PeerIdentity {
     pub ping_nonce_seed: u64,
     pub connected_at: SystemTime,
     pub connected_instant: Instant,
+    /// Its network group under the layer's secret (Core's
+    /// `nKeyedNetGroup`), for eviction.
+    pub keyed_group: u64,
+    /// From a discouraged address: evicted first (Core's `m_prefer_evict`).
+    pub prefer_evict: bool,
 }
 
 /// What changes rarely: handshake results and pings.
@@ -53,6 +61,8 @@ struct PeerDetails {
     last_ping: Option<Duration>,
     min_ping: Option<Duration>,
     ping_started: Option<Instant>,
+    /// When it last sent a block new to us (Core's `m_last_block_time`).
+    last_block: Option<Instant>,
 }
 
 /// One connection's shared state.
@@ -104,6 +114,7 @@ impl PeerShared {
                 last_ping: None,
                 min_ping: None,
                 ping_started: None,
+                last_block: None,
             }),
         }
     }
@@ -225,6 +236,39 @@ impl PeerShared {
             details.last_ping = Some(round_trip);
             details.min_ping = Some(details.min_ping.map_or(round_trip, |min| min.min(round_trip)));
         }
+    }
+
+    /// The peer sent a block new to us.
+    pub fn record_novel_block(&self, at: Instant) {
+        lock(&self.details).last_block = Some(at);
+    }
+
+    /// What eviction weighs of this connection; `None` once it is closing
+    /// (Core skips peers marked for disconnection).
+    pub fn eviction_candidate(&self) -> Option<EvictionCandidate> {
+        if self.closed.load(Ordering::Acquire) || lock(&self.close_request).is_some() {
+            return None;
+        }
+        let details = lock(&self.details);
+        let version = details.version.as_ref();
+        let services = version.map_or(ServiceFlags::NONE, |version| version.services);
+        let address = PeerAddress::from_socket_address(self.identity.address);
+        Some(EvictionCandidate {
+            id: self.identity.id,
+            connected: self.identity.connected_instant,
+            min_ping: details.min_ping,
+            last_block: details.last_block,
+            // Core's `HasAllDesirableServiceFlags`: witness and the chain,
+            // whole or (once synced) the recent part.
+            relevant_services: services.contains(ServiceFlags::WITNESS)
+                && (services.contains(ServiceFlags::NETWORK)
+                    || services.contains(ServiceFlags::NETWORK_LIMITED)),
+            relays_transactions: version.is_some_and(|version| version.relay),
+            keyed_group: self.identity.keyed_group,
+            prefer_evict: self.identity.prefer_evict,
+            is_local: crate::net::address::is_local(self.identity.address.ip()),
+            network: address.network(),
+        })
     }
 
     /// A `getpeerinfo` entry.

@@ -225,3 +225,14 @@ impl FakePeer {
 pub async fn within<F: std::future::Future>(limit: Duration, test: F) -> F::Output {
     timeout(limit, test).await.expect("the test finishes in time")
 }
+
+impl FakePeer {
+    /// Connects to `address` from the loopback address `source` (Linux
+    /// routes all of 127.0.0.0/8 to the loopback device), so one machine
+    /// plays many hosts.
+    pub async fn connect_from(address: SocketAddr, source: std::net::Ipv4Addr) -> FakePeer {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((source, 0))).expect("binds the source address");
+        FakePeer::from_stream(socket.connect(address).await.expect("connects"))
+    }
+}

@@ -27,6 +27,10 @@ impl SyncLoop {
 
     /// A block `peer` sent was new to us (Core's `m_last_block_time`).
     pub(super) fn record_new_block(&self, peer: Option<PeerId>) {
+        if let Some(peer) = peer {
+            // Eviction protects the peers that sent novel blocks last.
+            self.network.record_novel_block(peer);
+        }
         if let (Some(board), Some(peer)) = (&self.peer_board, peer) {
             board.record_new_block(peer, unix_seconds());
         }
