@@ -391,3 +391,20 @@ fn answer(
         _ => {}
     }
 }
+
+impl FakePeer {
+    /// Connects to `ibexd` on loopback `port` from the loopback address
+    /// `source` (Linux routes all of 127.0.0.0/8 to the loopback device),
+    /// so one machine plays many hosts.
+    pub fn connect_from(port: u16, source: std::net::Ipv4Addr) -> FakePeer {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        let stream = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind((source, 0).into()).unwrap();
+            socket.connect(([127, 0, 0, 1], port).into()).await.unwrap()
+        });
+        let stream = stream.into_std().unwrap();
+        stream.set_nonblocking(false).unwrap();
+        FakePeer::over(stream, magic())
+    }
+}
