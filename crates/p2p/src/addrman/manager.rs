@@ -9,9 +9,12 @@ use crate::addrman::group::NetworkGroup;
 use crate::addrman::random::FastRandom;
 use crate::addrman::record::{
     AddressCandidate, AddressRecord, AddressSource, Slot, DAY_SECONDS, HOUR_SECONDS,
-    REPLACEMENT_SECONDS,
 };
 use crate::services::ServiceFlags;
+
+mod collisions;
+
+pub use collisions::TRIED_COLLISIONS_MAX;
 
 /// An empty slot.
 const EMPTY: u32 = u32::MAX;
@@ -76,6 +79,10 @@ pub struct AddressManager {
     /// `m_last_good`): failures before it are not counted again.
     last_good_seconds: i64,
     random: FastRandom,
+    /// Addresses that connected but whose tried slot is taken, waiting
+    /// for a feeler to test the occupant (Core's `m_tried_collisions`; at
+    /// most [`collisions::TRIED_COLLISIONS_MAX`], not kept in the file).
+    tried_collisions: Vec<PeerAddress>,
 }
 
 impl AddressManager {
@@ -103,6 +110,7 @@ impl AddressManager {
             counts: [[0; 2]; 5],
             last_good_seconds,
             random,
+            tried_collisions: Vec::new(),
         }
     }
 
@@ -210,12 +218,14 @@ impl AddressManager {
         true
     }
 
-    /// A connection to `address` completed its handshake (Core's `Good`):
-    /// attempts reset, and the address moves to the tried table. An
-    /// address not known yet is learned (with `services`). If its tried
-    /// slot holds an address that connected in the last 4 hours, that one
-    /// stays and this one stays new (Core tests such collisions with a
-    /// feeler first); otherwise the old one goes back to the new table.
+    /// A connection to `address` completed its handshake (Core's `Good`
+    /// with test-before-evict): attempts reset, and the address moves to
+    /// the tried table if its slot there is free. An address not known
+    /// yet is learned (with `services`). If the slot is taken, the address
+    /// stays new and the collision is queued: the occupant is tested by a
+    /// feeler first, and replaced only if that fails or no test happens
+    /// in time ([`AddressManager::resolve_collisions`]), so addresses an
+    /// attacker makes us connect to cannot push good tried entries out.
     pub fn mark_good(&mut self, address: &PeerAddress, services: ServiceFlags, now_seconds: i64) {
         if !address.is_acceptable(self.policy) {
             return;
@@ -241,7 +251,7 @@ impl AddressManager {
         record.attempts = 0;
         record.services = record.services | services;
         if !record.is_tried() {
-            self.promote(id, now_seconds);
+            self.promote(id, now_seconds, true);
         }
     }
 
@@ -357,27 +367,29 @@ impl AddressManager {
         sample
     }
 
-    /// Moves `id` to its tried slot (see [`AddressManager::mark_good`]).
-    fn promote(&mut self, id: u32, now_seconds: i64) {
+    /// Moves `id` to its tried slot; the occupant, if any, goes back to
+    /// the new table (Core's `MakeTried`). With `test_before_evict`, an
+    /// occupied slot instead queues the collision (Core's `Good_`), `id`
+    /// staying in (or, if unknown so far, entering) the new table.
+    fn promote(&mut self, id: u32, now_seconds: i64, test_before_evict: bool) {
         let Some(record) = self.record(id) else { return };
-        let tried_slot = self.buckets.tried_slot(&record.address, self.policy);
+        let address = record.address;
+        let unplaced = record.slot.is_none();
+        let tried_slot = self.buckets.tried_slot(&address, self.policy);
         let occupant = self.tried_table[tried_slot.index()];
-        if occupant != EMPTY {
-            let recently_good = self.record(occupant).is_some_and(|old| {
-                old.last_success_seconds != 0
-                    && now_seconds.saturating_sub(old.last_success_seconds) < REPLACEMENT_SECONDS
-            });
-            if recently_good {
-                if self.record(id).is_some_and(|record| record.slot.is_none()) {
-                    self.place_new_or_drop(id, now_seconds);
-                }
-                return;
+        if occupant != EMPTY && test_before_evict {
+            if unplaced {
+                self.place_new_or_drop(id, now_seconds);
             }
+            if self.ids.contains_key(&address) {
+                self.queue_collision(address);
+            }
+            return;
+        }
+        self.unplace(id);
+        if occupant != EMPTY {
             self.unplace(occupant);
-            self.unplace(id);
             self.place_new_evicting(occupant);
-        } else {
-            self.unplace(id);
         }
         self.place(id, tried_slot);
     }
@@ -509,6 +521,12 @@ impl AddressManager {
         let id = self.allocate(record);
         self.place(id, slot);
         true
+    }
+
+    /// The index of `address`'s tried slot (tests).
+    #[cfg(test)]
+    pub(crate) fn tried_slot_index(&self, address: &PeerAddress) -> usize {
+        self.buckets.tried_slot(address, self.policy).index()
     }
 
     /// Checks that the tables, records, index and counts agree (tests).

@@ -33,15 +33,15 @@
 //! failures and never a success, 10 failures and no success in a week, or
 //! a time in the future); otherwise the newcomer is dropped. An address
 //! that completes a handshake moves to the tried table; if its slot there
-//! holds an address that connected in the last 4 hours, that one stays
-//! (Core would test it with a feeler first, which Ibex leaves out),
-//! otherwise the occupant goes back to the new table, evicting whatever
-//! held its new slot.
+//! is taken, Core's test-before-evict applies: the newcomer stays new, the
+//! collision is queued (at most 10), and a feeler tests the occupant,
+//! which is replaced (going back to the new table, evicting whatever held
+//! its new slot) only if it fails the test or none happens within 40
+//! minutes; one that connected in the last 4 hours always stays.
 //!
-//! Simplifications against Core, each bounding memory the same way: an
-//! address lives in one new bucket only (Core lets it be in up to 8 with
-//! reference counts), and tried-table collisions are settled at once as
-//! above (Core queues them for test-before-evict). No asmap.
+//! Simplification against Core, bounding memory the same way: an address
+//! lives in one new bucket only (Core lets it be in up to 8 with
+//! reference counts). No asmap.
 //!
 //! # Napkin math
 //!
@@ -62,6 +62,8 @@ pub mod manager;
 pub mod random;
 pub mod record;
 
+#[cfg(test)]
+mod collision_tests;
 #[cfg(test)]
 mod tests;
 

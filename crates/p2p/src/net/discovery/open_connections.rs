@@ -14,8 +14,11 @@
 //! 4. the kind of connection to open: full-relay while fewer than 8,
 //!    block-relay-only while fewer than 2, else a feeler when its Poisson
 //!    timer (mean 2 minutes) is due;
-//! 5. up to 100 picks from the address manager (feelers: new table only)
-//!    until one is on a dialed network, not banned, not already
+//! 5. up to 100 picks from the address manager (feelers: first the
+//!    occupant of a tried slot another address collides with, to test it
+//!    before it is evicted, else the new table only; collisions are
+//!    settled first, Core's `ResolveCollisions`) until one is on a dialed
+//!    network, not banned, not already
 //!    connected, in a network group no full-relay, block-relay-only or
 //!    manual peer is in (not for feelers), not tried in the last 10
 //!    minutes (after 30 picks, any), with the services wanted
@@ -197,6 +200,7 @@ impl Opener {
             self.queue_seed_node = true;
         }
         let Some(connection) = self.next_kind(&counts, now) else { return };
+        self.discovery.book.lock().resolve_collisions(unix_seconds());
         let feeler = connection == ConnectionType::Feeler;
         let Some(selected) = self.pick(&counts, feeler) else { return };
         let Some(address) = selected.address.socket_address() else { return };
@@ -228,8 +232,15 @@ impl Opener {
         let policy = self.discovery.book.lock().policy();
         let wanted = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
         for picks in 1..=PICKS_PER_ROUND_MAX {
-            let selected =
-                self.discovery.book.lock().select(feeler, config.dialed_networks, now_seconds)?;
+            let collision = if feeler { self.tried_collision(now_seconds) } else { None };
+            let selected = match collision {
+                Some(selected) => selected,
+                None => self.discovery.book.lock().select(
+                    feeler,
+                    config.dialed_networks,
+                    now_seconds,
+                )?,
+            };
             let Some(socket) = selected.address.socket_address() else { continue };
             let group = NetworkGroup::of(&selected.address, policy);
             let by_port = policy.loopback_allowed && selected.address.is_loopback();
@@ -252,6 +263,24 @@ impl Opener {
             }
         }
         None
+    }
+
+    /// The occupant of a tried slot another address collides with, for a
+    /// feeler to test (Core's `SelectTriedCollision` use in
+    /// `ThreadOpenConnections`). One we are connected to already answered:
+    /// it is marked good (which keeps it) and the feeler tests a new
+    /// address instead.
+    fn tried_collision(&self, now_seconds: i64) -> Option<SelectedAddress> {
+        let book = &self.discovery.book;
+        let selected = book.lock().select_tried_collision()?;
+        let socket = selected.address.socket_address()?;
+        let policy = book.lock().policy();
+        let by_port = policy.loopback_allowed && selected.address.is_loopback();
+        if self.registry.is_connected_to(socket, by_port) {
+            book.lock().mark_good(&selected.address, selected.services, now_seconds);
+            return None;
+        }
+        Some(selected)
     }
 
     /// Closes addr-fetch connections past their timeout.
