@@ -4,8 +4,8 @@
 //! Core keeps the operator's bans (`setban`, its `m_banned`) apart from
 //! the addresses of peers that misbehaved (its `m_discouraged`, a rolling
 //! bloom filter of 50,000 entries), so that any number of misbehaving
-//! addresses can never push out an operator's ban. [`BanList`] does the
-//! same with two bounded [`ExpiringSet`]s: a discouragement only ever
+//! addresses can never push out an operator's ban. `BanList` does the
+//! same with two bounded `ExpiringSet`s: a discouragement only ever
 //! evicts another discouragement, and a manual ban only another manual
 //! ban. Each set indexes its entries by address (a hash map) and by end
 //! (an ordered set), so an insert, a look-up, the removal of expired
