@@ -16,7 +16,8 @@
 //! | [`event`] | [`NetworkEvent`]s through one bounded queue ([`NetworkEvents`]) | the log lines of the above |
 //! | [`reason`] | [`DisconnectReason`] (Core's words), [`BanReason`] | |
 //! | [`config`] | [`NetworkConfig`] with Core's defaults | `-connect`, `-bind`, `-peertimeout`, `-maxsendbuffer`, ... |
-//! | [`bans`], [`address`], [`stats`], [`error`] | ban list with expiry, address classes, `getpeerinfo` fields, [`NetworkError`] | `BanMan`, `CNetAddr`, `CNodeStats` |
+//! | [`eviction`] | which inbound peer makes room when the slots are full | `AttemptToEvictConnection`, `SelectNodeToEvict` |
+//! | [`bans`], [`address`], [`stats`], [`error`] | manual bans and discouragements with expiry, address classes, `getpeerinfo` fields, [`NetworkError`] | `BanMan`, `CNetAddr`, `CNodeStats` |
 //!
 //! What a connection sends on its own, as Core: `version` (protocol
 //! 70016, our services, relay off since Ibex relays no transactions, a
