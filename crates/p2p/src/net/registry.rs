@@ -227,6 +227,8 @@ impl Registry {
         local_address: Option<SocketAddr>,
     ) -> Result<Result<Arc<PeerShared>, DisconnectReason>, NetworkError> {
         let secrets = ConnectionSecrets::draw()?;
+        let group = self.config.eviction_grouping.group(address);
+        let keyed_group = keyed_group(&self.eviction_secret, &group);
         let now = SystemTime::now();
         let mut state = lock(&self.state);
         if state.bans.banned(address.ip(), now).is_some() {
@@ -247,8 +249,6 @@ impl Registry {
             }
         }
         state.inbound_count += 1;
-        let keyed_group =
-            keyed_group(&self.eviction_secret, &self.config.eviction_grouping.group(address));
         let admission = Admission { keyed_group, prefer_evict: discouraged };
         let connection = ConnectionType::Inbound;
         Ok(Ok(self.insert(&mut state, address, local_address, connection, secrets, admission)))
