@@ -179,10 +179,14 @@ pub fn import_blocks(
         // and dropping the receiver makes its sends fail.
         in_flight.close();
         drop(receiver);
-        // Files in which the reader found no block, said once it is done.
-        let files_without_blocks = reader.join().unwrap_or_else(|panic| resume_unwind(panic));
-        for file in files_without_blocks {
+        // Files in which the reader found no block or a cut-off last
+        // record, said once it is done.
+        let report = reader.join().unwrap_or_else(|panic| resume_unwind(panic));
+        for file in report.files_without_blocks {
             importer.chainstate.emit(ChainEvent::BlockFileWithoutBlocks(file));
+        }
+        for file in report.cut_off_records {
+            importer.chainstate.emit(ChainEvent::BlockFileCutOff(file));
         }
         result
     })
@@ -216,6 +220,11 @@ impl Importer<'_> {
                 self.summary.interrupted = true;
                 break;
             }
+        }
+        // The reader also ends, without a block, when a shutdown stops its
+        // search of a file that holds none.
+        if shutdown.load(Ordering::Relaxed) {
+            self.summary.interrupted = true;
         }
         if shutdown.load(Ordering::Relaxed) {
             // The pending blocks' verdicts; whatever they are, the next
