@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use common::{datadir_with_blocks, generate_chain, quiet_ibexd, txoutsetinfo, REGTEST_QUIET_SMALL_CACHE};
+use common::{
+    datadir_with_blocks, generate_chain, quiet_ibexd, txoutsetinfo, REGTEST_QUIET_SMALL_CACHE,
+};
 
 /// Every file under `directory`: its bytes and modification time.
 fn snapshot(directory: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
@@ -25,7 +27,10 @@ fn snapshot(directory: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
         if metadata.is_dir() {
             files.extend(snapshot(&path));
         } else {
-            files.insert(path.clone(), (std::fs::read(&path).unwrap(), metadata.modified().unwrap()));
+            files.insert(
+                path.clone(),
+                (std::fs::read(&path).unwrap(), metadata.modified().unwrap()),
+            );
         }
     }
     files

@@ -27,7 +27,11 @@ fn stop_during_scan(datadir: &Path, source: &Path) -> Duration {
     let mut child = spawn_node(&mut quiet_ibexd(datadir, &REGTEST_QUIET, &[&option]));
     wait_for_log(datadir, "Importing blocks file", &mut child);
     std::thread::sleep(SCAN_BEFORE_SIGNAL);
-    assert!(child.try_wait().unwrap().is_none(), "the scan of {} ended by itself", source.display());
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the scan of {} ended by itself",
+        source.display()
+    );
     let signalled = Instant::now();
     terminate(&child);
     let status = wait_exit(&mut child, datadir);

@@ -36,8 +36,7 @@ enum Command {
 fn run_block(file: &Path, hex: bool) -> Result<String, String> {
     let summary = ibex_node::block_summary::block_file_summary(file, hex)
         .map_err(|error| error.to_string())?;
-    serde_json::to_string_pretty(&summary)
-        .map_err(|error| format!("{}: {error}", file.display()))
+    serde_json::to_string_pretty(&summary).map_err(|error| format!("{}: {error}", file.display()))
 }
 
 fn main() -> ExitCode {
