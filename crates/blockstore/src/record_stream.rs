@@ -336,8 +336,13 @@ mod tests {
         assert_eq!(stream.cut_off_record(), Some(cut));
         // An endless source of zeros: the stream ends once `stop` is set.
         let stop = AtomicBool::new(true);
-        let mut zeros =
-            RecordStream::new(std::io::repeat(0), Path::new("zero"), MAGIC, Obfuscation::default(), 64);
+        let mut zeros = RecordStream::new(
+            std::io::repeat(0),
+            Path::new("zero"),
+            MAGIC,
+            Obfuscation::default(),
+            64,
+        );
         assert_eq!(zeros.next_record_unless(&stop).unwrap(), None);
         assert_eq!(zeros.cut_off_record(), None);
     }

@@ -59,7 +59,7 @@ fn assert_refused(datadir: &Path, expected: &str, remedy: &str) -> String {
     assert!(text.contains(expected), "{text}");
     assert!(text.trim_end().ends_with(remedy), "{text}");
     let log = debug_log(datadir);
-    assert!(log.contains(&format!("Verifying last 6 blocks at level 2")), "{log}");
+    assert!(log.contains("Verifying last 6 blocks at level 2"), "{log}");
     assert!(log.contains("Verification error: "), "{log}");
     text
 }

@@ -346,9 +346,7 @@ pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), AddressFil
     let temporary = PathBuf::from(temporary);
     let write_error = |source| AddressFileError::Write { path: path.to_path_buf(), source };
     match std::fs::remove_file(&temporary) {
-        Err(error) if error.kind() != ErrorKind::NotFound => {
-            return Err(write_error(error))
-        }
+        Err(error) if error.kind() != ErrorKind::NotFound => return Err(write_error(error)),
         _ => {}
     }
     let mut options = std::fs::OpenOptions::new();
