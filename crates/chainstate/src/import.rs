@@ -112,11 +112,16 @@ fn scan_headers(
 fn index_headers_first(
     chainstate: &mut Chainstate,
     source: &ImportSource,
+    shutdown: &AtomicBool,
 ) -> Result<usize, ChainstateError> {
     let directory = chainstate.blocks_directory().to_path_buf();
     let magic = chainstate.params().message_start;
     let mut records = Vec::new();
     for (file_number, path) in source_files(source, &directory) {
+        // Between files: a shutdown need not wait for thousands of them.
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
         let key =
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
         scan_headers(&path, magic, key, &mut records)?;
@@ -137,7 +142,7 @@ pub fn import_blocks(
     source: &ImportSource,
     shutdown: &AtomicBool,
 ) -> Result<ImportSummary, ChainstateError> {
-    index_headers_first(chainstate, source)?;
+    index_headers_first(chainstate, source, shutdown)?;
     if matches!(source, ImportSource::OwnBlockFiles) {
         // An unfinished `-reindex` left blocks indexed with their file
         // positions: connect those first, read from where the index says

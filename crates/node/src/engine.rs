@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
-use ibex_chainstate::engine::verify::{BlockCheckError, CHECK_BLOCKS_DEFAULT, CHECK_LEVEL};
+use ibex_chainstate::engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 use ibex_chainstate::{
     engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
     CoinsDatabaseIo, DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd,
@@ -241,7 +241,7 @@ pub fn run_engine(
     // Core's `VerifyDB`, skipped as Core skips it when the coins are being
     // rebuilt from the block files anyway.
     if !reindexing && !options.reindex_chainstate {
-        verify_last_blocks(&chainstate, logger)?;
+        verify_last_blocks(&chainstate, options, logger)?;
     }
     let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
@@ -375,13 +375,27 @@ fn run_network(
     Ok(end? != ServiceEnd::Stopped)
 }
 
-/// Checks the active chain's last blocks ([`Chainstate::verify_last_blocks`])
-/// with Core's log lines.
-fn verify_last_blocks(chainstate: &Chainstate, logger: &Logger) -> Result<(), EngineError> {
+/// Checks the active chain's last blocks as `-checkblocks` and
+/// `-checklevel` say ([`Chainstate::verify_last_blocks`]), with Core's log
+/// lines.
+fn verify_last_blocks(
+    chainstate: &Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<(), EngineError> {
     let Some(height) = chainstate.chain().height() else { return Ok(()) };
-    let depth = CHECK_BLOCKS_DEFAULT.min(height + 1);
-    logger.log(&format!("Verifying last {depth} blocks at level {CHECK_LEVEL}"));
-    match chainstate.verify_last_blocks(depth) {
+    let chain_blocks = height.saturating_add(1);
+    let depth = options.block_check.blocks.map_or(chain_blocks, |blocks| blocks.min(chain_blocks));
+    let level = options.block_check.level.min(CHECK_LEVEL_DONE_MAX);
+    logger.log(&format!("Verifying last {depth} blocks at level {level}"));
+    match chainstate.verify_last_blocks(depth, level) {
+        Ok(checked) if checked.interrupted => {
+            logger.log(&format!(
+                "Block verification was interrupted after {} blocks",
+                checked.blocks
+            ));
+            Ok(())
+        }
         Ok(checked) => {
             logger.log(&format!(
                 "Verification: No block data inconsistencies in last {} blocks ({} transactions)",

@@ -1,5 +1,5 @@
 //! A start checks the active chain's last blocks, as Core's `VerifyDB`
-//! (`-checkblocks=6`) does (issue 42, item 18): after a clean stop, a tip
+//! (`-checkblocks`, default 6, and `-checklevel`) does (issue 42, item 18): after a clean stop, a tip
 //! block cut off in its file, a replaced or removed `xor.dat`, or a damaged
 //! undo record stops the next start with exit status 1 and the remedy
 //! named (Core's "Corrupted block database detected", then the one option
@@ -104,6 +104,16 @@ fn a_start_refuses_damaged_last_blocks_with_the_remedy() {
         "an intact datadir passes: {log}"
     );
 
+    // -checkblocks=0 checks every block of the chain.
+    let before = log.len();
+    let output = ibexd(&fixture.clean, &["-checkblocks=0"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = debug_log(&fixture.clean);
+    let every_block = TIP_HEIGHT + 1;
+    assert!(log[before..].contains(&format!("Verifying last {every_block} blocks at level 2")));
+    assert!(log[before..]
+        .contains(&format!("No block data inconsistencies in last {every_block} blocks")));
+
     // The tip block cut off in its file.
     let truncated = fixture.copy("truncated");
     let block_file = truncated.join("regtest/blocks/blk00000.dat");
@@ -155,6 +165,9 @@ fn a_start_refuses_damaged_last_blocks_with_the_remedy() {
         REINDEX_REMEDY,
     );
     assert!(text.starts_with(CORRUPTED), "{text}");
+    // -checklevel=1 does not read undo records: the start goes on.
+    let output = ibexd(&bad_undo, &["-checklevel=1"]);
+    assert!(output.status.success(), "-checklevel=1: {}", stderr(&output));
     // The remedy named works.
     let output = ibexd(&bad_undo, &["-reindex"]);
     assert!(output.status.success(), "{}", stderr(&output));

@@ -1,5 +1,5 @@
-//! The start's check of the last blocks (Core's `CVerifyDB::VerifyDB` with
-//! `-checkblocks` 6): each of the active chain's last blocks is read back
+//! The start's check of the last blocks (Core's `CVerifyDB::VerifyDB`,
+//! `-checkblocks` 6 unless told otherwise): each of the active chain's last blocks is read back
 //! from its block file (level 0), checked as `CheckBlock` checks it (level
 //! 1), and its undo record read back against its checksum (level 2), so
 //! that a cut-off tip block, a wrong or missing `xor.dat` or a damaged undo
@@ -24,13 +24,10 @@ use super::Chainstate;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
 
-/// Blocks checked at start when not told otherwise (Core's
-/// `DEFAULT_CHECKBLOCKS`).
-pub const CHECK_BLOCKS_DEFAULT: u32 = 6;
-
-/// The level of the check done (Core's `-checklevel` numbering: read the
-/// block, check it, read its undo record).
-pub const CHECK_LEVEL: u32 = 2;
+/// The highest level of the check done (Core's `-checklevel` numbering: 0
+/// reads the block, 1 checks it, 2 reads its undo record); a higher level
+/// asked for does what this one does.
+pub const CHECK_LEVEL_DONE_MAX: u32 = 2;
 
 /// Bytes of the genesis block compared to find the key it is stored with.
 const GENESIS_PROBE_BYTES: usize = 2 * KEY_BYTES;
@@ -117,27 +114,40 @@ pub struct CheckedBlocks {
     pub blocks: u32,
     /// Their transactions.
     pub transactions: u64,
+    /// A shutdown request stopped the check before `depth` blocks.
+    pub interrupted: bool,
 }
 
 impl Chainstate {
-    /// Checks the active chain's last `depth` blocks (see the module docs).
-    pub fn verify_last_blocks(&self, depth: u32) -> Result<CheckedBlocks, BlockCheckError> {
+    /// Checks the active chain's last `depth` blocks at `level` (see the
+    /// module docs), from the tip down; a shutdown request (the interrupt
+    /// flag) stops it between blocks, as Core's `VerifyDB` checks its
+    /// interrupt: `-checkblocks=0` reads every block of the chain.
+    pub fn verify_last_blocks(
+        &self,
+        depth: u32,
+        level: u32,
+    ) -> Result<CheckedBlocks, BlockCheckError> {
         let mut checked = CheckedBlocks::default();
         let Some(tip_height) = self.chain.height() else { return Ok(checked) };
-        let lowest = tip_height.saturating_sub(depth.saturating_sub(1));
+        if depth == 0 {
+            return Ok(checked);
+        }
+        let lowest = tip_height.saturating_sub(depth - 1);
         for height in (lowest..=tip_height).rev() {
-            if depth == 0 {
+            if self.interrupted() {
+                checked.interrupted = true;
                 break;
             }
             let Some(id) = self.chain.at(height) else { break };
-            checked.transactions += self.verify_block(id)?;
+            checked.transactions += self.verify_block(id, level)?;
             checked.blocks += 1;
         }
         Ok(checked)
     }
 
-    /// Levels 0 to 2 for block `id`; its transaction count.
-    fn verify_block(&self, id: EntryId) -> Result<u64, BlockCheckError> {
+    /// Levels 0 to `level` (at most 2) for block `id`; its transaction count.
+    fn verify_block(&self, id: EntryId, level: u32) -> Result<u64, BlockCheckError> {
         let entry = self.index.entry(id);
         let (height, hash) = (entry.height, entry.hash);
         let block = match self.read_block(id) {
@@ -150,9 +160,11 @@ impl Chainstate {
                 }))
             }
         };
-        check_block_on_network(block.view(), block.block.txids(), &hash, self.params())
-            .map_err(|reason| BlockCheckError::BadBlock { height, hash, reason })?;
-        if height > 0 {
+        if level >= 1 {
+            check_block_on_network(block.view(), block.block.txids(), &hash, self.params())
+                .map_err(|reason| BlockCheckError::BadBlock { height, hash, reason })?;
+        }
+        if level >= 2 && height > 0 {
             self.read_undo(id).map_err(|source| BlockCheckError::BadUndo {
                 height,
                 hash,
