@@ -451,7 +451,7 @@ fn import_all(
     if reindexing {
         logger.log("Reindexing block files...");
         let summary = import_blocks(chainstate, &ImportSource::OwnBlockFiles, shutdown)?;
-        // `-stopatheight` ends a reindex as finished, as before.
+        // At `-stopatheight` the reindex ended where the operator asked.
         let end = if summary.interrupted && !chainstate.reached_stop_height() {
             "Reindexing interrupted (the next start continues it)"
         } else {
