@@ -29,7 +29,7 @@ pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;
 pub use reader::{read_block, read_block_into, read_block_once};
 pub use record_headers::{RecordHeader, RecordHeaders};
-pub use record_stream::{OwnedRecord, RecordStream, READ_WINDOW_BYTES_DEFAULT};
+pub use record_stream::{CutOffRecord, OwnedRecord, RecordStream, READ_WINDOW_BYTES_DEFAULT};
 pub use undo_files::{
     read_undo, read_undo_into, undo_checksum, UndoFileWriter, UndoRecord, UndoRecords,
     UNDO_PAYLOAD_BYTES_MAX,

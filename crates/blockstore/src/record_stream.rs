@@ -15,6 +15,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::BlockStoreError;
 use crate::framing::{RECORD_BLOCK_BYTES_MAX, RECORD_BLOCK_BYTES_MIN, RECORD_HEADER_BYTES};
@@ -32,6 +33,19 @@ pub struct OwnedRecord {
     pub bytes: Vec<u8>,
 }
 
+/// A record whose frame was found but whose block the file ends inside:
+/// the last block of a file cut short (a crash during a write, a partial
+/// copy). Core's import skips it without a word; the import reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutOffRecord {
+    /// Offset of the block's first byte in the file.
+    pub data_offset: u64,
+    /// The block's length, as its frame claims.
+    pub block_bytes: usize,
+    /// The block's bytes the file holds.
+    pub bytes_present: u64,
+}
+
 /// The records of one block file, read a window at a time.
 #[derive(Debug)]
 pub struct RecordStream<R> {
@@ -46,6 +60,8 @@ pub struct RecordStream<R> {
     /// Where the next magic search starts, as an index into `window`.
     position: usize,
     end_of_file: bool,
+    /// The record the file ended inside, once the stream met it.
+    cut_off: Option<CutOffRecord>,
 }
 
 impl RecordStream<std::fs::File> {
@@ -82,15 +98,29 @@ impl<R: Read> RecordStream<R> {
             filled: 0,
             position: 0,
             end_of_file: false,
+            cut_off: None,
         }
     }
 
     /// The next record, `None` at the end of the file (or at a truncated
     /// last record, as in Core).
     pub fn next_record(&mut self) -> Result<Option<OwnedRecord>, BlockStoreError> {
+        self.next_record_unless(&AtomicBool::new(false))
+    }
+
+    /// [`Self::next_record`], but `None` as soon as `stop` is set, checked
+    /// before every read of the file: a search for the magic through a
+    /// source with no record in it (`/dev/zero`, `/dev/urandom`, gigabytes
+    /// of zeros) stops within one window's read of a shutdown request, as
+    /// Core's `LoadExternalBlockFile` checks its interrupt in its loop. The
+    /// caller tells a stop from the end of the file by `stop`.
+    pub fn next_record_unless(
+        &mut self,
+        stop: &AtomicBool,
+    ) -> Result<Option<OwnedRecord>, BlockStoreError> {
         loop {
-            let Some(magic_at) = self.find_magic()? else { return Ok(None) };
-            if !self.ensure_available(magic_at, RECORD_HEADER_BYTES)? {
+            let Some(magic_at) = self.find_magic(stop)? else { return Ok(None) };
+            if !self.ensure_available(magic_at, RECORD_HEADER_BYTES, stop)? {
                 return Ok(None);
             }
             // `find_magic` may have moved the window: find the magic again.
@@ -103,7 +133,16 @@ impl<R: Read> RecordStream<R> {
                 self.position = magic_at + 1;
                 continue;
             }
-            if !self.ensure_available(magic_at, RECORD_HEADER_BYTES + length)? {
+            if !self.ensure_available(magic_at, RECORD_HEADER_BYTES + length, stop)? {
+                if !stop.load(Ordering::Relaxed) {
+                    let present = self.filled - self.position - RECORD_HEADER_BYTES;
+                    self.cut_off = Some(CutOffRecord {
+                        data_offset: self.window_file_offset
+                            + (self.position + RECORD_HEADER_BYTES) as u64,
+                        block_bytes: length,
+                        bytes_present: present as u64,
+                    });
+                }
                 return Ok(None);
             }
             let start = self.position + RECORD_HEADER_BYTES;
@@ -116,9 +155,15 @@ impl<R: Read> RecordStream<R> {
         }
     }
 
+    /// The record the file ended inside (a plausible frame whose block is
+    /// cut off), once the stream has ended there.
+    pub fn cut_off_record(&self) -> Option<CutOffRecord> {
+        self.cut_off
+    }
+
     /// Moves `position` to the next magic (reading on as needed) and
     /// returns its index in the window; `None` when the file has no more.
-    fn find_magic(&mut self) -> Result<Option<usize>, BlockStoreError> {
+    fn find_magic(&mut self, stop: &AtomicBool) -> Result<Option<usize>, BlockStoreError> {
         loop {
             let searched = &self.window[self.position..self.filled];
             if let Some(found) = searched.windows(4).position(|window| window == self.magic) {
@@ -130,24 +175,35 @@ impl<R: Read> RecordStream<R> {
             }
             // Keep the last three bytes: they may start a magic.
             self.position = self.filled.saturating_sub(3).max(self.position);
-            self.compact_and_fill(0)?;
+            self.compact_and_fill(0, stop)?;
         }
     }
 
     /// Makes `bytes` bytes from `start` (= `position`) available in the
-    /// window; false when the file ends first.
-    fn ensure_available(&mut self, start: usize, bytes: usize) -> Result<bool, BlockStoreError> {
+    /// window; false when the file ends (or `stop` is set) first.
+    fn ensure_available(
+        &mut self,
+        start: usize,
+        bytes: usize,
+        stop: &AtomicBool,
+    ) -> Result<bool, BlockStoreError> {
         debug_assert_eq!(start, self.position);
         if self.filled - start >= bytes {
             return Ok(true);
         }
-        self.compact_and_fill(bytes)?;
+        self.compact_and_fill(bytes, stop)?;
         Ok(self.filled - self.position >= bytes)
     }
 
     /// Drops the window's bytes before `position`, grows the window to at
     /// least `bytes_needed`, and reads until it is full or the file ends.
-    fn compact_and_fill(&mut self, bytes_needed: usize) -> Result<(), BlockStoreError> {
+    /// A set `stop` ends the file here: what was read stays readable, and
+    /// nothing more is read.
+    fn compact_and_fill(
+        &mut self,
+        bytes_needed: usize,
+        stop: &AtomicBool,
+    ) -> Result<(), BlockStoreError> {
         self.window.copy_within(self.position..self.filled, 0);
         self.window_file_offset += self.position as u64;
         self.filled -= self.position;
@@ -157,6 +213,10 @@ impl<R: Read> RecordStream<R> {
         }
         let first_new = self.filled;
         while self.filled < self.window.len() && !self.end_of_file {
+            if stop.load(Ordering::Relaxed) {
+                self.end_of_file = true;
+                break;
+            }
             match self.source.read(&mut self.window[self.filled..]) {
                 Ok(0) => self.end_of_file = true,
                 Ok(count) => self.filled += count,
@@ -259,6 +319,32 @@ mod tests {
         let records = streamed(&file, Obfuscation::default(), 16, 1000);
         assert_eq!(records, whole(&file));
         assert_eq!(records[0].bytes.len(), 5000);
+    }
+
+    #[test]
+    fn a_cut_off_last_record_is_reported_and_a_stop_ends_an_endless_source() {
+        let mut file = Vec::new();
+        encode_record(&mut file, MAGIC, &[7u8; 100]);
+        encode_record(&mut file, MAGIC, &[6u8; 300]);
+        file.truncate(file.len() - 120);
+        let mut stream =
+            RecordStream::new(&file[..], Path::new("cut"), MAGIC, Obfuscation::default(), 64);
+        assert_eq!(stream.next_record().unwrap().unwrap().bytes, vec![7u8; 100]);
+        assert_eq!(stream.cut_off_record(), None);
+        assert_eq!(stream.next_record().unwrap(), None);
+        let cut = CutOffRecord { data_offset: 116, block_bytes: 300, bytes_present: 180 };
+        assert_eq!(stream.cut_off_record(), Some(cut));
+        // An endless source of zeros: the stream ends once `stop` is set.
+        let stop = AtomicBool::new(true);
+        let mut zeros = RecordStream::new(
+            std::io::repeat(0),
+            Path::new("zero"),
+            MAGIC,
+            Obfuscation::default(),
+            64,
+        );
+        assert_eq!(zeros.next_record_unless(&stop).unwrap(), None);
+        assert_eq!(zeros.cut_off_record(), None);
     }
 
     #[test]

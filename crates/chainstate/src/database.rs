@@ -241,6 +241,11 @@ pub struct DatabaseOptions {
     /// ([`crate::budget::DBCACHE_BYTES_PER_FLUSH_TABLE`]); the level-0
     /// compaction triggers are scaled by it.
     pub flush_table_count: usize,
+    /// Open with RocksDB's read-only mode: no byte of the directory is
+    /// changed (no `MANIFEST`, `OPTIONS`, `CURRENT` or info log written, no
+    /// log flushed into a table, no compaction), and every write fails. For
+    /// tools that read a stopped node's coins (`ibex txoutsetinfo`).
+    pub read_only: bool,
 }
 
 impl DatabaseOptions {
@@ -252,6 +257,7 @@ impl DatabaseOptions {
             block_cache_bytes: memory.block_cache_bytes,
             memtable_bytes: memory.memtable_bytes,
             flush_table_count: memory.flush_table_count,
+            read_only: false,
         }
     }
 }
@@ -264,6 +270,7 @@ impl Default for DatabaseOptions {
             block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
             memtable_bytes: MEMTABLE_BYTES_DEFAULT,
             flush_table_count: 1,
+            read_only: false,
         }
     }
 }
@@ -335,6 +342,10 @@ impl std::fmt::Debug for CoinsDatabase {
 impl CoinsDatabase {
     /// Opens (or creates) the database at `path`.
     pub fn open(path: &Path, options: &DatabaseOptions) -> Result<CoinsDatabase, ChainstateError> {
+        // RocksDB makes the directory of any database it opens.
+        if options.read_only && !path.is_dir() {
+            return Err(ChainstateError::NoDatabase { path: path.to_path_buf() });
+        }
         let mut table = BlockBasedOptions::default();
         // Most prefetch misses are absent keys only during BIP30 checks; a
         // bloom filter makes those and cold lookups skip most table reads.
@@ -358,7 +369,9 @@ impl CoinsDatabase {
         // ([`CoinsDatabase::drop_whole_key_filters`]); walks use
         // total-order iterators.
         rocks.set_prefix_extractor(SliceTransform::create_fixed_prefix(COIN_TXID_PREFIX_BYTES));
-        rocks.create_if_missing(options.create_if_missing && !holds_database_files(path));
+        rocks.create_if_missing(
+            options.create_if_missing && !options.read_only && !holds_database_files(path),
+        );
         rocks.set_write_buffer_size(options.memtable_bytes);
         // Three memtables, two written to a table together
         // ([`crate::budget::MEMTABLES_MERGED_PER_FLUSH`]); small constants,
@@ -388,7 +401,12 @@ impl CoinsDatabase {
         // profile showed skip-list searches for keys that cannot exist.
         let family =
             ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, rocks.clone());
-        let db = DB::open_cf_descriptors(&rocks, path, [family])?;
+        let db = if options.read_only {
+            // The write-ahead log is replayed into memory only.
+            DB::open_cf_descriptors_read_only(&rocks, path, [family], false)?
+        } else {
+            DB::open_cf_descriptors(&rocks, path, [family])?
+        };
         let flush_batch_bytes_max = options.flush_batch_bytes_max.max(FLUSH_BATCH_BYTES_MIN);
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -404,7 +422,9 @@ impl CoinsDatabase {
             table_number: AtomicU64::new(0),
             batch_flushes: AtomicBool::new(false),
         };
-        database.prepare_tables_directory()?;
+        if !options.read_only {
+            database.prepare_tables_directory()?;
+        }
         Ok(database)
     }
 
@@ -651,10 +671,13 @@ impl CoinsDatabase {
         CoinBatches::new(self, batch_bytes_max)
     }
 
-    /// RocksDB's estimate of the live data size, in bytes (Core's
-    /// `disk_size` in `gettxoutsetinfo` is LevelDB's estimate too).
+    /// The bytes of every table file of the database (Core's `disk_size`
+    /// in `gettxoutsetinfo`, LevelDB's size of the tables holding coins).
+    /// RocksDB's `estimate-live-data-size` would leave out each table whose
+    /// keys a table of a lower level also covers: level-0 tables of recent
+    /// flushes over older ones, most of a node's database after a sync.
     pub fn estimated_size_bytes(&self) -> Result<u64, ChainstateError> {
-        Ok(self.db.property_int_value("rocksdb.estimate-live-data-size")?.unwrap_or(0))
+        Ok(self.db.property_int_value("rocksdb.live-sst-files-size")?.unwrap_or(0))
     }
 
     /// Bytes RocksDB's open tables hold in the heap outside the block

@@ -205,6 +205,13 @@ pub enum ChainstateError {
     /// The background flush thread panicked.
     #[error("the flush thread panicked")]
     FlushThreadPanicked,
+    /// A database opened read-only is not there (RocksDB would create
+    /// its directory; a read-only open creates nothing).
+    #[error("no database at {}", .path.display())]
+    NoDatabase {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// RocksDB failed.
     #[error("database: {source}")]
     Database {
@@ -227,19 +234,35 @@ pub enum ChainstateError {
     },
 }
 
+/// The [`ChainstateError::CorruptRecord`] name of a block index key.
+pub const BLOCK_INDEX_KEY_RECORD: &str = "block index key";
+
 impl ChainstateError {
     /// The database to rebuild when this error is one a rebuild cures: a
-    /// database that opened as corrupt or incomplete. Not for an I/O error
-    /// (a held lock, a permission, a failing disk), which a rebuild does not
-    /// fix, nor for errors met after opening.
+    /// database that opened as corrupt or incomplete, or corruption met
+    /// while reading coins (a record that does not decode, a table failing
+    /// its checksum). Not for an I/O error (a held lock, a permission, a
+    /// failing disk), which a rebuild does not fix.
     pub fn database_to_rebuild(&self) -> Option<DatabaseKind> {
-        let ChainstateError::DatabaseOpen { database, source, .. } = self else {
-            return None;
-        };
         use rocksdb::ErrorKind;
-        match source.kind() {
-            ErrorKind::Corruption | ErrorKind::InvalidArgument | ErrorKind::NotFound => {
-                Some(*database)
+        match self {
+            ChainstateError::DatabaseOpen { database, source, .. } => match source.kind() {
+                ErrorKind::Corruption | ErrorKind::InvalidArgument | ErrorKind::NotFound => {
+                    Some(*database)
+                }
+                _ => None,
+            },
+            ChainstateError::CorruptCoin { .. } | ChainstateError::CorruptKey { .. } => {
+                Some(DatabaseKind::Coins)
+            }
+            ChainstateError::CorruptRecord { record, .. } if *record == BLOCK_INDEX_KEY_RECORD => {
+                Some(DatabaseKind::BlockIndex)
+            }
+            ChainstateError::CorruptRecord { .. } => Some(DatabaseKind::Coins),
+            // Once open, the block index is only written (it is read whole
+            // as it opens): a table failing its checksum now is the coins'.
+            ChainstateError::Database { source } if source.kind() == ErrorKind::Corruption => {
+                Some(DatabaseKind::Coins)
             }
             _ => None,
         }

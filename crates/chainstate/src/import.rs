@@ -112,11 +112,16 @@ fn scan_headers(
 fn index_headers_first(
     chainstate: &mut Chainstate,
     source: &ImportSource,
+    shutdown: &AtomicBool,
 ) -> Result<usize, ChainstateError> {
     let directory = chainstate.blocks_directory().to_path_buf();
     let magic = chainstate.params().message_start;
     let mut records = Vec::new();
     for (file_number, path) in source_files(source, &directory) {
+        // Between files: a shutdown need not wait for thousands of them.
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
         let key =
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
         scan_headers(&path, magic, key, &mut records)?;
@@ -137,7 +142,7 @@ pub fn import_blocks(
     source: &ImportSource,
     shutdown: &AtomicBool,
 ) -> Result<ImportSummary, ChainstateError> {
-    index_headers_first(chainstate, source)?;
+    index_headers_first(chainstate, source, shutdown)?;
     if matches!(source, ImportSource::OwnBlockFiles) {
         // An unfinished `-reindex` left blocks indexed with their file
         // positions: connect those first, read from where the index says
@@ -179,10 +184,14 @@ pub fn import_blocks(
         // and dropping the receiver makes its sends fail.
         in_flight.close();
         drop(receiver);
-        // Files in which the reader found no block, said once it is done.
-        let files_without_blocks = reader.join().unwrap_or_else(|panic| resume_unwind(panic));
-        for file in files_without_blocks {
+        // Files in which the reader found no block or a cut-off last
+        // record, said once it is done.
+        let report = reader.join().unwrap_or_else(|panic| resume_unwind(panic));
+        for file in report.files_without_blocks {
             importer.chainstate.emit(ChainEvent::BlockFileWithoutBlocks(file));
+        }
+        for file in report.cut_off_records {
+            importer.chainstate.emit(ChainEvent::BlockFileCutOff(file));
         }
         result
     })
@@ -216,6 +225,11 @@ impl Importer<'_> {
                 self.summary.interrupted = true;
                 break;
             }
+        }
+        // The reader also ends, without a block, when a shutdown stops its
+        // search of a file that holds none.
+        if shutdown.load(Ordering::Relaxed) {
+            self.summary.interrupted = true;
         }
         if shutdown.load(Ordering::Relaxed) {
             // The pending blocks' verdicts; whatever they are, the next

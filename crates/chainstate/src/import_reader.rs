@@ -22,12 +22,12 @@
 //! block across the worker threads: the reader keeps ahead with blocks to
 //! spare.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use ibex_blockstore::{BlockPosition, Obfuscation, OwnedRecord, RecordStream};
+use ibex_blockstore::{BlockPosition, CutOffRecord, Obfuscation, OwnedRecord, RecordStream};
 use ibex_primitives::{BlockBuffers, Params};
 use rayon::prelude::*;
 
@@ -170,22 +170,46 @@ struct FileCounts {
     blocks: u64,
 }
 
-/// The reader thread: `source`'s files in order. Returns the files read to
-/// their end in which no block was found, with the likely cause.
+/// What the reader found wrong with the files it read to their end.
+#[derive(Debug, Default)]
+pub(crate) struct ReaderReport {
+    /// Files in which no block was found, with the likely cause.
+    pub(crate) files_without_blocks: Vec<FileWithoutBlocks>,
+    /// Files whose last record is cut off.
+    pub(crate) cut_off_records: Vec<CutOffBlockFile>,
+}
+
+/// A block file whose last record the file ends inside: the block in it is
+/// not imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutOffBlockFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The record.
+    pub record: CutOffRecord,
+}
+
+/// The reader thread: `source`'s files in order. Returns what it found
+/// wrong with the files it read to their end.
 pub(crate) fn read_source(
     source: &ImportSource,
     directory: &Path,
     obfuscation: Obfuscation,
     params: &Params,
     output: &ReaderOutput<'_>,
-) -> Vec<FileWithoutBlocks> {
-    let mut files_without_blocks = Vec::new();
+) -> ReaderReport {
+    let mut report = ReaderReport::default();
     for (file_number, path) in source_files(source, directory) {
         let key = if file_number.is_some() { obfuscation } else { Obfuscation::default() };
         let mut counts = FileCounts::default();
+        let mut cut_off = None;
         let result = RecordStream::open(&path, params.message_start, key)
             .map_err(ChainstateError::from)
-            .and_then(|stream| send_file_blocks(stream, file_number, params, output, &mut counts));
+            .and_then(|mut stream| {
+                let read = send_file_blocks(&mut stream, file_number, params, output, &mut counts);
+                cut_off = stream.cut_off_record();
+                read
+            });
         match result {
             Ok(true) => {}
             Ok(false) => break,
@@ -194,24 +218,28 @@ pub(crate) fn read_source(
                 break;
             }
         }
+        if let Some(record) = cut_off {
+            report.cut_off_records.push(CutOffBlockFile { path: path.clone(), record });
+        }
         if counts.blocks == 0 {
-            files_without_blocks.extend(diagnose(&path, params, key, counts.records));
+            report.files_without_blocks.extend(diagnose(&path, params, key, counts.records));
         }
     }
-    files_without_blocks
+    report
 }
 
 /// Prepares and sends one file's blocks; `Ok(false)` when the import stopped.
 fn send_file_blocks(
-    stream: RecordStream<std::fs::File>,
+    stream: &mut RecordStream<std::fs::File>,
     file_number: Option<u32>,
     params: &Params,
     output: &ReaderOutput<'_>,
     counts: &mut FileCounts,
 ) -> Result<bool, ChainstateError> {
     let mut chunk: Vec<OwnedRecord> = Vec::with_capacity(PREPARE_CHUNK_BLOCKS);
-    for record in stream {
-        let record = record?;
+    // The stream checks the shutdown flag before each read: a file with no
+    // record (`/dev/zero`) stops as soon as the flag is set.
+    while let Some(record) = stream.next_record_unless(output.shutdown)? {
         counts.records += 1;
         if output.shutdown.load(Ordering::Relaxed) {
             return Ok(false);
@@ -231,6 +259,9 @@ fn send_file_blocks(
         {
             return Ok(false);
         }
+    }
+    if output.shutdown.load(Ordering::Relaxed) {
+        return Ok(false);
     }
     Ok(send_chunk(&mut chunk, file_number, params, output, counts))
 }

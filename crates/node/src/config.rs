@@ -20,8 +20,8 @@ use crate::metrics::options::{metrics_options, MetricsOptions};
 use crate::network_options::{
     network_options, rpc_options, NetworkOptions, OptionSource, RpcOptions,
 };
-pub use crate::numeric_options::script_threads_from_par;
 use crate::numeric_options::{self, GivenValue};
+pub use crate::numeric_options::{script_threads_from_par, BlockCheckDepth};
 use crate::settings::{interpret_bool, SettingValue, Settings};
 
 /// `-dbcache` default, MiB (Core's `DEFAULT_DB_CACHE`).
@@ -109,6 +109,9 @@ pub struct NodeOptions {
     /// height reaches it, so the node stops as soon as the chain has a tip
     /// (Core stops at its first new block).
     pub stop_at_height: Option<u32>,
+    /// `-checkblocks` and `-checklevel`: what a start checks of the last
+    /// blocks (Core's `VerifyDB`).
+    pub block_check: BlockCheckDepth,
     /// `-mocktime` (regtest only): the Unix time the P2P side takes for
     /// now; `None` for the real time.
     pub mock_time: Option<i64>,
@@ -306,6 +309,11 @@ impl CommandLine {
             script_threads: numbers.script_threads,
             assume_valid: typed.assume_valid()?,
             stop_at_height: numbers.stop_at_height,
+            block_check: numeric_options::block_check_depth(
+                typed.given("checkblocks").as_ref(),
+                typed.given("checklevel").as_ref(),
+                &mut warnings,
+            ),
             mock_time: typed.mock_time(network, &mut warnings)?,
             reindex: typed.boolean("reindex", false),
             reindex_chainstate: typed.boolean("reindex-chainstate", false),

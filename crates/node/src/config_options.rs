@@ -27,6 +27,8 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("minimumchainwork", "=<hex>", "Minimum work assumed to exist on a valid chain in hex; headers sync stores no header chain with less (default: the chain's, 0 on regtest)"),
     ("mocktime", "=<n>", "Replace actual time with <n> seconds since the epoch in what the P2P side decides by the clock: initial block download, headers sync, tip announcements (regtest only; default: 0, the real time)"),
     ("stopatheight", "=<n>", "Stop once the chain reaches this height (default: 0, never)"),
+    ("checkblocks", "=<n>", "How many blocks to check at startup (default: 6, 0 = all)"),
+    ("checklevel", "=<n>", "How thorough the block verification of -checkblocks is: 0 reads each block, 1 also checks it, 2 also reads its undo data and checks its checksum (3 and 4, Core's disconnect and reconnect checks, do what 2 does; default: 3)"),
     ("reindex", "", "Rebuild the block index and chainstate from the block files"),
     ("reindex-chainstate", "", "Rebuild the chainstate from the blocks already indexed"),
     ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
+use ibex_chainstate::engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 use ibex_chainstate::{
     engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
     CoinsDatabaseIo, DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd,
@@ -49,6 +50,13 @@ pub enum EngineError {
         database: DatabaseKind,
         /// The error opening it.
         source: ChainstateError,
+    },
+    /// The start's check of the last blocks failed (Core's "Corrupted
+    /// block database detected"): what was found, then the remedy.
+    #[error("Corrupted block database detected: {source}\n{}", .source.remedy())]
+    BlockCheck {
+        /// What the check found.
+        source: BlockCheckError,
     },
     /// The P2P side could not start.
     #[error(transparent)]
@@ -196,6 +204,9 @@ pub fn run_engine(
     let blocks = &options.blocks_directory;
     let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
     let mut reindex_state = read_state(blocks);
+    if let Some(line) = unfinished_reindex_line(reindex_state, options.reindex) {
+        logger.log(line);
+    }
     if options.reindex || reindex_state == ReindexState::Wiping {
         marker(ReindexState::Wiping)?;
         wipe_for_reindex(options, logger)?;
@@ -227,6 +238,11 @@ pub fn run_engine(
     node_metrics.attach_chain(chainstate.metrics());
     log_loaded(&chainstate, logger);
     let reindexing = reindex_state == ReindexState::Importing;
+    // Core's `VerifyDB`, skipped as Core skips it when the coins are being
+    // rebuilt from the block files anyway.
+    if !reindexing && !options.reindex_chainstate {
+        verify_last_blocks(&chainstate, options, logger)?;
+    }
     let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
     // in use, say). The address manager is read first: addresses known
@@ -359,6 +375,41 @@ fn run_network(
     Ok(end? != ServiceEnd::Stopped)
 }
 
+/// Checks the active chain's last blocks as `-checkblocks` and
+/// `-checklevel` say ([`Chainstate::verify_last_blocks`]), with Core's log
+/// lines.
+fn verify_last_blocks(
+    chainstate: &Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<(), EngineError> {
+    let Some(height) = chainstate.chain().height() else { return Ok(()) };
+    let chain_blocks = height.saturating_add(1);
+    let depth = options.block_check.blocks.map_or(chain_blocks, |blocks| blocks.min(chain_blocks));
+    let level = options.block_check.level.min(CHECK_LEVEL_DONE_MAX);
+    logger.log(&format!("Verifying last {depth} blocks at level {level}"));
+    match chainstate.verify_last_blocks(depth, level) {
+        Ok(checked) if checked.interrupted => {
+            logger.log(&format!(
+                "Block verification was interrupted after {} blocks",
+                checked.blocks
+            ));
+            Ok(())
+        }
+        Ok(checked) => {
+            logger.log(&format!(
+                "Verification: No block data inconsistencies in last {} blocks ({} transactions)",
+                checked.blocks, checked.transactions
+            ));
+            Ok(())
+        }
+        Err(source) => {
+            logger.log(&format!("Verification error: {source}"));
+            Err(EngineError::BlockCheck { source })
+        }
+    }
+}
+
 fn log_loaded(chainstate: &Chainstate, logger: &Logger) {
     logger.log(&format!("Loaded {} block index entries", chainstate.index().len()));
     match chainstate.tip() {
@@ -366,6 +417,21 @@ fn log_loaded(chainstate: &Chainstate, logger: &Logger) {
             logger.log(&format!("Loaded best chain: hashBestChain={hash} height={height}"))
         }
         None => logger.log("Loaded best chain: none (empty chainstate)"),
+    }
+}
+
+/// What the log says when an earlier `-reindex` did not finish (the
+/// marker's `state`; `reindex_requested`: `-reindex` is given again).
+fn unfinished_reindex_line(state: ReindexState, reindex_requested: bool) -> Option<&'static str> {
+    match (state, reindex_requested) {
+        (ReindexState::None, _) => None,
+        (_, true) => Some("An earlier reindex was interrupted: -reindex starts it over"),
+        (ReindexState::Wiping, false) => Some(
+            "An earlier reindex was interrupted while wiping the block index: starting it over",
+        ),
+        (ReindexState::Importing, false) => Some(
+            "An earlier reindex was interrupted: continuing it from the blocks already imported",
+        ),
     }
 }
 
@@ -385,8 +451,14 @@ fn import_all(
     if reindexing {
         logger.log("Reindexing block files...");
         let summary = import_blocks(chainstate, &ImportSource::OwnBlockFiles, shutdown)?;
+        // At `-stopatheight` the reindex ended where the operator asked.
+        let end = if summary.interrupted && !chainstate.reached_stop_height() {
+            "Reindexing interrupted (the next start continues it)"
+        } else {
+            "Reindexing finished"
+        };
         logger.log(&format!(
-            "Reindexing finished: {} blocks read, {} new, {} rejected, {} without parent",
+            "{end}: {} blocks read, {} new, {} rejected, {} without parent",
             summary.blocks_read,
             summary.blocks_accepted,
             summary.blocks_rejected,

@@ -37,7 +37,17 @@ pub enum LogError {
         /// Why.
         source: std::io::Error,
     },
-    /// The log file could not be opened, shrunk or written.
+    /// The log file could not be opened at start (its directory is missing,
+    /// say: Core refuses to start with the same words, and creates no
+    /// directory for it either).
+    #[error("Could not open debug log file {}: {source}", .path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The log file could not be shrunk or written.
     #[error("cannot write log file {}: {source}", .path.display())]
     File {
         /// The file.
@@ -118,15 +128,16 @@ impl Logger {
         let file = match path {
             None => None,
             Some(path) => {
-                if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty())
-                {
-                    create_directory(parent)?;
-                }
+                // The file's directory must exist (`-debuglogfile` may name
+                // any path): as Core's `StartLogging`, none is created.
                 if shrink {
                     shrink_log_file(path)
                         .map_err(|source| LogError::File { path: path.to_owned(), source })?;
                 }
-                let mut writer = open_append(path)?;
+                let mut writer = open_append(path).map_err(|error| match error {
+                    LogError::File { path, source } => LogError::Open { path, source },
+                    other => other,
+                })?;
                 writer
                     .write_all(b"\n\n\n\n\n")
                     .and_then(|()| writer.flush())
@@ -553,7 +564,11 @@ mod tests {
     #[test]
     fn logger_appends_timestamped_lines_and_reopens() {
         let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("sub/debug.log");
+        let missing = directory.path().join("sub/debug.log");
+        let error = Logger::open_file(Some(&missing), false, true).unwrap_err();
+        assert!(matches!(error, LogError::Open { .. }), "{error}");
+        assert!(!directory.path().join("sub").exists(), "no directory is created for the log");
+        let path = directory.path().join("debug.log");
         let logger = Logger::open_file(Some(&path), false, true).unwrap();
         let clone = logger.clone();
         std::thread::spawn(move || clone.log("from a thread")).join().unwrap();

@@ -194,6 +194,15 @@ impl ChainObserver for NodeObserver {
                 ));
                 self.progress.set_import_plan(plan);
             }
+            ChainEvent::BlockFileCutOff(file) => {
+                self.logger.log(&format!(
+                    "[warning] {}: the last record is cut off: the file ends {} bytes into a block of {} bytes at offset {}, which is not imported",
+                    file.path.display(),
+                    file.record.bytes_present,
+                    file.record.block_bytes,
+                    file.record.data_offset
+                ));
+            }
             ChainEvent::BlockFileWithoutBlocks(file) => {
                 self.logger.log(&format!(
                     "[warning] {}: no block found in {} bytes ({})",

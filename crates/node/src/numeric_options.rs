@@ -218,6 +218,39 @@ pub fn stop_at_height(
     }
 }
 
+/// Core's `DEFAULT_CHECKBLOCKS`: the last blocks a start checks.
+pub const CHECK_BLOCKS_DEFAULT: u32 = 6;
+/// Core's `DEFAULT_CHECKLEVEL`.
+pub const CHECK_LEVEL_DEFAULT: u32 = 3;
+/// Core's highest `-checklevel`.
+pub const CHECK_LEVEL_MAX: u32 = 4;
+
+/// What a start checks of the active chain's last blocks (Core's
+/// `-checkblocks` and `-checklevel`, read as `VerifyDB` reads them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockCheckDepth {
+    /// Blocks to check; `None` for every block of the chain (Core's 0 or a
+    /// negative `-checkblocks`).
+    pub blocks: Option<u32>,
+    /// `-checklevel`, 0 to [`CHECK_LEVEL_MAX`].
+    pub level: u32,
+}
+
+/// `-checkblocks` and `-checklevel`: a negative or zero count is every
+/// block, as in Core; the level is clamped to 0..=4 as Core clamps it.
+pub fn block_check_depth(
+    blocks: Option<&GivenValue>,
+    level: Option<&GivenValue>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> BlockCheckDepth {
+    let blocks = read_integer("checkblocks", blocks, i64::from(CHECK_BLOCKS_DEFAULT), warnings);
+    let level = read_integer("checklevel", level, i64::from(CHECK_LEVEL_DEFAULT), warnings);
+    BlockCheckDepth {
+        blocks: (blocks > 0).then(|| u32::try_from(blocks).unwrap_or(u32::MAX)),
+        level: u32::try_from(level.clamp(0, i64::from(CHECK_LEVEL_MAX))).unwrap_or(0),
+    }
+}
+
 /// The shortest `-progressinterval`, in milliseconds (a shorter one is
 /// raised to it).
 pub const PROGRESS_INTERVAL_MS_MIN: u64 = 100;
@@ -243,6 +276,20 @@ mod tests {
         let mut warnings = Vec::new();
         let used = dbcache_mebibytes(Some(&given(text)), 450, &mut warnings);
         (used, warnings)
+    }
+
+    #[test]
+    fn check_blocks_and_level_are_read_as_core_reads_them() {
+        let depth = |blocks: Option<&str>, level: Option<&str>| {
+            let mut warnings = Vec::new();
+            let blocks = blocks.map(given);
+            let level = level.map(given);
+            block_check_depth(blocks.as_ref(), level.as_ref(), &mut warnings)
+        };
+        assert_eq!(depth(None, None), BlockCheckDepth { blocks: Some(6), level: 3 });
+        assert_eq!(depth(Some("0"), Some("9")), BlockCheckDepth { blocks: None, level: 4 });
+        assert_eq!(depth(Some("-3"), Some("-1")), BlockCheckDepth { blocks: None, level: 0 });
+        assert_eq!(depth(Some("100"), Some("1")), BlockCheckDepth { blocks: Some(100), level: 1 });
     }
 
     #[test]

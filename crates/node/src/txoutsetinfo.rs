@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use ibex_chainstate::engine::open::INDEX_DIRECTORY;
 use ibex_chainstate::index::store::IndexStore;
 use ibex_chainstate::{
-    txoutset_stats, Chainstate, ChainstateError, CoinsDatabase, DatabaseOptions,
+    txoutset_stats, Chainstate, ChainstateError, CoinsDatabase, DatabaseKind, DatabaseOptions,
 };
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::BlockHash;
@@ -45,7 +45,16 @@ pub enum TxOutSetInfoError {
     },
     /// The chainstate could not be read.
     #[error(transparent)]
-    Chainstate(#[from] ChainstateError),
+    Chainstate(ChainstateError),
+    /// A database is corrupt: which one, why, and the `ibexd` option that
+    /// rebuilds it (as `ibexd` words it).
+    #[error("{source}\nPlease restart ibexd with {} to recover.", .database.rebuild_option())]
+    DatabaseUnusable {
+        /// The database.
+        database: DatabaseKind,
+        /// What was found.
+        source: ChainstateError,
+    },
     /// A node (Ibex, or Core) holds the data directory's lock.
     #[error(
         "cannot obtain a lock on directory {}: a node is probably running on it \
@@ -80,6 +89,15 @@ pub enum TxOutSetInfoError {
     /// The chain has no tip yet.
     #[error("the chain has no tip yet")]
     NoTip,
+}
+
+impl From<ChainstateError> for TxOutSetInfoError {
+    fn from(source: ChainstateError) -> Self {
+        match source.database_to_rebuild() {
+            Some(database) => TxOutSetInfoError::DatabaseUnusable { database, source },
+            None => TxOutSetInfoError::Chainstate(source),
+        }
+    }
 }
 
 /// Core's `hash_type` names (the RPC's reading of them).
@@ -204,13 +222,16 @@ pub fn txoutset_info(
     if !chainstate_directory.exists() {
         return Err(TxOutSetInfoError::NoChainstate { path: chainstate_directory.to_path_buf() });
     }
-    let options = DatabaseOptions { create_if_missing: false, ..DatabaseOptions::default() };
+    // Read-only, both databases: a tool that reads changes no byte of them,
+    // whether it succeeds or fails.
+    let options =
+        DatabaseOptions { create_if_missing: false, read_only: true, ..DatabaseOptions::default() };
     let database = CoinsDatabase::open(chainstate_directory, &options)?;
     if database.head_blocks()?.is_some() {
         return Err(TxOutSetInfoError::InterruptedFlush);
     }
     let best_block = database.best_block()?.unwrap_or(BlockHash::ZERO);
-    let index = IndexStore::open(&blocks_directory.join(INDEX_DIRECTORY))?.load()?;
+    let index = IndexStore::open_read_only(&blocks_directory.join(INDEX_DIRECTORY))?.load()?;
     let height = match index.get(&best_block) {
         Some(id) => index.entry(id).height,
         None if best_block == BlockHash::ZERO => 0,

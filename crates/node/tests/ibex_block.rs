@@ -89,3 +89,47 @@ fn broken_files_print_one_line_and_exit_1() {
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(summary["merkle_root_valid"], false);
 }
+
+/// `ibex block` on an endless or huge input (issue 42, item 16) reads one
+/// byte past the largest block and stops with an error naming the limit:
+/// `/dev/zero` as raw bytes and as hex, and a sparse 8 GiB file. Its peak
+/// resident memory stays within a few times the largest block (measured
+/// by `wait4`), not the input's size.
+#[test]
+fn endless_and_huge_inputs_are_refused_after_a_block_s_worth_of_bytes() {
+    use ibex_node::bench::measure::run_measured;
+    use ibex_node::block_summary::{BLOCK_BYTES_MAX, HEX_TEXT_BYTES_MAX};
+    use std::time::Duration;
+
+    /// Peak RSS allowed: the hex text read (8 MB), its bytes (4 MB), the
+    /// lossy UTF-8 copy and the binary itself, with room to spare.
+    const PEAK_RSS_KIBIBYTES_MAX: u64 = 64 * 1024;
+    let directory = tempfile::tempdir().unwrap();
+    let huge = directory.path().join("huge.raw");
+    std::fs::File::create(&huge).unwrap().set_len(8 << 30).unwrap();
+    let cases: [(&std::ffi::OsStr, bool, usize); 3] = [
+        ("/dev/zero".as_ref(), false, BLOCK_BYTES_MAX),
+        ("/dev/zero".as_ref(), true, HEX_TEXT_BYTES_MAX),
+        (huge.as_os_str(), false, BLOCK_BYTES_MAX),
+    ];
+    for (path, hex, bytes_max) in cases {
+        let mut command = ibex();
+        command.arg("block").arg(path).stdout(std::process::Stdio::null());
+        command.stderr(std::fs::File::create(directory.path().join("stderr")).unwrap());
+        if hex {
+            command.arg("--hex");
+        }
+        let measured = run_measured(&mut command, Duration::from_secs(60)).unwrap();
+        let stderr = std::fs::read_to_string(directory.path().join("stderr")).unwrap();
+        eprintln!(
+            "{path:?} hex={hex}: {}, peak RSS {} KiB, {} ms",
+            measured.end.describe(),
+            measured.peak_rss_kibibytes,
+            measured.wall.as_millis()
+        );
+        assert_eq!(measured.end.exit_code(), Some(1), "{path:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains(&format!("longer than {bytes_max} bytes")), "{stderr}");
+        assert!(measured.peak_rss_kibibytes < PEAK_RSS_KIBIBYTES_MAX, "{path:?}: {measured:?}");
+    }
+}

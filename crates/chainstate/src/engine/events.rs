@@ -137,6 +137,9 @@ pub enum ChainEvent {
     /// An import read a block file to its end and found no block in it (a
     /// wrong `xor.dat` key, a file that is not a block file...).
     BlockFileWithoutBlocks(FileWithoutBlocks),
+    /// An import read a block file whose last record is cut off: the file
+    /// ends inside the block its frame announces, which is not imported.
+    BlockFileCutOff(crate::import_reader::CutOffBlockFile),
     /// An import indexed its files' headers and is about to read their
     /// blocks: what it will connect, for progress estimates.
     ImportPlanned(ImportPlan),

@@ -23,7 +23,8 @@
 //! - [`Chainstate::flush`] makes it all durable in Core's order: block and
 //!   undo files, then the block index, then the coins (see [`flush`]).
 //!
-//! On open, an interrupted coins flush is replayed ([`recovery`]).
+//! On open, an interrupted coins flush is replayed ([`recovery`]); the
+//! node then checks the last blocks ([`verify`], Core's `VerifyDB`).
 
 pub mod accept;
 mod activate;
@@ -40,6 +41,7 @@ pub mod recovery;
 pub mod service;
 pub mod settle;
 pub mod tips;
+pub mod verify;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

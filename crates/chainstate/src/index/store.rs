@@ -131,8 +131,27 @@ impl IndexStore {
     /// Opens the index database at `path`, or creates it where there is
     /// none ([`holds_database_files`]).
     pub fn open(path: &Path) -> Result<IndexStore, ChainstateError> {
-        let mut options = Options::default();
+        let mut options = Self::options();
         options.create_if_missing(!holds_database_files(path));
+        let db = DB::open(&options, path)?;
+        Ok(IndexStore { db })
+    }
+
+    /// Opens the index database at `path` in RocksDB's read-only mode: no
+    /// byte of the directory changes (its log is replayed into memory, not
+    /// flushed into a table), and writes fail. For tools reading a stopped
+    /// node's index (`ibex txoutsetinfo`).
+    pub fn open_read_only(path: &Path) -> Result<IndexStore, ChainstateError> {
+        // RocksDB makes the directory of any database it opens.
+        if !path.is_dir() {
+            return Err(ChainstateError::NoDatabase { path: path.to_path_buf() });
+        }
+        let db = DB::open_for_read_only(&Self::options(), path, false)?;
+        Ok(IndexStore { db })
+    }
+
+    fn options() -> Options {
+        let mut options = Options::default();
         options.set_compression_type(DBCompressionType::None);
         // Small and written in small batches: bound RocksDB's memory well
         // below its defaults (64 MiB memtables, 32 MiB block cache).
@@ -141,8 +160,7 @@ impl IndexStore {
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(INDEX_BLOCK_CACHE_BYTES));
         options.set_block_based_table_factory(&table);
-        let db = DB::open(&options, path)?;
-        Ok(IndexStore { db })
+        options
     }
 
     /// Writes the index's changed entries, synced. Returns how many.
@@ -173,7 +191,7 @@ impl IndexStore {
             }
             let hash_bytes: [u8; 32] =
                 key[1..].try_into().map_err(|_| ChainstateError::CorruptRecord {
-                    record: "block index key",
+                    record: crate::error::BLOCK_INDEX_KEY_RECORD,
                     length_bytes: key.len(),
                 })?;
             let hash = BlockHash(hash_bytes);

@@ -1,7 +1,7 @@
 //! `ibex`: Ibex's command-line tools.
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -33,18 +33,10 @@ enum Command {
     Bench(ibex_node::bench::arguments::BenchArguments),
 }
 
-fn run_block(file: &PathBuf, hex: bool) -> Result<String, String> {
-    let name = file.display();
-    let contents = std::fs::read(file).map_err(|error| format!("{name}: {error}"))?;
-    let bytes = if hex {
-        let text = String::from_utf8_lossy(&contents);
-        ibex_primitives::hex::decode(text.trim()).map_err(|error| format!("{name}: {error}"))?
-    } else {
-        contents
-    };
-    let summary = ibex_node::block_summary::block_summary(&bytes)
-        .map_err(|error| format!("{name}: invalid block: {error}"))?;
-    serde_json::to_string_pretty(&summary).map_err(|error| format!("{name}: {error}"))
+fn run_block(file: &Path, hex: bool) -> Result<String, String> {
+    let summary = ibex_node::block_summary::block_file_summary(file, hex)
+        .map_err(|error| error.to_string())?;
+    serde_json::to_string_pretty(&summary).map_err(|error| format!("{}: {error}", file.display()))
 }
 
 fn main() -> ExitCode {
@@ -72,10 +64,14 @@ fn main() -> ExitCode {
 
 fn print_result(result: Result<String, String>) -> ExitCode {
     match result {
-        Ok(output) => {
-            println!("{output}");
-            ExitCode::SUCCESS
-        }
+        // A closed standard output (`ibex ... | head -1`) ends it quietly.
+        Ok(output) => match ibex_node::standard_output::print_text(&format!("{output}\n")) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::FAILURE

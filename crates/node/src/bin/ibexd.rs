@@ -11,7 +11,9 @@ use ibex_node::config::{CommandLine, OPTIONS};
 use ibex_node::daemon::{log_startup, run_node, version_string, CLIENT_NAME};
 use ibex_node::directory_lock::lock_node_directories;
 use ibex_node::logging::Logger;
+use ibex_node::private_files::set_private_umask;
 use ibex_node::signals::{register_log_reopen, register_shutdown_signals};
+use ibex_node::standard_output::print_text;
 
 /// Help paragraphs wrap at this column, indented like Core's.
 const HELP_WIDTH_COLUMNS: usize = 79;
@@ -58,7 +60,19 @@ fn fail(message: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Prints `text` (`-help`, `-version`); a closed standard output ends it
+/// quietly ([`print_text`]).
+fn print_and_exit(text: &str) -> ExitCode {
+    match print_text(text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error),
+    }
+}
+
 fn main() -> ExitCode {
+    // Core's `SetupEnvironment`: files private to the user, before any is
+    // created (the lock file, the log, the cookie, `ibex_peers.dat`).
+    set_private_umask();
     let arguments: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|argument| argument.to_string_lossy().into_owned())
@@ -68,13 +82,13 @@ fn main() -> ExitCode {
         Err(error) => return fail(&error),
     };
     if command_line.help_requested() {
-        print!("{}", help_text());
-        return ExitCode::SUCCESS;
+        return print_and_exit(&help_text());
     }
     if command_line.version_requested() {
-        println!("{CLIENT_NAME} daemon version {}", version_string());
-        println!("Distributed under the MIT software license.");
-        return ExitCode::SUCCESS;
+        return print_and_exit(&format!(
+            "{CLIENT_NAME} daemon version {}\nDistributed under the MIT software license.\n",
+            version_string()
+        ));
     }
     let options = match command_line.resolve() {
         Ok(options) => options,

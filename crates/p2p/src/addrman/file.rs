@@ -335,12 +335,24 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>, AddressFileError> {
 
 /// Writes `bytes` to `path` atomically: to `<path>.new`, synced, then
 /// renamed over `path` (a crash leaves the old file or the new one).
+///
+/// The file holds the address manager's secret key: `<path>.new` is
+/// created fresh (`O_EXCL`, mode 0600), after removing whatever was there,
+/// so a planted symbolic link or a file others can read is never written
+/// through or reused.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), AddressFileError> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".new");
     let temporary = PathBuf::from(temporary);
     let write_error = |source| AddressFileError::Write { path: path.to_path_buf(), source };
-    let mut file = File::create(&temporary).map_err(write_error)?;
+    match std::fs::remove_file(&temporary) {
+        Err(error) if error.kind() != ErrorKind::NotFound => return Err(write_error(error)),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&temporary).map_err(write_error)?;
     file.write_all(bytes).map_err(write_error)?;
     file.sync_all().map_err(write_error)?;
     drop(file);

@@ -174,13 +174,23 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Writes `__cookie__:<password>` to `<path>.tmp`, readable by the owner
 /// only, then renames it over `path` (Core's `GenerateAuthCookie`).
+///
+/// The temporary file is created fresh (`O_EXCL`): a `.cookie.tmp` left
+/// behind, or planted by another user as a symbolic link or a file others
+/// can read, is removed first, never written through or reused with its
+/// permissions. If one appears again between the removal and the creation,
+/// the creation fails and no cookie is written.
 fn write_cookie(path: &Path, password: &str) -> Result<(), AuthError> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = PathBuf::from(temporary);
     let failed = |source| AuthError::CookieWrite { path: path.to_owned(), source };
+    match fs::remove_file(&temporary) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(failed(error)),
+        _ => {}
+    }
     let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(&temporary).map_err(failed)?;
