@@ -1,0 +1,162 @@
+//! The bytes of replies held at once, across connections: a reply counts
+//! from when it is built (or, for a batch, while it grows) until its body
+//! has been handed to the socket in full, so clients that ask for large
+//! replies (REST block JSON, batches) and never read them hold at most
+//! [`REPLY_BYTES_IN_FLIGHT_MAX`] between them, not `connections_max`
+//! times a block's JSON (8.6 MB for a 1 MB block, ~40 MB for a 4 MB one).
+//!
+//! Core has no such bound (libevent keeps every reply until it is written
+//! or the connection times out). A worker whose finished reply finds no
+//! room waits at most [`REPLY_BUDGET_WAIT_MS`] for replies to drain (an
+//! honest burst of large replies over loopback drains at gigabytes a
+//! second), then answers 503 instead; a batch that finds no room while it
+//! grows is refused at once (a waiting batch could hold room others wait
+//! for). Replies of at most [`UNCOUNTED_REPLY_BYTES_MAX`] are not counted:
+//! every ordinary call's reply is that small, and their total is bounded by
+//! `connections_max` x 64 KiB.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Bytes of counted replies held at once, across all connections.
+pub(crate) const REPLY_BYTES_IN_FLIGHT_MAX: usize = 128 << 20;
+/// Longest wait of a worker for room for its finished reply, milliseconds.
+pub(crate) const REPLY_BUDGET_WAIT_MS: u64 = 1_000;
+/// Replies of at most this many bytes are not counted.
+pub(crate) const UNCOUNTED_REPLY_BYTES_MAX: usize = 64 << 10;
+
+struct Inner {
+    used_bytes: Mutex<usize>,
+    freed: Condvar,
+    bytes_max: usize,
+}
+
+/// The shared budget of reply bytes.
+#[derive(Clone)]
+pub(crate) struct ReplyBudget {
+    inner: Arc<Inner>,
+}
+
+/// Bytes taken from a [`ReplyBudget`], given back when dropped.
+pub(crate) struct ReplyReservation {
+    inner: Arc<Inner>,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for ReplyReservation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("ReplyReservation").field("bytes", &self.bytes).finish()
+    }
+}
+
+impl ReplyBudget {
+    /// A budget of `bytes_max` bytes.
+    pub(crate) fn new(bytes_max: usize) -> ReplyBudget {
+        ReplyBudget {
+            inner: Arc::new(Inner { used_bytes: Mutex::new(0), freed: Condvar::new(), bytes_max }),
+        }
+    }
+
+    /// A reservation of nothing yet, to grow with
+    /// [`ReplyReservation::try_grow_to`].
+    pub(crate) fn empty(&self) -> ReplyReservation {
+        ReplyReservation { inner: self.inner.clone(), bytes: 0 }
+    }
+
+    /// Takes `bytes`, waiting (blocking the calling worker) at most `wait`
+    /// for others to give room back; `None` when there is none by then or
+    /// `bytes` exceeds the whole budget.
+    pub(crate) fn reserve(&self, bytes: usize, wait: Duration) -> Option<ReplyReservation> {
+        if bytes > self.inner.bytes_max {
+            return None;
+        }
+        let deadline = Instant::now() + wait;
+        let mut used = lock(&self.inner.used_bytes);
+        while *used + bytes > self.inner.bytes_max {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            used = self
+                .inner
+                .freed
+                .wait_timeout(used, left)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        }
+        *used += bytes;
+        Some(ReplyReservation { inner: self.inner.clone(), bytes })
+    }
+
+    /// Bytes counted now.
+    #[cfg(test)]
+    pub(crate) fn used_bytes(&self) -> usize {
+        *lock(&self.inner.used_bytes)
+    }
+}
+
+impl ReplyReservation {
+    /// Grows the reservation to `bytes` if the budget has room now (never
+    /// waits); a smaller `bytes` keeps it as it is.
+    pub(crate) fn try_grow_to(&mut self, bytes: usize) -> bool {
+        if bytes <= self.bytes {
+            return true;
+        }
+        let more = bytes - self.bytes;
+        let mut used = lock(&self.inner.used_bytes);
+        if *used + more > self.inner.bytes_max {
+            return false;
+        }
+        *used += more;
+        self.bytes = bytes;
+        true
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for ReplyReservation {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        let mut used = lock(&self.inner.used_bytes);
+        *used = used.saturating_sub(self.bytes);
+        drop(used);
+        self.inner.freed.notify_all();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_share_the_budget_and_give_it_back() {
+        let budget = ReplyBudget::new(100);
+        let first = budget.reserve(60, Duration::ZERO).unwrap();
+        assert!(budget.reserve(50, Duration::ZERO).is_none(), "60 + 50 exceeds 100");
+        assert!(budget.reserve(101, Duration::from_secs(5)).is_none(), "never fits: no wait");
+        let mut growing = budget.empty();
+        assert!(growing.try_grow_to(40));
+        assert!(!growing.try_grow_to(41), "60 + 41 exceeds 100");
+        assert_eq!((growing.bytes(), budget.used_bytes()), (40, 100));
+        drop(first);
+        assert_eq!(budget.used_bytes(), 40);
+        assert!(growing.try_grow_to(100));
+        // A waiter gets room when a reservation is dropped meanwhile.
+        let waiter = {
+            let budget = budget.clone();
+            std::thread::spawn(move || budget.reserve(30, Duration::from_secs(30)).map(|r| r.bytes))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        drop(growing);
+        assert_eq!(waiter.join().unwrap(), Some(30));
+        assert_eq!(budget.used_bytes(), 0);
+    }
+}
