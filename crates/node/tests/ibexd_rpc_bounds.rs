@@ -379,7 +379,12 @@ fn clients_that_never_read_large_replies_hold_bounded_memory_and_are_closed() {
     let chain = ["--target-weight", "4000000"];
     let node = Node::start_over(root.path(), "120", &chain, &["-rest", &timeout]);
     let (port, pid) = (node.port, node.pid());
+    let fetches_started = Instant::now();
     let (hash, json_bytes) = largest_block_json(port, 101..=120);
+    eprintln!(
+        "20 blocks' REST JSON, the largest {json_bytes} bytes: {:?}",
+        fetches_started.elapsed()
+    );
     let (memory_before, sockets_before) = (peak_memory_bytes(pid), open_sockets(pid));
     let request = format!("GET /rest/block/{hash}.json HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let busy = AtomicBool::new(true);

@@ -13,7 +13,9 @@
 //! grows is refused at once (a waiting batch could hold room others wait
 //! for). Replies of at most [`UNCOUNTED_REPLY_BYTES_MAX`] are not counted:
 //! every ordinary call's reply is that small, and their total is bounded by
-//! `connections_max` x 64 KiB.
+//! `connections_max` x 64 KiB. A reply larger than the whole budget would
+//! be refused, but no method's reply comes near it (a 4 MB block at
+//! verbosity 3 is ~40 MB of JSON) and a batch's is bounded below it.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
