@@ -35,7 +35,8 @@ use super::config::ServerConfig;
 use super::jsonrpc::{self, HttpReply};
 pub(crate) use super::reply_body::ReplyBody;
 use super::reply_budget::{
-    ReplyBudget, ReplyReservation, REPLY_BUDGET_WAIT_MS, UNCOUNTED_REPLY_BYTES_MAX,
+    ReplyBudget, ReplyReservation, REPLY_BUDGET_WAIT_MS, REST_BLOCK_REPLY_BYTES_ESTIMATE,
+    UNCOUNTED_REPLY_BYTES_MAX,
 };
 use super::rest;
 use super::work_queue::{Job, WorkQueue};
@@ -134,12 +135,38 @@ async fn route(
     } else {
         (Bytes::new(), None)
     };
-    submit(shared, move |context, _| {
-        let reply = rest::handle(context, route, &uri, &body);
+    submit(shared, move |context, budget| {
+        let answer = rest_reply(context, budget, route, &uri, &body);
         drop(reservation);
-        (reply, None)
+        answer
     })
     .await
+}
+
+/// Runs a REST route on a worker. A block's reply first takes
+/// [`REST_BLOCK_REPLY_BYTES_ESTIMATE`] from the reply budget (503 when
+/// there is no room within [`REPLY_BUDGET_WAIT_MS`]), resized to the reply
+/// once built.
+fn rest_reply(
+    context: &MethodContext,
+    budget: &ReplyBudget,
+    route: rest::Route,
+    uri: &str,
+    body: &[u8],
+) -> (HttpReply, Option<ReplyReservation>) {
+    let wait = Duration::from_millis(REPLY_BUDGET_WAIT_MS);
+    let refused = || (HttpReply::text(503, REPLY_BUDGET_EXCEEDED), None);
+    if !matches!(route, rest::Route::Block | rest::Route::BlockTransactionIds) {
+        return (rest::handle(context, route, uri, body), None);
+    }
+    let Some(mut counted) = budget.reserve(REST_BLOCK_REPLY_BYTES_ESTIMATE, wait) else {
+        return refused();
+    };
+    let answer = rest::handle(context, route, uri, body);
+    if !counted.resize_waiting(answer.body.len(), wait) {
+        return refused();
+    }
+    (answer, Some(counted))
 }
 
 async fn json_rpc(shared: &Shared, request: Request<Incoming>) -> Response<ReplyBody> {

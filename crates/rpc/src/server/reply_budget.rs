@@ -26,6 +26,12 @@ pub(crate) const REPLY_BYTES_IN_FLIGHT_MAX: usize = 128 << 20;
 pub(crate) const REPLY_BUDGET_WAIT_MS: u64 = 1_000;
 /// Replies of at most this many bytes are not counted.
 pub(crate) const UNCOUNTED_REPLY_BYTES_MAX: usize = 64 << 10;
+/// Room a REST block reply takes before it is built (then resized to the
+/// reply): a worker does not build megabytes the budget has no room for,
+/// so while non-readers hold the budget, workers hold nothing but waits.
+/// A block's JSON is ~12 times the block (12.2 MB for a 1 MB block of the
+/// generator's; ~40 MB for a full 4 MB-weight block), `.hex` twice it.
+pub(crate) const REST_BLOCK_REPLY_BYTES_ESTIMATE: usize = 16 << 20;
 
 struct Inner {
     used_bytes: Mutex<usize>,
@@ -69,22 +75,8 @@ impl ReplyBudget {
     /// for others to give room back; `None` when there is none by then or
     /// `bytes` exceeds the whole budget.
     pub(crate) fn reserve(&self, bytes: usize, wait: Duration) -> Option<ReplyReservation> {
-        if bytes > self.inner.bytes_max {
-            return None;
-        }
-        let deadline = Instant::now() + wait;
-        let mut used = lock(&self.inner.used_bytes);
-        while *used + bytes > self.inner.bytes_max {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            used = self
-                .inner
-                .freed
-                .wait_timeout(used, left)
-                .map(|(guard, _)| guard)
-                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
-        }
-        *used += bytes;
-        Some(ReplyReservation { inner: self.inner.clone(), bytes })
+        take(&self.inner, bytes, wait)
+            .then(|| ReplyReservation { inner: self.inner.clone(), bytes })
     }
 
     /// Bytes counted now.
@@ -111,6 +103,23 @@ impl ReplyReservation {
         true
     }
 
+    /// Resizes the reservation to `bytes`: at once when smaller, else
+    /// waiting at most `wait` for the room it lacks; `false` (the
+    /// reservation unchanged) when there is none by then.
+    pub(crate) fn resize_waiting(&mut self, bytes: usize, wait: Duration) -> bool {
+        if bytes <= self.bytes {
+            let freed = self.bytes - bytes;
+            self.bytes = bytes;
+            give_back(&self.inner, freed);
+            return true;
+        }
+        if !take(&self.inner, bytes - self.bytes, wait) {
+            return false;
+        }
+        self.bytes = bytes;
+        true
+    }
+
     /// Bytes held.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
@@ -120,14 +129,39 @@ impl ReplyReservation {
 
 impl Drop for ReplyReservation {
     fn drop(&mut self) {
-        if self.bytes == 0 {
-            return;
-        }
-        let mut used = lock(&self.inner.used_bytes);
-        *used = used.saturating_sub(self.bytes);
-        drop(used);
-        self.inner.freed.notify_all();
+        give_back(&self.inner, self.bytes);
     }
+}
+
+/// Counts `bytes` more, waiting at most `wait` for room; `false` when there
+/// is none by then or `bytes` exceeds the whole budget.
+fn take(inner: &Inner, bytes: usize, wait: Duration) -> bool {
+    if bytes > inner.bytes_max {
+        return false;
+    }
+    let deadline = Instant::now() + wait;
+    let mut used = lock(&inner.used_bytes);
+    while *used + bytes > inner.bytes_max {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else { return false };
+        used = inner
+            .freed
+            .wait_timeout(used, left)
+            .map(|(guard, _)| guard)
+            .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+    }
+    *used += bytes;
+    true
+}
+
+/// Counts `bytes` fewer and wakes the waiters.
+fn give_back(inner: &Inner, bytes: usize) {
+    if bytes == 0 {
+        return;
+    }
+    let mut used = lock(&inner.used_bytes);
+    *used = used.saturating_sub(bytes);
+    drop(used);
+    inner.freed.notify_all();
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -151,6 +185,10 @@ mod tests {
         drop(first);
         assert_eq!(budget.used_bytes(), 40);
         assert!(growing.try_grow_to(100));
+        assert!(growing.resize_waiting(70, Duration::ZERO), "shrinking never waits");
+        assert_eq!(budget.used_bytes(), 70);
+        assert!(!growing.resize_waiting(101, Duration::ZERO));
+        assert!(growing.resize_waiting(100, Duration::ZERO));
         // A waiter gets room when a reservation is dropped meanwhile.
         let waiter = {
             let budget = budget.clone();
