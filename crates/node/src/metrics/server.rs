@@ -7,8 +7,14 @@
 //! hyper's HTTP/1.1 connection driver, as the RPC server does. It binds
 //! before the chainstate opens (a port in use stops the node at once) and
 //! serves from then on, through the import and the P2P sync.
-//! - At most [`METRICS_CONNECTIONS_MAX`] connections at once; more wait in
-//!   the listener's backlog until one closes.
+//! - At most [`METRICS_CONNECTIONS_MAX`] connections at once. A connection
+//!   arriving when all are taken closes the one open longest, so no client
+//!   can hold the slots (idle, or sending its headers a byte at a time)
+//!   and keep a scrape waiting: a scrape is accepted at once and answered
+//!   as soon as its headers are in, before the next connection is accepted
+//!   (the accept loop yields to it), and only [`METRICS_CONNECTIONS_MAX`]
+//!   newer connections can close it. Connections wait in the listener's
+//!   backlog only while the thread is busy answering.
 //! - No request body is read. Headers are at most hyper's 8 KiB minimum
 //!   buffer ([`METRICS_CONNECTION_BUFFER_BYTES_MAX`]), and must arrive
 //!   within [`METRICS_HEADER_READ_TIMEOUT_MS`].
@@ -16,6 +22,7 @@
 //!   idle keep-alive clients cannot hold the slots (Prometheus reconnects).
 //! - The reply is one page, ~4.5 KB.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,13 +37,13 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 
 use super::exposition::CONTENT_TYPE as EXPOSITION_CONTENT_TYPE;
 use super::NodeMetrics;
 
-/// Connections served at once.
-pub const METRICS_CONNECTIONS_MAX: usize = 4;
+/// Connections served at once; a new one past this closes the oldest.
+pub const METRICS_CONNECTIONS_MAX: usize = 8;
 /// A connection's read buffer at most (hyper's smallest; headers must fit).
 pub const METRICS_CONNECTION_BUFFER_BYTES_MAX: usize = 8 * 1024;
 /// Time for a request's headers to arrive.
@@ -119,27 +126,25 @@ impl Drop for MetricsServer {
     }
 }
 
-/// Accepts connections while a slot is free, until `stopped`; the
-/// connections still open end with the runtime.
+/// Accepts connections until `stopped`, closing the oldest when all
+/// [`METRICS_CONNECTIONS_MAX`] slots are taken; the connections still open
+/// end with the runtime.
 async fn serve(
     listener: std::net::TcpListener,
     metrics: Arc<NodeMetrics>,
     mut stopped: oneshot::Receiver<()>,
 ) {
     let Ok(listener) = TcpListener::from_std(listener) else { return };
-    let slots = Arc::new(Semaphore::new(METRICS_CONNECTIONS_MAX));
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(METRICS_HEADER_READ_TIMEOUT_MS))
         .max_buf_size(METRICS_CONNECTION_BUFFER_BYTES_MAX)
         .keep_alive(true);
+    // Each open connection's closer, oldest first; dropping one closes its
+    // connection, and one whose connection has ended is closed already.
+    let mut open: VecDeque<oneshot::Sender<()>> = VecDeque::new();
     loop {
-        let slot = tokio::select! {
-            _ = &mut stopped => return,
-            slot = slots.clone().acquire_owned() => slot,
-        };
-        let Ok(slot) = slot else { return };
         let stream = tokio::select! {
             _ = &mut stopped => return,
             accepted = listener.accept() => match accepted {
@@ -150,6 +155,12 @@ async fn serve(
                 }
             },
         };
+        open.retain(|closer| !closer.is_closed());
+        if open.len() >= METRICS_CONNECTIONS_MAX {
+            open.pop_front();
+        }
+        let (closer, closed) = oneshot::channel::<()>();
+        open.push_back(closer);
         let metrics = metrics.clone();
         let service = service_fn(move |request: Request<Incoming>| {
             let reply = respond(&metrics, &request);
@@ -158,10 +169,16 @@ async fn serve(
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::spawn(async move {
             let lifetime = Duration::from_millis(METRICS_CONNECTION_LIFETIME_MS);
-            // A client that breaks or outstays its connection is no error.
-            let _ = tokio::time::timeout(lifetime, connection).await;
-            drop(slot);
+            // A client that breaks, outstays or is closed for a newer
+            // connection is no error.
+            tokio::select! {
+                _ = tokio::time::timeout(lifetime, connection) => {}
+                _ = closed => {}
+            }
         });
+        // The new connection reads its request (and is answered, if its
+        // headers are in) before another connection can be accepted.
+        tokio::task::yield_now().await;
     }
 }
 

@@ -114,7 +114,7 @@ fn the_endpoint_answers_get_metrics_and_nothing_else() {
 }
 
 #[test]
-fn connections_beyond_the_limit_wait_for_a_free_slot() {
+fn a_connection_beyond_the_limit_is_answered_and_closes_the_oldest() {
     let server =
         MetricsServer::start("127.0.0.1:0".parse().unwrap(), Arc::new(NodeMetrics::new())).unwrap();
     // Idle connections take every slot.
@@ -125,19 +125,25 @@ fn connections_beyond_the_limit_wait_for_a_free_slot() {
     for stream in &mut idle {
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         stream.write_all(get("/", "GET").replace("close", "keep-alive").as_bytes()).unwrap();
-        let mut buffer = [0u8; 256];
+        let mut buffer = [0u8; 4096];
         assert!(stream.read(&mut buffer).unwrap() > 0);
     }
-    let mut waiting = TcpStream::connect(server.local_address()).unwrap();
-    waiting.write_all(get("/metrics", "GET").as_bytes()).unwrap();
-    waiting.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    let mut buffer = [0u8; 64];
-    assert!(waiting.read(&mut buffer).is_err(), "answered beyond the connection limit");
-    drop(idle.pop());
-    waiting.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut newcomer = TcpStream::connect(server.local_address()).unwrap();
+    newcomer.write_all(get("/metrics", "GET").as_bytes()).unwrap();
+    newcomer.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut reply = String::new();
-    waiting.read_to_string(&mut reply).unwrap();
+    newcomer.read_to_string(&mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    // The oldest connection was closed for it; the next oldest is open.
+    let mut buffer = [0u8; 64];
+    let oldest = idle[0].read(&mut buffer);
+    assert!(
+        matches!(oldest, Ok(0))
+            || oldest.is_err_and(|error| error.kind() == std::io::ErrorKind::ConnectionReset)
+    );
+    idle[1].set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let next = idle[1].read(&mut buffer).unwrap_err();
+    assert!(matches!(next.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
 }
 
 #[test]

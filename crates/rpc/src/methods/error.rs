@@ -23,6 +23,8 @@ pub enum RpcErrorCode {
     TypeError,
     /// -5: invalid address or key (block not found).
     InvalidAddressOrKey,
+    /// -7: out of memory (a batch whose replies would exceed their bound).
+    OutOfMemory,
     /// -8: invalid, missing or duplicate parameter.
     InvalidParameter,
     /// -9: not connected, or shutting down.
@@ -56,6 +58,7 @@ impl RpcErrorCode {
             RpcErrorCode::MiscError => -1,
             RpcErrorCode::TypeError => -3,
             RpcErrorCode::InvalidAddressOrKey => -5,
+            RpcErrorCode::OutOfMemory => -7,
             RpcErrorCode::InvalidParameter => -8,
             RpcErrorCode::ClientNotConnected => -9,
             RpcErrorCode::DatabaseError => -20,

@@ -200,7 +200,9 @@ pub struct ServerConfig {
     pub threads: usize,
     /// `-rpcworkqueue`.
     pub work_queue_depth: usize,
-    /// `-rpcservertimeout`: idle keep-alive, header and body read limit.
+    /// `-rpcservertimeout`: idle keep-alive, header and body read limit,
+    /// and how long a reply's write may stall on a client that does not
+    /// read before its connection is closed.
     pub server_timeout: Duration,
     /// Largest request body accepted.
     pub request_body_bytes_max: usize,

@@ -33,15 +33,27 @@ use super::request::{
     ValueBudget, REQUEST_JSON_VALUES_MAX,
 };
 
+use super::reply_budget::{ReplyBudget, ReplyReservation, REPLY_BYTES_IN_FLIGHT_MAX};
 use crate::json::escaped_string;
 use crate::methods::error::{RpcError, RpcErrorCode};
 use crate::methods::{execute, MethodContext};
 use crate::number::write_i64;
 
-/// A reply's bytes past which a batch stops running its elements (each
-/// element's reply is bounded by its method; a batch of many large replies
-/// is what this bounds). Core has no such limit.
-pub(crate) const REPLY_BYTES_MAX: usize = 1 << 30;
+/// A batch's reply at most, bytes. Each element's reply is checked before
+/// it is written, from what is known then (its echoed id, which Core
+/// repeats for every element that is not an object, plus
+/// [`REPLY_ENVELOPE_BYTES_MAX`]), and again once its result is written
+/// (a result is bounded by its method): past the bound the batch is
+/// refused with -7 (Core's `RPC_OUT_OF_MEMORY`) and its replies dropped.
+/// Core has no such bound and builds the whole reply (an id of 1 MiB
+/// echoed for 15 million elements: terabytes).
+pub(crate) const BATCH_REPLY_BYTES_MAX: usize = 128 << 20;
+/// An element's reply besides its id and result: the envelope and the
+/// longest of this layer's error messages.
+const REPLY_ENVELOPE_BYTES_MAX: usize = 256;
+/// Steps in which a growing batch reply takes room from the reply budget
+/// (fewer locks than one per element).
+const BATCH_RESERVATION_STEP_BYTES: usize = 1 << 20;
 
 /// What the HTTP side sends back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,21 +298,32 @@ pub(crate) fn is_fast_lane(body: &[u8]) -> bool {
     }
 }
 
-/// Answers a JSON-RPC POST body.
-pub(crate) fn handle(context: &MethodContext, body: &[u8]) -> HttpReply {
+/// Answers a JSON-RPC POST body; a batch's reply comes with the room it
+/// took from `budget` while it grew.
+pub(crate) fn handle(
+    context: &MethodContext,
+    body: &[u8],
+    budget: &ReplyBudget,
+) -> (HttpReply, Option<ReplyReservation>) {
     let legacy = Envelope::legacy();
     if let Err(failure) = check_body(body) {
-        return error_http_reply(&legacy, &read_error(failure));
+        return (error_http_reply(&legacy, &read_error(failure)), None);
     }
     match top_level(body) {
         TopLevel::Object => match serde_json::from_slice::<&RawValue>(body) {
-            Ok(request) => handle_single(context, request),
-            Err(_) => error_http_reply(&legacy, &read_error(ReadFailure::Parse)),
+            Ok(request) => (handle_single(context, request), None),
+            Err(_) => (error_http_reply(&legacy, &read_error(ReadFailure::Parse)), None),
         },
-        TopLevel::Array => handle_batch(context, body),
-        TopLevel::Other => error_http_reply(
-            &legacy,
-            &RpcError::new(RpcErrorCode::ParseError, "Top-level object parse error"),
+        TopLevel::Array => match handle_batch(context, body, budget) {
+            Ok((reply, reservation)) => (reply, Some(reservation)),
+            Err(error) => (error_http_reply(&legacy, &error), None),
+        },
+        TopLevel::Other => (
+            error_http_reply(
+                &legacy,
+                &RpcError::new(RpcErrorCode::ParseError, "Top-level object parse error"),
+            ),
+            None,
         ),
     }
 }
@@ -323,45 +346,108 @@ fn handle_single(context: &MethodContext, request: &RawValue) -> HttpReply {
     HttpReply::json(200, body)
 }
 
-fn handle_batch(context: &MethodContext, request: &[u8]) -> HttpReply {
+/// Why a batch's reply stopped growing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchTooLarge {
+    /// Past [`BATCH_REPLY_BYTES_MAX`].
+    Batch,
+    /// No room left in the reply budget.
+    InFlight,
+}
+
+impl BatchTooLarge {
+    fn error(self) -> RpcError {
+        let message = match self {
+            BatchTooLarge::Batch => {
+                format!("Batch reply too large: more than {BATCH_REPLY_BYTES_MAX} bytes")
+            }
+            BatchTooLarge::InFlight => format!(
+                "Batch reply too large: replies in flight exceed {REPLY_BYTES_IN_FLIGHT_MAX} bytes"
+            ),
+        };
+        RpcError::with_message(RpcErrorCode::OutOfMemory, message)
+    }
+}
+
+/// A batch's reply as it grows, within its bound and the reply budget.
+struct BatchReply {
+    body: Vec<u8>,
+    reservation: ReplyReservation,
+    too_large: Option<BatchTooLarge>,
+}
+
+impl BatchReply {
+    /// Takes room for the reply to reach `bytes`, or drops it and records
+    /// why not.
+    fn make_room(&mut self, bytes: usize) -> bool {
+        if self.too_large.is_some() {
+            return false;
+        }
+        let reason = if bytes > BATCH_REPLY_BYTES_MAX {
+            Some(BatchTooLarge::Batch)
+        } else {
+            let step = bytes.next_multiple_of(BATCH_RESERVATION_STEP_BYTES);
+            let grown = self.reservation.try_grow_to(step.min(BATCH_REPLY_BYTES_MAX));
+            (!grown).then_some(BatchTooLarge::InFlight)
+        };
+        if reason.is_some() {
+            self.too_large = reason;
+            // Nothing more is written: give the memory back now.
+            self.body = Vec::new();
+        }
+        reason.is_none()
+    }
+}
+
+fn handle_batch(
+    context: &MethodContext,
+    request: &[u8],
+    budget: &ReplyBudget,
+) -> Result<(HttpReply, ReplyReservation), RpcError> {
     let mut envelope = Envelope::legacy();
-    let mut body = vec![b'['];
+    let mut reply = BatchReply { body: vec![b'['], reservation: budget.empty(), too_large: None };
     let mut replies = 0usize;
     let mut elements = 0usize;
-    let mut too_large = false;
     let walked = for_each_element(request, |element| {
         elements += 1;
-        if too_large || body.len() > REPLY_BYTES_MAX {
-            too_large = true;
+        if reply.too_large.is_some() {
             return;
         }
+        let call = parse_envelope(element, &mut envelope);
+        // Bounded before it is written: the echoed id and the envelope.
+        let id_bytes = envelope.id.as_ref().map_or(0, Vec::len);
+        if !reply.make_room(reply.body.len() + 1 + id_bytes + REPLY_ENVELOPE_BYTES_MAX) {
+            return;
+        }
+        let body = &mut reply.body;
         let start = body.len();
         if replies != 0 {
             body.push(b',');
         }
-        let outcome = parse_envelope(element, &mut envelope)
-            .and_then(|call| execute_call(context, &call, &envelope, true, &mut body));
+        let outcome = call.and_then(|call| execute_call(context, &call, &envelope, true, body));
         if let Err(error) = outcome {
-            write_error_reply(&mut body, &envelope, &error);
+            write_error_reply(body, &envelope, &error);
         }
         if envelope.is_notification() {
             body.truncate(start);
         } else {
             replies += 1;
         }
+        let written = reply.body.len();
+        reply.make_room(written);
     });
     if walked.is_err() {
-        return error_http_reply(&Envelope::legacy(), &read_error(ReadFailure::Parse));
+        return Err(read_error(ReadFailure::Parse));
     }
-    if too_large {
-        let error = RpcError::new(RpcErrorCode::InternalError, "Batch reply too large");
-        return error_http_reply(&Envelope::legacy(), &error);
+    if let Some(too_large) = reply.too_large {
+        return Err(too_large.error());
     }
     if replies == 0 && elements != 0 {
-        return HttpReply { status: 204, content_type: None, body: Vec::new() };
+        let empty = HttpReply { status: 204, content_type: None, body: Vec::new() };
+        return Ok((empty, reply.reservation));
     }
-    body.extend_from_slice(b"]\n");
-    HttpReply::json(200, body)
+    reply.body.extend_from_slice(b"]\n");
+    Ok((HttpReply::json(200, reply.body), reply.reservation))
 }
 
 #[cfg(test)]

@@ -56,13 +56,23 @@
 //! # Memory
 //! A request body is at most 32 MiB (Core's `MAX_SIZE`; a larger
 //! `Content-Length` is refused before any of it is read), and bodies held
-//! at once at most 128 MiB (`http::BODY_KIB_IN_FLIGHT_MAX`). A body is not
+//! at once at most 128 MiB for JSON-RPC (`http::BODY_KIB_IN_FLIGHT_MAX`)
+//! and, separately, 64 MiB for REST (`http::REST_BODY_KIB_IN_FLIGHT_MAX`),
+//! so unauthenticated REST clients cannot make JSON-RPC wait; a request
+//! waits at most 5 s (`http::BODY_BUDGET_WAIT_MS`) for room, then is
+//! answered 503. A body is not
 //! parsed into one tree (which costs 20-60 times its text: 1.7 GB for 30 MB
 //! of numbers): `request` checks it whole without keeping anything, walks a
 //! batch one element at a time and bounds an element's parsed fields to
 //! `request::REQUEST_JSON_VALUES_MAX` values. Each worker holds one reply; a reply
 //! is bounded by its method (a 4 MB block at verbosity 3 is ~40 MB of JSON)
-//! and a batch's reply by `jsonrpc::REPLY_BYTES_MAX`. Connections are
+//! and a batch's reply by `jsonrpc::BATCH_REPLY_BYTES_MAX` (128 MiB),
+//! checked before each element's reply is written. Replies over 64 KiB,
+//! built or growing, share `reply_budget::REPLY_BYTES_IN_FLIGHT_MAX`
+//! (128 MiB) until the socket has taken them (`reply_body`), and a reply
+//! the client does not read for `-rpcservertimeout` ends its connection
+//! (`write_timeout`), so clients that never read hold at most that much,
+//! whatever their number. Connections are
 //! bounded by [`ServerConfig::connections_max`], each reading through a
 //! buffer of at most 64 KiB.
 
@@ -70,9 +80,12 @@ pub mod auth;
 pub mod config;
 mod http;
 mod jsonrpc;
+mod reply_body;
+mod reply_budget;
 mod request;
 mod rest;
 mod rest_utxos;
+mod write_timeout;
 /// Threads of the HTTP runtime (connections, parsing, replies to sockets).
 const HTTP_THREADS: usize = 2;
 /// Task polls between two polls of the HTTP runtime's I/O driver (tokio's
@@ -113,7 +126,9 @@ use auth::{AuthError, Authenticator, CookieFile};
 use config::{ServerConfig, REQUEST_HEADER_BYTES_MAX};
 use http::Shared;
 pub use jsonrpc::HttpReply;
+use reply_budget::{ReplyBudget, REPLY_BYTES_IN_FLIGHT_MAX};
 use work_queue::WorkQueue;
+use write_timeout::WriteTimeoutStream;
 
 /// How long [`RpcServer::shutdown`] waits for open requests to finish
 /// before closing their connections anyway.
@@ -228,7 +243,18 @@ impl RpcServer {
         let queue = WorkQueue::start(config.threads, config.work_queue_depth)?;
         let context = Arc::new(MethodContext::new(backend, config.network, config.started_at));
         let body_budget = Arc::new(Semaphore::new(http::BODY_KIB_IN_FLIGHT_MAX as usize));
-        let shared = Arc::new(Shared { body_budget, context, authenticator, queue, config });
+        let rest_body_budget = Arc::new(Semaphore::new(http::REST_BODY_KIB_IN_FLIGHT_MAX as usize));
+        let failed_auth_slots = Semaphore::new(config.threads.max(1));
+        let shared = Arc::new(Shared {
+            body_budget,
+            rest_body_budget,
+            failed_auth_slots,
+            reply_budget: ReplyBudget::new(REPLY_BYTES_IN_FLIGHT_MAX),
+            context,
+            authenticator,
+            queue,
+            config,
+        });
         // Two threads: one can answer a short request while the other
         // copies a large reply to its socket (a 12 MB block of JSON takes
         // milliseconds); with one, `getblockcount` waited behind them.
@@ -304,6 +330,7 @@ impl Drop for RpcServer {
 /// fuzzing the request parser and for tests that need no sockets.
 pub struct RequestHandler {
     context: MethodContext,
+    reply_budget: ReplyBudget,
 }
 
 impl std::fmt::Debug for RequestHandler {
@@ -320,12 +347,12 @@ impl RequestHandler {
         let context = MethodContext::new(backend, network, std::time::Instant::now());
         context.finish_warmup();
         context.stopping.store(true, Ordering::Release);
-        RequestHandler { context }
+        RequestHandler { context, reply_budget: ReplyBudget::new(REPLY_BYTES_IN_FLIGHT_MAX) }
     }
 
     /// The reply to a JSON-RPC POST body from an authenticated client.
     pub fn answer(&self, body: &[u8]) -> HttpReply {
-        jsonrpc::handle(&self.context, body)
+        jsonrpc::handle(&self.context, body, &self.reply_budget).0
     }
 }
 
@@ -364,6 +391,7 @@ async fn run(
                 let Some((stream, peer, permit)) = next else { break };
                 let for_connection = shared.clone();
                 let service = service_fn(move |request| http::serve(for_connection.clone(), peer, request));
+                let stream = WriteTimeoutStream::new(stream, shared.config.server_timeout);
                 let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
                 tokio::spawn(async move {
                     // A client that breaks its connection is no server error.
