@@ -13,6 +13,7 @@
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
+//! | [`whitelist`] | `-whitelist`: Core's permission flags by address (`download` is acted on) |
 //! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
 //! | [`added_nodes`] | the added nodes (`-addnode`, `addnode add`), each kept connected until removed |
 //! | [`peer_sync_board`] | what the sync loop knows of each peer, published for `getpeerinfo` |
@@ -34,6 +35,7 @@ pub mod invalid_blocks;
 pub mod peer_sync_board;
 pub mod serve;
 pub mod sync_loop;
+pub mod whitelist;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -208,6 +210,7 @@ impl P2pNode {
             Arc::new(AtomicBool::new(false)),
         );
         sync.gauges = Some(gauges);
+        sync.whitelist = options.whitelist.clone();
         sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();

@@ -160,6 +160,11 @@ impl PeerShared {
         self.send_queue_bytes() >= self.send_queue_bytes_max
     }
 
+    /// Whether the task ended (messages are refused).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Asks the task to close; the first reason given wins.
     pub fn request_close(&self, reason: DisconnectReason) {
         let mut request = lock(&self.close_request);
