@@ -23,7 +23,7 @@
 //! beside the engine's thread and its script threads. The sync thread's
 //! work per block is a parse (~1 ms for a full block) and a few channel
 //! operations; reads of the engine (one query per `headers` message,
-//! `getheaders`, `getdata` and tip change) each wait at most one idle poll
+//! `getheaders`, block served for `getdata`, and tip change) each wait at most one idle poll
 //! of the engine (20 ms) or one block's connect.
 
 pub mod added_nodes;

@@ -41,6 +41,7 @@
 use std::collections::VecDeque;
 
 use ibex_chainstate::ChainReader;
+use ibex_p2p::net::error::NetworkError;
 use ibex_p2p::net::NetworkHandle;
 use ibex_p2p::sync::PeerId;
 use ibex_p2p::{Inventory, InventoryType, LocatorRequest, NetworkMessage};
@@ -120,6 +121,11 @@ impl GetDataQueue {
     fn pop(&mut self) -> Option<Inventory> {
         self.entries.pop_front()
     }
+
+    /// Puts back a request that could not be sent, first in line.
+    fn put_back(&mut self, entry: Inventory) {
+        self.entries.push_front(entry);
+    }
 }
 
 /// Answers what a `getdata` cannot queue with one `notfound`.
@@ -150,10 +156,15 @@ pub fn serve_next(
         _ => Some(bytes),
     });
     match payload {
-        // A queue below its limit takes one more message: nothing read is
-        // dropped. A peer gone meanwhile is no error of ours.
+        // A queue below its limit takes one more message, so this is not
+        // refused; were it, the request waits again rather than be lost. A
+        // peer gone meanwhile is no error of ours.
         Some(payload) => {
-            let _ = network.send(peer, NetworkMessage::Block(payload));
+            if let Err(NetworkError::SendQueueFull { .. }) =
+                network.send(peer, NetworkMessage::Block(payload))
+            {
+                queue.put_back(entry);
+            }
         }
         None => send_not_found(network, peer, vec![entry]),
     }

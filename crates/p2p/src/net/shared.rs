@@ -138,9 +138,16 @@ impl PeerShared {
         Ok(())
     }
 
-    /// The oldest queued message.
+    /// The oldest queued message. Its bytes count as unsent from the
+    /// moment it leaves the queue (under the queue's lock), so the send
+    /// side's size never reads low between the pop and the encoding: the
+    /// node looks at it before reading a block to serve, and a dip would
+    /// let it read a block the queue then refuses.
     pub fn pop_message(&self) -> Option<NetworkMessage> {
-        lock(&self.queue).pop().map(|(message, _)| message)
+        let mut queue = lock(&self.queue);
+        let (message, bytes) = queue.pop()?;
+        self.unsent_bytes.fetch_add(bytes, Ordering::AcqRel);
+        Some(message)
     }
 
     /// Records the bytes encoded and not yet written.
