@@ -22,7 +22,8 @@
 //! # Bounded cost per message (napkin math)
 //! - `getheaders`: one settled engine query walking at most 2,000 entries of
 //!   the active chain (~2,000 index lookups, ~100 us) and one `headers`
-//!   message of at most 162 kB.
+//!   message of at most 162 kB, built only while the peer's send queue has
+//!   room (one waits otherwise; a later one replaces it).
 //! - `getdata` on arrival: at most [`GETDATA_BLOCKS_PER_MESSAGE_MAX`] (128)
 //!   block entries queued (the rest `notfound`), and at most
 //!   [`GETDATA_QUEUE_ENTRIES_MAX`] (1,024 entries of 36 bytes: 37 kB) per

@@ -78,6 +78,9 @@ const INV_GETHEADERS_INTERVAL: Duration = Duration::from_secs(1);
 struct PeerState {
     /// Its block requests not served yet (Core's `m_getdata_requests`).
     getdata: GetDataQueue,
+    /// Its latest `getheaders` that came while its send queue was full,
+    /// answered once it has room.
+    getheaders_waiting: Option<LocatorRequest>,
     /// It holds Core's `download` permission (`-whitelist`).
     download_permitted: bool,
     /// It sent `sendheaders` (BIP130): new tips go to it as `headers`.
