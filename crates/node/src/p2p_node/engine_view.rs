@@ -443,27 +443,34 @@ fn block_request_allowed(chainstate: &Chainstate, id: EntryId) -> bool {
     let Some(best) = best_header_id(chainstate) else { return false };
     let best = index.entry(best);
     let age_seconds = i64::from(best.header.time) - i64::from(entry.header.time);
+    let spacing_seconds =
+        u64::try_from(chainstate.params().pow_target_spacing_seconds).unwrap_or(600);
+    let work_seconds = proof_equivalent_seconds(
+        best.chain_work,
+        entry.chain_work,
+        best.header.bits,
+        spacing_seconds,
+    );
     entry.status.is_valid(BlockStatus::VALID_SCRIPTS)
         && age_seconds < STALE_RELAY_AGE_LIMIT_SECONDS as i64
-        && proof_equivalent_seconds(best.chain_work, entry.chain_work, best.header.bits, chainstate)
-            < STALE_RELAY_AGE_LIMIT_SECONDS
+        && work_seconds < STALE_RELAY_AGE_LIMIT_SECONDS
 }
 
 /// Core's `GetBlockProofEquivalentTime(best, block, best)`: the seconds of
-/// blocks at the best header's difficulty that the work between them
-/// stands for (0 when the block has as much work). A difference too large
-/// to count reads as `u64::MAX`, where Core's arithmetic would wrap.
+/// blocks at the best header's difficulty (`spacing` seconds each) that
+/// the work between them stands for (0 when the block has as much work). A
+/// difference too large to count reads as `u64::MAX`, where Core's
+/// arithmetic would wrap.
 fn proof_equivalent_seconds(
     best_work: ChainWork,
     block_work: ChainWork,
     best_bits: u32,
-    chainstate: &Chainstate,
+    spacing: u64,
 ) -> u64 {
     if block_work >= best_work {
         return 0;
     }
     let difference = best_work.to_u256().wrapping_sub(block_work.to_u256());
-    let spacing = u64::try_from(chainstate.params().pow_target_spacing_seconds).unwrap_or(600);
     let proof = ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(best_bits));
     // 2^192 times a spacing under 2^64 cannot wrap.
     if difference.bits() > 192 {
@@ -537,6 +544,21 @@ mod tests {
         drop(chainstate);
         assert_eq!(index.anti_dos_work_threshold(), ChainWork::MAX);
         assert_eq!(index.minimum_chain_work(), params.minimum_chain_work, "needs no engine");
+    }
+
+    #[test]
+    fn proof_equivalent_time_counts_blocks_at_the_best_difficulty() {
+        use ibex_primitives::U256;
+        let regtest_bits = 0x207f_ffff;
+        // A regtest block proves 2: 100 blocks of work are 100 intervals.
+        let work = |blocks: u64| ChainWork::from_u256(U256::from_u64(2 * blocks));
+        assert_eq!(proof_equivalent_seconds(work(300), work(200), regtest_bits, 600), 60_000);
+        assert_eq!(proof_equivalent_seconds(work(200), work(300), regtest_bits, 600), 0);
+        let far = ChainWork::from_u256(U256::from_u64(1).shl(200));
+        assert_eq!(proof_equivalent_seconds(far, work(1), regtest_bits, 600), u64::MAX);
+        let past_limit = STALE_RELAY_AGE_LIMIT_SECONDS / 600 + 1;
+        let seconds = proof_equivalent_seconds(work(past_limit), work(0), regtest_bits, 600);
+        assert!(seconds >= STALE_RELAY_AGE_LIMIT_SECONDS);
     }
 
     #[test]
