@@ -26,12 +26,12 @@ impl SyncLoop {
     }
 
     /// A `getdata` from `peer`: its block requests are queued (no lookup,
-    /// no read), the rest answered with `notfound`.
+    /// no read; served in this pass of the loop at the earliest), the rest
+    /// answered with `notfound`.
     pub(super) fn queue_serving(&mut self, peer: PeerId, inventory: Vec<Inventory>) {
         let Some(state) = self.peers.get_mut(&peer) else { return };
         let not_found = state.getdata.push(inventory);
         send_not_found(&self.network, peer, not_found);
-        self.serving_due = true;
     }
 
     /// Serves at most one queued block request of each peer whose send
