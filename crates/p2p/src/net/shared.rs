@@ -274,3 +274,41 @@ fn unix_micros(time: SystemTime) -> u64 {
 fn from_unix_micros(micros: u64) -> Option<SystemTime> {
     (micros != 0).then(|| UNIX_EPOCH + Duration::from_micros(micros))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(send_queue_bytes_max: usize) -> PeerShared {
+        let identity = PeerIdentity {
+            id: PeerId(1),
+            address: SocketAddr::from(([127, 0, 0, 1], 18444)),
+            local_address: None,
+            inbound: true,
+            connection: ConnectionType::Inbound,
+            nonce: 1,
+            ping_nonce_seed: 2,
+            connected_at: SystemTime::UNIX_EPOCH,
+            connected_instant: Instant::now(),
+        };
+        PeerShared::new(identity, send_queue_bytes_max, TransportKind::V1)
+    }
+
+    #[test]
+    fn a_popped_message_counts_as_unsent_until_the_task_says_otherwise() {
+        let peer = shared(1_000);
+        assert!(peer.enqueue(NetworkMessage::Block(vec![0; 2_000])).is_ok());
+        assert!(peer.send_queue_full());
+        // Between the pop and the task's count of its encoded bytes the
+        // send side must not read empty: the node would serve into it.
+        assert!(peer.pop_message().is_some());
+        assert_eq!(peer.send_queue_bytes(), 2_000 + FRAME_HEADER_BYTES);
+        assert!(peer.send_queue_full());
+        assert!(matches!(
+            peer.enqueue(NetworkMessage::Verack),
+            Err(NetworkError::SendQueueFull { .. })
+        ));
+        peer.set_unsent_bytes(0);
+        assert!(!peer.send_queue_full());
+    }
+}
