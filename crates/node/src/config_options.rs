@@ -46,6 +46,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("bind", "=<addr>[:<port>]", "Listen on this address (repeatable; default: every interface)"),
     ("port", "=<port>", "Listen for connections on this port (default: 8333, testnet3: 18333, testnet4: 48333, signet: 38333, regtest: 18444)"),
     ("maxconnections", "=<n>", "At most this many connections to peers (default: 125)"),
+    ("whitelist", "=<[permissions@]IP address or network>", "Add permission flags to peers connecting from the given IP address (e.g. 1.2.3.4) or CIDR-notated network (e.g. 1.2.3.0/24); permissions as Core's: bloomfilter, noban, forcerelay, relay, mempool, download, addr, all, and in/out for the connection direction (default: inbound; without @: noban, mempool, relay). Of these Ibex acts on download (implied by noban and all): headers are served to such peers while the chain is below the minimum chain work (repeatable)"),
     ("onlynet", "=<net>", "Make outbound connections only through this network: ipv4, ipv6, onion, i2p or cjdns (repeatable)"),
     ("dnsseed", "", "Ask DNS seeds for addresses when few are known (default: 1 unless -connect is given)"),
     ("fixedseeds", "", "Add the fixed seeds when no other source gave addresses within 60 seconds (the lists are empty for now; default: 1)"),

@@ -69,6 +69,8 @@ pub struct NetworkOptions {
     pub chain_dns_seeds: Vec<String>,
     /// `-v2transport` (default on, as Core since v28).
     pub v2_transport: bool,
+    /// `-whitelist` entries (Core's `NetWhitelistPermissions`).
+    pub whitelist: crate::p2p_node::whitelist::Whitelist,
     /// `-blocksonly` (Ibex relays no transactions either way; it also
     /// announces `relay=false`).
     pub blocks_only: bool,
@@ -204,6 +206,11 @@ pub(crate) fn network_options(
     }
     let connect: Vec<String> = connect.into_iter().filter(|address| address != "0").collect();
     let add_nodes = texts(source, "addnode");
+    let whitelist_texts = texts(source, "whitelist");
+    let whitelist =
+        crate::p2p_node::whitelist::Whitelist::parse(&whitelist_texts).map_err(|error| {
+            ConfigError::InvalidValue { name: "whitelist", value: error.to_string() }
+        })?;
     let listen_given_true = source.option("listen").is_some_and(|value| value.to_bool());
     let seed_nodes = texts(source, "seednode");
     let (chain_dns_seeds, chain_has_fixed_seeds) = chain_seeds(source, params);
@@ -231,6 +238,7 @@ pub(crate) fn network_options(
         chain_dns_seeds,
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
+        whitelist,
         stays_up,
         eviction_loopback_groups: params.network == Network::Regtest
             && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),

@@ -421,37 +421,3 @@ fn forged_headers_are_what_they_claim() {
     assert!(branch.iter().all(hostile_peer::forge::meets_target));
     assert_eq!(branch[1].previous_block_hash, branch[0].block_hash());
 }
-
-/// A peer answering `getdata` with blocks that do not decode (the header,
-/// then bytes that are not transactions): Core's `ProcessMessages` drops
-/// such a message without punishing the peer; Ibex also releases the
-/// request, so the block is fetched again, and the sync ends from A.
-#[test]
-fn undecodable_blocks_are_dropped_without_punishment() {
-    let setup = Setup::generate(300, "147", &[]);
-    let a = serving_node(&setup);
-    let mut b = syncing_node(&setup, a.port, &["-v2transport=0"]);
-    b.wait_for_log(&setup.headers_line());
-    let (mut broken, broken_id) = inbound(&mut b, 770_001);
-    announce(&mut broken, &setup.chain.headers());
-    let undecodable: HashMap<BlockHash, Vec<u8>> = setup
-        .chain
-        .blocks
-        .iter()
-        .map(|(hash, block)| {
-            let mut bytes = block[..80].to_vec();
-            bytes.extend_from_slice(&[0xfd, 0xff, 0xff, 0x01]);
-            (*hash, bytes)
-        })
-        .collect();
-    let broken = Serving::start(broken, setup.chain.headers(), undecodable, GetData::Answer);
-    b.wait_for_log(&setup.tip_line());
-    let log = b.log();
-    let report = broken.stop();
-    assert!(report.blocks_sent > 0, "B asked the broken peer for nothing: {report:?}");
-    let line = format!("ProcessMessages(block, peer={broken_id}): undecodable block");
-    assert!(log.contains(&line), "no '{line}'\n{log}");
-    assert!(!report.closed_by_node, "the peer was dropped for an undecodable block\n{log}");
-    assert!(!log.contains(&format!("Misbehaving: peer={broken_id}")), "{log}");
-    finish(&setup, a, b, PEAK_RESIDENT_BYTES_MAX);
-}

@@ -229,6 +229,7 @@ mod tests {
             chain_dns_seeds: Vec::new(),
             v2_transport: true,
             blocks_only: false,
+            whitelist: Default::default(),
             stays_up: false,
             eviction_loopback_groups: false,
         };

@@ -24,9 +24,6 @@ use ibex_primitives::{BlockHash, ChainWork, Header};
 
 /// How long a read may wait for the engine (a long flush at worst).
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Blocks one `getdata` is answered with; the rest of a longer request
-/// gets `notfound` (our own download asks for 16 at a time).
-pub const SERVED_BLOCKS_PER_REQUEST_MAX: usize = 128;
 /// A tip older than this (in seconds) means initial block download
 /// (Core's `DEFAULT_MAX_TIP_AGE`).
 const MAX_TIP_AGE_SECONDS: i64 = 24 * 60 * 60;
@@ -397,9 +394,24 @@ pub fn common_height_with_best(reader: &ChainReader, peer_best: BlockHash) -> Op
 }
 
 /// The headers answering `request` from our active chain (Core's
-/// `GETHEADERS` handler); `None`: send nothing.
-pub fn headers_for(reader: &ChainReader, request: LocatorRequest) -> Option<Vec<Header>> {
+/// `GETHEADERS` handler); `None`: send nothing. With `minimum_chain_work`,
+/// a tip below it gets an empty answer (Core: "active chain has too little
+/// work; sending empty response").
+pub fn headers_for(
+    reader: &ChainReader,
+    request: LocatorRequest,
+    minimum_chain_work: Option<ChainWork>,
+) -> Option<Vec<Header>> {
     let read = move |chainstate: &Chainstate| {
+        let tip_work = chainstate.chain().tip().map(|tip| chainstate.index().entry(tip).chain_work);
+        let too_little_work = match (tip_work, minimum_chain_work) {
+            (None, _) => true,
+            (Some(work), Some(minimum)) => work < minimum,
+            (Some(_), None) => false,
+        };
+        if too_little_work {
+            return Some(Vec::new());
+        }
         let view = ActiveView(chainstate);
         let range = headers_to_serve(&view, &request)?;
         let index = chainstate.index();
@@ -412,32 +424,82 @@ pub fn headers_for(reader: &ChainReader, request: LocatorRequest) -> Option<Vec<
     reader.query(read, QUERY_TIMEOUT).ok().flatten()
 }
 
-/// The stored blocks `hashes` (serialised) as far as the engine has them
-/// valid; `None` for each it does not. The engine only looks up where they
-/// are; the bytes are read here, unparsed, off the engine's thread.
-pub fn blocks_for(reader: &ChainReader, hashes: Vec<BlockHash>) -> Vec<Option<Vec<u8>>> {
-    let count = hashes.len();
+/// How far a block off the active chain may lie behind the best header, in
+/// its time and in the time its missing work stands for, and still be
+/// served (Core's `STALE_RELAY_AGE_LIMIT`, 30 days).
+const STALE_RELAY_AGE_LIMIT_SECONDS: u64 = 30 * 24 * 60 * 60;
+
+/// Core's `BlockRequestAllowed`: a block of the active chain, or one that
+/// was fully validated (connected once) and is less than 30 days behind the
+/// best header both by its time and by its work
+/// (`GetBlockProofEquivalentTime`). Stale blocks older than that are not
+/// served, so a peer cannot learn which old forks we saw.
+fn block_request_allowed(chainstate: &Chainstate, id: EntryId) -> bool {
+    let index = chainstate.index();
+    let entry = index.entry(id);
+    if chainstate.chain().contains(id, entry.height) {
+        return true;
+    }
+    let Some(best) = best_header_id(chainstate) else { return false };
+    let best = index.entry(best);
+    let age_seconds = i64::from(best.header.time) - i64::from(entry.header.time);
+    let spacing_seconds =
+        u64::try_from(chainstate.params().pow_target_spacing_seconds).unwrap_or(600);
+    let work_seconds = proof_equivalent_seconds(
+        best.chain_work,
+        entry.chain_work,
+        best.header.bits,
+        spacing_seconds,
+    );
+    entry.status.is_valid(BlockStatus::VALID_SCRIPTS)
+        && age_seconds < STALE_RELAY_AGE_LIMIT_SECONDS as i64
+        && work_seconds < STALE_RELAY_AGE_LIMIT_SECONDS
+}
+
+/// Core's `GetBlockProofEquivalentTime(best, block, best)`: the seconds of
+/// blocks at the best header's difficulty (`spacing` seconds each) that
+/// the work between them stands for (0 when the block has as much work). A
+/// difference too large to count reads as `u64::MAX`, where Core's
+/// arithmetic would wrap.
+fn proof_equivalent_seconds(
+    best_work: ChainWork,
+    block_work: ChainWork,
+    best_bits: u32,
+    spacing: u64,
+) -> u64 {
+    if block_work >= best_work {
+        return 0;
+    }
+    let difference = best_work.to_u256().wrapping_sub(block_work.to_u256());
+    let proof = ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(best_bits));
+    // 2^192 times a spacing under 2^64 cannot wrap.
+    if difference.bits() > 192 {
+        return u64::MAX;
+    }
+    match difference.wrapping_mul_u64(spacing).checked_div(proof.to_u256()) {
+        Some(seconds) if seconds.bits() <= 63 => seconds.low_u64(),
+        _ => u64::MAX,
+    }
+}
+
+/// The stored block `hash` (serialised, with witness data) when the engine
+/// holds it valid and Core's `BlockRequestAllowed` lets it be served;
+/// `None` otherwise. The engine only looks up where it is (one settled
+/// query); the bytes are read here, unparsed, off the engine's thread.
+pub fn block_for(reader: &ChainReader, hash: BlockHash) -> Option<Vec<u8>> {
     let locate = move |chainstate: &Chainstate| {
-        hashes
-            .iter()
-            .map(|hash| {
-                let id = chainstate.index().get(hash)?;
-                let entry = chainstate.index().entry(id);
-                if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
-                    return None;
-                }
-                entry.block_position.map(|position| (position, *hash))
-            })
-            .collect::<Vec<_>>()
+        let id = chainstate.index().get(&hash)?;
+        let entry = chainstate.index().entry(id);
+        if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
+            return None;
+        }
+        if !block_request_allowed(chainstate, id) {
+            return None;
+        }
+        entry.block_position
     };
-    let Ok(locations) = reader.query(locate, QUERY_TIMEOUT) else { return vec![None; count] };
-    locations
-        .into_iter()
-        .map(|location| {
-            let (position, hash) = location?;
-            reader.read_stored_block(position, &hash).ok()
-        })
-        .collect()
+    let position = reader.query(locate, QUERY_TIMEOUT).ok().flatten()?;
+    reader.read_stored_block(position, &hash).ok()
 }
 
 /// The header the headers sync starts from when the engine cannot answer.
@@ -482,6 +544,21 @@ mod tests {
         drop(chainstate);
         assert_eq!(index.anti_dos_work_threshold(), ChainWork::MAX);
         assert_eq!(index.minimum_chain_work(), params.minimum_chain_work, "needs no engine");
+    }
+
+    #[test]
+    fn proof_equivalent_time_counts_blocks_at_the_best_difficulty() {
+        use ibex_primitives::U256;
+        let regtest_bits = 0x207f_ffff;
+        // A regtest block proves 2: 100 blocks of work are 100 intervals.
+        let work = |blocks: u64| ChainWork::from_u256(U256::from_u64(2 * blocks));
+        assert_eq!(proof_equivalent_seconds(work(300), work(200), regtest_bits, 600), 60_000);
+        assert_eq!(proof_equivalent_seconds(work(200), work(300), regtest_bits, 600), 0);
+        let far = ChainWork::from_u256(U256::from_u64(1).shl(200));
+        assert_eq!(proof_equivalent_seconds(far, work(1), regtest_bits, 600), u64::MAX);
+        let past_limit = STALE_RELAY_AGE_LIMIT_SECONDS / 600 + 1;
+        let seconds = proof_equivalent_seconds(work(past_limit), work(0), regtest_bits, 600);
+        assert!(seconds >= STALE_RELAY_AGE_LIMIT_SECONDS);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
+//! | [`whitelist`] | `-whitelist`: Core's permission flags by address (`download` is acted on) |
 //! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
 //! | [`added_nodes`] | the added nodes (`-addnode`, `addnode add`), each kept connected until removed |
 //! | [`peer_sync_board`] | what the sync loop knows of each peer, published for `getpeerinfo` |
@@ -22,7 +23,7 @@
 //! beside the engine's thread and its script threads. The sync thread's
 //! work per block is a parse (~1 ms for a full block) and a few channel
 //! operations; reads of the engine (one query per `headers` message,
-//! `getheaders`, `getdata` and tip change) each wait at most one idle poll
+//! `getheaders`, block served for `getdata`, and tip change) each wait at most one idle poll
 //! of the engine (20 ms) or one block's connect.
 
 pub mod added_nodes;
@@ -34,6 +35,7 @@ pub mod invalid_blocks;
 pub mod peer_sync_board;
 pub mod serve;
 pub mod sync_loop;
+pub mod whitelist;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -208,6 +210,7 @@ impl P2pNode {
             Arc::new(AtomicBool::new(false)),
         );
         sync.gauges = Some(gauges);
+        sync.whitelist = options.whitelist.clone();
         sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();

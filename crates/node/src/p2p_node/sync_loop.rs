@@ -11,13 +11,17 @@
 //! Beside it: `block_sources` (who sent each block, to punish the sender
 //! of an invalid one), `header_offers` (the same for headers),
 //! `unrequested` (`block` messages, and Core's rules for blocks nobody
-//! asked for) and `peer_log` (Core's lines about peers).
+//! asked for), `serving` (answering peers: `getdata` through each peer's
+//! queue of block requests, one block per peer per pass while its send
+//! queue has room, as Core's `ProcessGetData`) and `peer_log` (Core's
+//! lines about peers).
 
 mod block_sources;
 mod header_offers;
 mod mutation;
 mod peer_board;
 mod peer_log;
+mod serving;
 mod tip;
 mod unrequested;
 
@@ -42,7 +46,7 @@ use ibex_primitives::{BlockBuffers, BlockHash, Params};
 
 use super::engine_link::EngineLink;
 use super::engine_view::{headers_progress_line, unix_seconds, BestChainWindow, ReaderIndex};
-use super::serve::{serve_data, serve_headers};
+use super::serve::GetDataQueue;
 use crate::logging::Logger;
 use crate::progress::NetworkGauges;
 pub use block_sources::BlockSources;
@@ -59,8 +63,6 @@ const HEADERS_OFFER_WAIT: Duration = Duration::from_secs(60);
 /// Blocks kept while their parent is not indexed yet (out of order
 /// arrivals): the download window.
 const PARKED_BLOCKS_MAX: usize = 1024;
-/// Block requests from one peer waiting for room in its send queue.
-const SERVE_BACKLOG_BLOCKS_MAX: usize = 1024;
 
 /// Headers a new tip is announced with at most; more are announced with
 /// an `inv` of the tip (Core's `MAX_BLOCKS_TO_ANNOUNCE`).
@@ -74,8 +76,13 @@ const INV_GETHEADERS_INTERVAL: Duration = Duration::from_secs(1);
 /// What the loop keeps per connected peer.
 #[derive(Debug, Default)]
 struct PeerState {
-    /// Block requests not served yet (its send queue was full).
-    serve_backlog: VecDeque<Inventory>,
+    /// Its block requests not served yet (Core's `m_getdata_requests`).
+    getdata: GetDataQueue,
+    /// Its latest `getheaders` that came while its send queue was full,
+    /// answered once it has room.
+    getheaders_waiting: Option<LocatorRequest>,
+    /// It holds Core's `download` permission (`-whitelist`).
+    download_permitted: bool,
     /// It sent `sendheaders` (BIP130): new tips go to it as `headers`.
     wants_headers: bool,
     /// When an `inv` from it last made us send `getheaders`.
@@ -127,6 +134,11 @@ pub struct SyncLoop {
     pub(super) gauges: Option<Arc<NetworkGauges>>,
     /// Where `getpeerinfo` reads what the loop knows of each peer.
     pub(super) peer_board: Option<Arc<super::peer_sync_board::PeerSyncBoard>>,
+    /// A peer's queued block request may be served now: the loop does not
+    /// wait for events (Core's `fMoreWork`).
+    serving_due: bool,
+    /// `-whitelist`: who holds the `download` permission.
+    pub(super) whitelist: super::whitelist::Whitelist,
 }
 
 impl SyncLoop {
@@ -175,6 +187,8 @@ impl SyncLoop {
             peer_heights_stale: false,
             gauges: None,
             peer_board: None,
+            serving_due: false,
+            whitelist: Default::default(),
         }
     }
 
@@ -188,7 +202,8 @@ impl SyncLoop {
                 self.on_notice(notice);
             }
             if self.engine.has_room() {
-                match self.next_event() {
+                let wait = if self.serving_due { Duration::ZERO } else { EVENT_WAIT };
+                match self.next_event(wait) {
                     Ok(Some(event)) => self.on_event(event),
                     Ok(None) => {}
                     Err(NetworkClosed) => break,
@@ -199,7 +214,7 @@ impl SyncLoop {
                     self.on_notice(notice);
                 }
             }
-            self.serve_backlogs();
+            self.serving_due = self.serve_getdata_queues();
             self.follow_tip();
             self.poll_download_if_due();
             if last_tick.elapsed() >= TICK {
@@ -211,10 +226,10 @@ impl SyncLoop {
         self.network.shutdown();
     }
 
-    fn next_event(&mut self) -> Result<Option<NetworkEvent>, NetworkClosed> {
+    fn next_event(&mut self, wait: Duration) -> Result<Option<NetworkEvent>, NetworkClosed> {
         let events = &mut self.events;
         let received =
-            self.runtime.block_on(async { tokio::time::timeout(EVENT_WAIT, events.recv()).await });
+            self.runtime.block_on(async { tokio::time::timeout(wait, events.recv()).await });
         match received {
             Ok(Some(event)) => Ok(Some(event)),
             Ok(None) => Err(NetworkClosed),
@@ -224,9 +239,13 @@ impl SyncLoop {
 
     fn on_event(&mut self, event: NetworkEvent) {
         match event {
-            NetworkEvent::PeerConnected { id, connection, address, .. } => {
+            NetworkEvent::PeerConnected { id, connection, address, inbound, .. } => {
                 self.logger.log(&event.to_string());
                 self.peer_connected(id, connection, is_local(address.ip()));
+                let permitted = self.whitelist.download_permitted(address.ip(), inbound);
+                if let Some(state) = self.peers.get_mut(&id) {
+                    state.download_permitted = permitted;
+                }
             }
             NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
             NetworkEvent::PeerDisconnected { id, ref reason } => {
@@ -292,9 +311,7 @@ impl SyncLoop {
                 self.peer_heights_stale = true;
             }
             NetworkMessage::Block(bytes) => self.on_block_message(peer, bytes),
-            NetworkMessage::GetHeaders(request) => {
-                serve_headers(&self.network, &self.reader, peer, request)
-            }
+            NetworkMessage::GetHeaders(request) => self.on_get_headers(peer, request),
             NetworkMessage::GetData(inventory) => self.queue_serving(peer, inventory),
             NetworkMessage::SendHeaders => {
                 if let Some(state) = self.peers.get_mut(&peer) {
@@ -330,29 +347,6 @@ impl SyncLoop {
             stop_hash: BlockHash::ZERO,
         };
         let _ = self.network.send(peer, NetworkMessage::GetHeaders(request));
-    }
-
-    fn queue_serving(&mut self, peer: PeerId, inventory: Vec<Inventory>) {
-        let Some(state) = self.peers.get_mut(&peer) else { return };
-        if !state.serve_backlog.is_empty() {
-            let room = SERVE_BACKLOG_BLOCKS_MAX.saturating_sub(state.serve_backlog.len());
-            state.serve_backlog.extend(inventory.into_iter().take(room));
-            return;
-        }
-        let left = serve_data(&self.network, &self.reader, peer, inventory);
-        state.serve_backlog.extend(left.into_iter().take(SERVE_BACKLOG_BLOCKS_MAX));
-    }
-
-    /// Retries block requests that waited for room in a send queue.
-    fn serve_backlogs(&mut self) {
-        for (peer, state) in self.peers.iter_mut() {
-            if state.serve_backlog.is_empty() {
-                continue;
-            }
-            let waiting: Vec<Inventory> = state.serve_backlog.drain(..).collect();
-            let left = serve_data(&self.network, &self.reader, *peer, waiting);
-            state.serve_backlog.extend(left);
-        }
     }
 
     /// Carries out the state machines' actions, in order.
@@ -406,33 +400,41 @@ impl SyncLoop {
         let _ = self.network.disconnect(peer, NetReason::Misbehaving(reason));
     }
 
-    /// Parses a block once (here, off the reactor), checks it is not a
-    /// mutated copy, and offers it.
+    /// Parses a block the scheduler handed over once (here, off the
+    /// reactor), checks it is not a mutated copy, and offers it.
     fn offer_block(&mut self, peer: PeerId, hash: BlockHash, height: u32, bytes: Vec<u8>) {
         let mut buffers = BlockBuffers::default();
         match PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) {
-            Ok(mut block) => {
-                if let Some(mutation) = self.mutation(&mut block, height) {
-                    self.on_mutated_block(peer, hash, mutation);
-                    return;
-                }
-                self.block_sources.record(hash, peer);
-                let source = BlockSource::Peer(peer.0);
-                self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
-            }
-            Err(undecodable) => {
-                // Core's `ProcessMessages` catches the failed deserialisation,
-                // logs it and drops the message without punishing the
-                // peer. The request is released so the block is asked for
-                // again (Core's stays in flight until the stall timeout).
-                self.logger.log(&format!(
-                    "ProcessMessages(block, peer={}): undecodable block {hash}: {}",
-                    peer.0, undecodable.reason
-                ));
-                self.download.forget_block(&hash, Instant::now());
-                self.download_due = true;
-            }
+            Ok(block) => self.offer_prepared(peer, hash, height, block),
+            Err(undecodable) => self.log_undecodable(peer, hash, &undecodable.reason),
         }
+    }
+
+    /// Offers a parsed block that `peer` sent us, unless it is a mutated
+    /// copy.
+    fn offer_prepared(
+        &mut self,
+        peer: PeerId,
+        hash: BlockHash,
+        height: u32,
+        mut block: PreparedBlock,
+    ) {
+        if let Some(mutation) = self.mutation(&mut block, height) {
+            self.on_mutated_block(peer, hash, mutation);
+            return;
+        }
+        self.block_sources.record(hash, peer);
+        let source = BlockSource::Peer(peer.0);
+        self.engine.push(EngineCommand::OfferBlock { block: Box::new(block), source });
+    }
+
+    /// Core's `ProcessMessages` catches a block that fails to deserialise,
+    /// logs it and drops the message without punishing the peer.
+    fn log_undecodable(&self, peer: PeerId, hash: BlockHash, reason: &dyn std::fmt::Display) {
+        self.logger.log(&format!(
+            "ProcessMessages(block, peer={}): undecodable block {hash}: {reason}",
+            peer.0
+        ));
     }
 
     /// Waits until every headers offer sent is indexed (their notices).

@@ -407,4 +407,19 @@ impl FakePeer {
         stream.set_nonblocking(false).unwrap();
         FakePeer::over(stream, magic())
     }
+
+    /// Reads at most `bytes_max` bytes off the socket as they come and
+    /// drops them, undecoded (a peer reading at a trickle): the bytes read,
+    /// 0 when none came within [`POLL`], `Err` once the node closed.
+    pub fn drain_raw(&mut self, bytes_max: usize) -> Result<usize, Closed> {
+        let mut buffer = vec![0u8; bytes_max];
+        match self.stream.read(&mut buffer) {
+            Ok(0) => Err(Closed),
+            Ok(read) => Ok(read),
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Ok(0)
+            }
+            Err(_) => Err(Closed),
+        }
+    }
 }

@@ -39,6 +39,15 @@ impl NetworkHandle {
         peer.enqueue(message)
     }
 
+    /// Whether peer `id`'s send queue is at its limit (Core's
+    /// `fPauseSend`): [`send`](Self::send) would refuse, so the node serves
+    /// it nothing more, and reads nothing for it, until the queue drains.
+    /// An unknown or closed peer reads as full: nothing is worth preparing
+    /// for it. One lock taken, no allocation.
+    pub fn send_queue_full(&self, id: PeerId) -> bool {
+        self.registry.peer(id).is_none_or(|peer| peer.is_closed() || peer.send_queue_full())
+    }
+
     /// Keeps a connection to `address` open from now on, as a `-connect`
     /// address (Core's `addnode add`); at most
     /// [`OUTBOUND_ADDRESSES_MAX`](crate::net::config::OUTBOUND_ADDRESSES_MAX)

@@ -22,8 +22,8 @@
 //! What a connection sends on its own, as Core: `version` (protocol
 //! 70016, our services, relay off since Ibex relays no transactions, a
 //! random nonce), `wtxidrelay`, `sendaddrv2` and `verack` after the peer's
-//! `version`, `sendcmpct(0, 2)` after its `verack`, `pong` for `ping`, and
-//! a `ping` every 2 minutes. Everything else the node sends; everything
+//! `version`, `pong` for `ping`, and a `ping` every 2 minutes (no
+//! `sendcmpct`: Ibex builds no compact blocks). Everything else the node sends; everything
 //! else received goes to the node.
 //!
 //! # Napkin math

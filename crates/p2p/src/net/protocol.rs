@@ -9,8 +9,13 @@
 //! | phase | accepted | then |
 //! |---|---|---|
 //! | awaiting `version` | `version` (others ignored, as Core's "non-version message before version handshake") | inbound: our `version`; both: `wtxidrelay`, `sendaddrv2`, `verack` |
-//! | awaiting `verack` | `verack`, `wtxidrelay`, `sendaddrv2` (others ignored: "Unsupported message prior to verack") | `sendcmpct(0, 2)`, a first ping; the node hears `PeerConnected` |
+//! | awaiting `verack` | `verack`, `wtxidrelay`, `sendaddrv2` (others ignored: "Unsupported message prior to verack") | a first ping; the node hears `PeerConnected` |
 //! | connected | everything; `ping`/`pong` handled here; `wtxidrelay`/`sendaddrv2` disconnect; duplicates of `version`/`verack` ignored | the rest goes to the node |
+//!
+//! No `sendcmpct` is sent: it would announce that we serve BIP152 compact
+//! blocks, and Ibex, with no mempool, builds none (Core answers a
+//! `MSG_CMPCT_BLOCK` request it will not build with the full block, which
+//! is what the node sends; a peer told nothing asks for full blocks).
 //!
 //! `sendheaders` is not sent here: Core sends it only once the peer's best
 //! header has the minimum chain work (`MaybeSendSendHeaders`), a sync
@@ -34,13 +39,9 @@ use crate::transport::TransportKind;
 
 /// Core's `BIP0031_VERSION`: peers above it get `pong` for `ping`.
 pub const BIP0031_VERSION: i32 = 60_000;
-/// Core's `SHORT_IDS_BLOCKS_VERSION`: peers at or above it get `sendcmpct`.
-pub const SHORT_IDS_BLOCKS_VERSION: i32 = 70_014;
 /// Core's `WTXID_RELAY_VERSION`: peers at or above it get `wtxidrelay` and
 /// `sendaddrv2`.
 pub const WTXID_RELAY_VERSION: i32 = 70_016;
-/// Core's `CMPCTBLOCKS_VERSION`.
-pub const COMPACT_BLOCKS_VERSION: u64 = 2;
 /// Timers fire this long after their deadline: Core's checks are strict
 /// (`now > last + timeout`), so a wake-up exactly at the deadline would do
 /// nothing and wake again.
@@ -339,14 +340,6 @@ impl PeerProtocol {
             NetworkMessage::SendAddressV2 => peer.wants_address_v2 = true,
             NetworkMessage::Verack => {
                 let peer = peer.clone();
-                if peer.common_version() >= SHORT_IDS_BLOCKS_VERSION {
-                    // Willing to provide version 2 compact blocks, without
-                    // asking for high-bandwidth announcements.
-                    self.outgoing.push(NetworkMessage::SendCompact {
-                        high_bandwidth: false,
-                        compact_blocks_version: COMPACT_BLOCKS_VERSION,
-                    });
-                }
                 self.phase = Phase::Connected(peer.clone());
                 self.maybe_send_ping(now);
                 return Received::Connected(peer);

@@ -149,9 +149,16 @@ impl PeerShared {
         Ok(())
     }
 
-    /// The oldest queued message.
+    /// The oldest queued message. Its bytes count as unsent from the
+    /// moment it leaves the queue (under the queue's lock), so the send
+    /// side's size never reads low between the pop and the encoding: the
+    /// node looks at it before reading a block to serve, and a dip would
+    /// let it read a block the queue then refuses.
     pub fn pop_message(&self) -> Option<NetworkMessage> {
-        lock(&self.queue).pop().map(|(message, _)| message)
+        let mut queue = lock(&self.queue);
+        let (message, bytes) = queue.pop()?;
+        self.unsent_bytes.fetch_add(bytes, Ordering::AcqRel);
+        Some(message)
     }
 
     /// Records the bytes encoded and not yet written.
@@ -169,6 +176,11 @@ impl PeerShared {
     /// that peer's messages).
     pub fn send_queue_full(&self) -> bool {
         self.send_queue_bytes() >= self.send_queue_bytes_max
+    }
+
+    /// Whether the task ended (messages are refused).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Asks the task to close; the first reason given wins.
@@ -305,4 +317,42 @@ fn unix_micros(time: SystemTime) -> u64 {
 
 fn from_unix_micros(micros: u64) -> Option<SystemTime> {
     (micros != 0).then(|| UNIX_EPOCH + Duration::from_micros(micros))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(send_queue_bytes_max: usize) -> PeerShared {
+        let identity = PeerIdentity {
+            id: PeerId(1),
+            address: SocketAddr::from(([127, 0, 0, 1], 18444)),
+            local_address: None,
+            inbound: true,
+            connection: ConnectionType::Inbound,
+            nonce: 1,
+            ping_nonce_seed: 2,
+            connected_at: SystemTime::UNIX_EPOCH,
+            connected_instant: Instant::now(),
+        };
+        PeerShared::new(identity, send_queue_bytes_max, TransportKind::V1)
+    }
+
+    #[test]
+    fn a_popped_message_counts_as_unsent_until_the_task_says_otherwise() {
+        let peer = shared(1_000);
+        assert!(peer.enqueue(NetworkMessage::Block(vec![0; 2_000])).is_ok());
+        assert!(peer.send_queue_full());
+        // Between the pop and the task's count of its encoded bytes the
+        // send side must not read empty: the node would serve into it.
+        assert!(peer.pop_message().is_some());
+        assert_eq!(peer.send_queue_bytes(), 2_000 + FRAME_HEADER_BYTES);
+        assert!(peer.send_queue_full());
+        assert!(matches!(
+            peer.enqueue(NetworkMessage::Verack),
+            Err(NetworkError::SendQueueFull { .. })
+        ));
+        peer.set_unsent_bytes(0);
+        assert!(!peer.send_queue_full());
+    }
 }

@@ -66,9 +66,7 @@ impl SyncLoop {
         let Some(header_bytes) = bytes.get(..HEADER_BYTES) else { return };
         let hash = BlockHash(sha256d(header_bytes));
         if self.download.is_requested_from(peer, &hash) {
-            let actions = self.download.on_block(peer, bytes, Instant::now());
-            self.carry_out(actions);
-            self.download_due = true;
+            self.on_requested_block(peer, hash, bytes);
             return;
         }
         let mut header = [0u8; HEADER_BYTES];
@@ -84,6 +82,31 @@ impl SyncLoop {
             }
             Some(standing) => self.judge_unrequested(peer, hash, bytes, standing),
         }
+    }
+
+    /// A block requested from `peer`: decoded first. One that does not
+    /// decode is dropped as Core drops a message it cannot deserialise,
+    /// and its request stays in flight (Core's `mapBlocksInFlight` is not
+    /// touched): the peer's stall and download clocks keep running, so a
+    /// peer answering every request with a valid header and garbage is
+    /// dropped by the stalling or block download timeout like one that
+    /// never answers.
+    fn on_requested_block(&mut self, peer: PeerId, hash: BlockHash, bytes: Vec<u8>) {
+        let size_bytes = bytes.len() as u64;
+        let mut buffers = BlockBuffers::default();
+        let block = match PreparedBlock::prepare(bytes, None, &self.params, &mut buffers) {
+            Ok(block) => block,
+            Err(undecodable) => {
+                self.log_undecodable(peer, hash, &undecodable.reason);
+                return;
+            }
+        };
+        let Some(height) = self.download.take_requested(peer, hash, size_bytes, Instant::now())
+        else {
+            return;
+        };
+        self.download_due = true;
+        self.offer_prepared(peer, hash, height, block);
     }
 
     /// `CheckBlock`, then the block is offered when Core would store it.

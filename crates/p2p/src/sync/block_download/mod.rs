@@ -239,16 +239,35 @@ impl BlockDownload {
     pub fn on_block(&mut self, peer: PeerId, bytes: Vec<u8>, now: Instant) -> Vec<Action> {
         let Some(header) = bytes.get(..HEADER_BYTES) else { return Vec::new() };
         let hash = BlockHash(sha256d(header));
+        let size_bytes = bytes.len() as u64;
+        match self.take_requested(peer, hash, size_bytes, now) {
+            Some(height) => vec![Action::OfferBlock { peer, hash, height, bytes }],
+            None => Vec::new(),
+        }
+    }
+
+    /// The block `hash` requested from `peer` arrived whole and decoded
+    /// (`size_bytes` serialised): its request is done and it counts as
+    /// received until connected. Returns its height; `None` when it was not
+    /// requested from `peer`. A block that does not decode must not come
+    /// here: Core keeps its request in flight, so the stalling and download
+    /// timeouts still judge the peer.
+    pub fn take_requested(
+        &mut self,
+        peer: PeerId,
+        hash: BlockHash,
+        size_bytes: u64,
+        now: Instant,
+    ) -> Option<u32> {
         if !self.is_requested_from(peer, &hash) {
-            return Vec::new();
+            return None;
         }
-        let Some(entry) = self.remove_request(&hash, now) else { return Vec::new() };
-        let size = bytes.len() as u64;
+        let entry = self.remove_request(&hash, now)?;
         if entry.height > self.base_height() {
-            self.received.insert(hash, Received { height: entry.height, bytes: size });
-            self.received_bytes += size;
+            self.received.insert(hash, Received { height: entry.height, bytes: size_bytes });
+            self.received_bytes += size_bytes;
         }
-        vec![Action::OfferBlock { peer, hash, height: entry.height, bytes }]
+        Some(entry.height)
     }
 
     /// Time passed (call it after every event, and at least every 100 ms):
