@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use ibex_chainstate::FLUSH_BATCH_BYTES_DEFAULT;
 use ibex_primitives::params::{Network, Params};
-use ibex_primitives::{BlockHash, ChainWork, U256};
 
 pub use crate::config_error::{ConfigError, ConfigWarning};
 use crate::config_file::{self, interpret_key};
@@ -43,30 +42,9 @@ pub const DATA_DIRECTORY_DEFAULT_NAME: &str = ".ibex";
 pub const DEBUG_LOG_FILE_DEFAULT: &str = "debug.log";
 
 pub use crate::config_options::OPTIONS;
-
-/// Which block `-assumevalid` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AssumeValid {
-    /// Not given: the chain's built-in block (`Params::default_assume_valid`).
-    Default,
-    /// `-assumevalid=0` (or `-noassumevalid`): check every script.
-    Disabled,
-    /// This block and its ancestors skip script checks.
-    Block(BlockHash),
-}
-
-impl AssumeValid {
-    /// The block whose ancestors skip script checks on the chain of
-    /// `params`, if any: [`AssumeValid::Default`] is the chain's built-in
-    /// block (none on regtest).
-    pub fn resolve(self, params: &Params) -> Option<BlockHash> {
-        match self {
-            AssumeValid::Disabled => None,
-            AssumeValid::Block(hash) => Some(hash),
-            AssumeValid::Default => params.default_assume_valid,
-        }
-    }
-}
+pub use crate::config_values::{
+    parse_assume_valid, parse_hex_like_core, parse_minimum_chain_work, AssumeValid,
+};
 
 /// What became of the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -428,53 +406,6 @@ struct Numbers {
     script_threads: usize,
     stop_at_height: Option<u32>,
     progress_interval_ms: u64,
-}
-
-/// Core's `uint256::FromUserHex`: an optional `0x`, then up to 64 hex
-/// digits; the 64 digits, left-padded with zeros, most significant first.
-fn user_hex_digits(text: &str) -> Option<String> {
-    let digits = text.strip_prefix("0x").unwrap_or(text);
-    if digits.len() > 64 || !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-        return None;
-    }
-    Some(format!("{digits:0>64}"))
-}
-
-/// `-assumevalid` as Core's `uint256::FromUserHex` reads it. Zero disables.
-pub fn parse_assume_valid(text: &str) -> Option<AssumeValid> {
-    let hash = BlockHash::from_hex(&user_hex_digits(text)?).ok()?;
-    Some(if hash == BlockHash::ZERO { AssumeValid::Disabled } else { AssumeValid::Block(hash) })
-}
-
-/// `-minimumchainwork` as Core's `uint256::FromUserHex` reads it: up to 64
-/// hex digits, an optional `0x` (`-nominimumchainwork` is zero).
-pub fn parse_minimum_chain_work(text: &str) -> Option<ChainWork> {
-    let value = U256::from_hex(&user_hex_digits(text)?).ok()?;
-    Some(ChainWork::from_u256(value))
-}
-
-/// Core's `TryParseHex`: pairs of hex digits (either case), whitespace
-/// skipped between pairs but not inside one; `None` for anything else or a
-/// lone digit. The empty string is the empty script.
-pub fn parse_hex_like_core(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut parsed = Vec::with_capacity(bytes.len() / 2);
-    let mut position = 0;
-    while position < bytes.len() {
-        if matches!(bytes[position], b' ' | b'\x0c' | b'\n' | b'\r' | b'\t' | b'\x0b') {
-            position += 1;
-            continue;
-        }
-        let high = hex_digit(bytes[position])?;
-        let low = hex_digit(*bytes.get(position + 1)?)?;
-        parsed.push(high << 4 | low);
-        position += 2;
-    }
-    Some(parsed)
-}
-
-fn hex_digit(byte: u8) -> Option<u8> {
-    char::from(byte).to_digit(16).map(|digit| digit as u8)
 }
 
 /// Typed reads of the merged settings for one chain.

@@ -1,5 +1,6 @@
 //! Unit tests of `config` (option parsing, values, precedence).
 use super::*;
+use ibex_primitives::{BlockHash, ChainWork, U256};
 
 fn arguments(list: &[&str]) -> Vec<String> {
     list.iter().map(|argument| (*argument).to_owned()).collect()

@@ -7,6 +7,7 @@ pub mod config;
 pub mod config_error;
 pub mod config_file;
 pub mod config_options;
+pub mod config_values;
 pub mod daemon;
 pub mod database_report;
 pub mod directory_lock;

@@ -334,6 +334,8 @@ mod tests {
             ping_nonce_seed: 2,
             connected_at: SystemTime::UNIX_EPOCH,
             connected_instant: Instant::now(),
+            keyed_group: 0,
+            prefer_evict: false,
         };
         PeerShared::new(identity, send_queue_bytes_max, TransportKind::V1)
     }
