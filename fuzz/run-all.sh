@@ -50,6 +50,6 @@ for target in "${targets[@]}"; do
         echo "fuzz: $target failed (input in fuzz/artifacts/$target/, log $log)" >&2
         exit 1
     fi
-    grep -E '^#[0-9]+ +DONE|^stat::(number_of_executed_units|peak_rss_mb)' "$log" || true
+    grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|peak_rss_mb)' "$log" || true
 done
 echo "fuzz: ${#targets[@]} targets ran ${seconds} s each without a failure"

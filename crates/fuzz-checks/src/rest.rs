@@ -5,7 +5,7 @@
 
 use ibex_rpc::HttpReply;
 
-use crate::rpc::handler;
+use crate::rpc::genesis_handler;
 
 /// Statuses a REST reply may have once warmup is over (Core's `rest.cpp`:
 /// 400 malformed, 404 unknown block or format, 500 backend failure).
@@ -51,7 +51,7 @@ pub fn rest_request(data: &[u8]) {
         None => (data, &[][..]),
     };
     let uri = String::from_utf8_lossy(uri);
-    match handler().answer_rest(&uri, body) {
+    match genesis_handler().answer_rest(&uri, body) {
         Some(reply) => {
             assert!(uri.starts_with("/rest/"));
             check_reply_form(&reply);
@@ -65,7 +65,7 @@ pub fn rest_request(data: &[u8]) {
 /// binary reply in hex); a body Core reads gets the genesis tip's height
 /// and hash and at most 15 outpoints' bitmap; `.json` refuses a body.
 pub fn getutxos_body(data: &[u8]) {
-    let handler = handler();
+    let handler = genesis_handler();
     let binary = handler.answer_rest("/rest/getutxos.bin", data).expect("a route");
     check_reply_form(&binary);
     let hex_body = ibex_primitives::hex::encode(data);

@@ -13,8 +13,9 @@ use ibex_rpc::RequestHandler;
 
 use crate::genesis_node::GenesisNode;
 
-/// One handler for every input (building the method table is not what is fuzzed).
-pub(crate) fn handler() -> &'static RequestHandler {
+/// The handler every input goes to, over the genesis-only node (one per
+/// process: building the method table is not what is fuzzed).
+pub fn genesis_handler() -> &'static RequestHandler {
     static HANDLER: OnceLock<RequestHandler> = OnceLock::new();
     HANDLER.get_or_init(|| {
         RequestHandler::without_waits(Arc::new(GenesisNode::new()), Network::Regtest)
@@ -23,7 +24,7 @@ pub(crate) fn handler() -> &'static RequestHandler {
 
 /// `rpc_request`: see the module docs.
 pub fn rpc_request(data: &[u8]) {
-    let reply = handler().answer(data);
+    let reply = genesis_handler().answer(data);
     assert!([200, 204, 400, 404, 500].contains(&reply.status), "status {}", reply.status);
     if reply.status == 204 {
         assert!(reply.body.is_empty());

@@ -7,6 +7,7 @@ use ibex_chainstate::index::store::{
     build_index, decode_record, encode_entry, SEQUENCE_STORED_MAX,
 };
 use ibex_chainstate::{BlockIndexEntry, BlockStatus, ChainstateError};
+use ibex_fuzz_checks::rpc::genesis_handler;
 use ibex_primitives::{ChainWork, Params};
 
 fn genesis_record(sequence: u64) -> (Vec<u8>, Vec<u8>) {
@@ -46,4 +47,27 @@ fn a_block_index_sequence_without_successor_is_a_corrupt_record() {
     let mut index = build_index(vec![stored]).expect("a genesis-only index");
     assert_eq!(index.next_sequence(), SEQUENCE_STORED_MAX + 1);
     assert_eq!(index.next_sequence(), SEQUENCE_STORED_MAX + 2);
+}
+
+/// A `getutxos` path whose first byte after `/rest/getutxos` starts a
+/// longer UTF-8 character panicked slicing after that byte
+/// (`rest_request/crash-getutxos-path-starting-with-multibyte-character`).
+/// It is now Core's parse error, as are its neighbours in ASCII.
+#[test]
+fn a_getutxos_path_starting_inside_a_character_is_a_parse_error() {
+    let handler = genesis_handler();
+    for uri in
+        ["/rest/getutxos\u{e9}/x.bin", "/rest/getutxos\u{2603}.json", "/rest/getutxos\u{e9}.hex"]
+    {
+        let reply = handler.answer_rest(uri, b"").expect("the getutxos route");
+        assert_eq!(reply.status, 400, "{uri}");
+        assert_eq!(reply.body, b"Parse error\r\n", "{uri}");
+    }
+    let reply = handler.answer_rest("/rest/getutxosx/x.bin", b"").expect("the getutxos route");
+    assert_eq!((reply.status, reply.body), (400, b"Parse error\r\n".to_vec()));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../fuzz/regressions/rest_request/crash-getutxos-path-starting-with-multibyte-character",
+    );
+    let input = std::fs::read(path).expect("the committed input");
+    ibex_fuzz_checks::rest::rest_request(&input);
 }
