@@ -46,7 +46,8 @@ fn check_contents(contents: &ConfigFileContents) {
 
 /// `config_file`: `bitcoin.conf`'s text (bytes that are not UTF-8
 /// replaced, as the node reads a file). It parses or is refused with a
-/// typed error; what parses keeps the properties [`check_contents`] checks.
+/// typed error; what parses has its entries in line order, trimmed and
+/// without comments, and written back one per line they read the same.
 pub fn config_file(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     if let Ok(contents) = parse_config_text(&text) {

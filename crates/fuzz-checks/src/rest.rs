@@ -43,8 +43,9 @@ fn check_reply_form(reply: &HttpReply) {
 /// `rest_request`: a REST request as the server hands it on. Input: the
 /// path and query (up to the first zero byte, read as UTF-8 with stray
 /// bytes replaced), then the body. Whatever they hold, a REST route answers
-/// in the form [`check_reply_form`] checks, and only paths under
-/// `/rest/` match a route.
+/// with one of Core's statuses, an error as one `text/plain` line, JSON as
+/// one JSON value and hex as hex digits; only paths under `/rest/` match a
+/// route.
 pub fn rest_request(data: &[u8]) {
     let (uri, body) = match data.iter().position(|byte| *byte == 0) {
         Some(at) => (&data[..at], &data[at + 1..]),
