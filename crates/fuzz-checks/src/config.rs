@@ -8,23 +8,29 @@ use std::sync::OnceLock;
 use ibex_node::config::CommandLine;
 use ibex_node::config_file::{interpret_key, parse_config_text, ConfigFileContents};
 
+/// Core's trim set for configuration lines.
+const TRIMMED: [char; 4] = [' ', '\t', '\r', '\n'];
+
 /// Whether `name` can be written back as a `name=value` line that reads as
-/// the same entry: a name holding `=` would split elsewhere, and one
-/// starting with `-` or `[` reads as an error or a section.
+/// the same entry: a name holding `=` would split elsewhere, one starting
+/// with `-` or `[` reads as an error or a section, and one starting with
+/// spaces or line ends (a `[section]` name may) loses them to the trim.
 fn writes_back(name: &str) -> bool {
-    !name.contains('=') && !name.starts_with('-') && !name.starts_with('[')
+    !name.contains('=')
+        && !name.starts_with('-')
+        && !name.starts_with('[')
+        && name == name.trim_matches(TRIMMED)
 }
 
 /// Checks what every parsed file holds, and that its entries written back
 /// one per line read again to the same names and values.
 fn check_contents(contents: &ConfigFileContents) {
-    let trimmed = [' ', '\t', '\r', '\n'];
     let mut previous_line = 0;
     for entry in &contents.entries {
         assert!(entry.line > previous_line, "at most one entry per line, in order");
         previous_line = entry.line;
         assert_eq!(entry.key, interpret_key(&entry.full_name));
-        assert_eq!(entry.value, entry.value.trim_matches(trimmed));
+        assert_eq!(entry.value, entry.value.trim_matches(TRIMMED));
         assert!(!entry.value.contains('#') && !entry.full_name.contains('#'));
         assert!(!entry.value.contains('\n'));
     }
