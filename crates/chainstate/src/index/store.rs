@@ -24,6 +24,10 @@ const INDEX_MEMTABLE_BYTES: usize = 4 << 20;
 /// The block index database's block cache (it is read once, at start).
 const INDEX_BLOCK_CACHE_BYTES: usize = 2 << 20;
 const RECORD_VERSION: u8 = 1;
+/// Largest sequence a record may hold: one per block met leaves it
+/// unreachable, and numbering can go on from any stored value without
+/// overflowing.
+pub const SEQUENCE_STORED_MAX: u64 = 1 << 62;
 
 /// The block index database.
 pub struct IndexStore {
@@ -101,7 +105,8 @@ pub struct StoredEntry {
     pub header: Header,
 }
 
-/// Decodes a record; `None` when it is corrupt.
+/// Decodes a record; `None` when it is corrupt (a sequence above
+/// [`SEQUENCE_STORED_MAX`] included).
 pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
     let mut reader = Reader::new(bytes);
     if reader.read_u8().ok()? != RECORD_VERSION {
@@ -110,7 +115,7 @@ pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
     let height = reader.read_u32_le().ok()?;
     let status = BlockStatus::from_bits(reader.read_u32_le().ok()?);
     let transaction_count = reader.read_u32_le().ok()?;
-    let sequence = reader.read_u64_le().ok()?;
+    let sequence = reader.read_u64_le().ok().filter(|sequence| *sequence <= SEQUENCE_STORED_MAX)?;
     let block_position = read_position(&mut reader)?;
     let undo_position = read_position(&mut reader)?;
     let header = Header::decode(reader.take_array::<HEADER_BYTES>().ok()?);
@@ -180,8 +185,7 @@ impl IndexStore {
         Ok(dirty.len())
     }
 
-    /// Reads every record and builds the tree: parents first (by height),
-    /// work and chain transaction counts recomputed.
+    /// Reads every record and builds the tree ([`build_index`]).
     pub fn load(&self) -> Result<BlockIndex, ChainstateError> {
         let mut stored = Vec::new();
         for item in self.db.prefix_iterator([ENTRY_PREFIX]) {
@@ -189,27 +193,39 @@ impl IndexStore {
             if key.first() != Some(&ENTRY_PREFIX) {
                 break;
             }
-            let hash_bytes: [u8; 32] =
-                key[1..].try_into().map_err(|_| ChainstateError::CorruptRecord {
-                    record: crate::error::BLOCK_INDEX_KEY_RECORD,
-                    length_bytes: key.len(),
-                })?;
-            let hash = BlockHash(hash_bytes);
-            let entry =
-                decode_entry(hash, &value).ok_or(ChainstateError::CorruptIndexEntry { hash })?;
-            stored.push(entry);
+            stored.push(decode_record(&key, &value)?);
         }
-        stored.sort_by_key(|entry| (entry.height, entry.sequence));
-        let mut index = BlockIndex::new();
-        let mut sequence_max = 0;
-        for record in stored {
-            sequence_max = sequence_max.max(record.sequence);
-            link(&mut index, record)?;
-        }
-        index.set_next_sequence(sequence_max + 1);
-        index.take_dirty();
-        Ok(index)
+        build_index(stored)
     }
+}
+
+/// Decodes one record of the database from its key (`'b' || hash`) and value.
+pub fn decode_record(key: &[u8], value: &[u8]) -> Result<StoredEntry, ChainstateError> {
+    let hash_bytes: [u8; 32] = key
+        .strip_prefix(&[ENTRY_PREFIX])
+        .and_then(|hash| hash.try_into().ok())
+        .ok_or(ChainstateError::CorruptRecord {
+            record: crate::error::BLOCK_INDEX_KEY_RECORD,
+            length_bytes: key.len(),
+        })?;
+    let hash = BlockHash(hash_bytes);
+    decode_entry(hash, value).ok_or(ChainstateError::CorruptIndexEntry { hash })
+}
+
+/// Builds the tree from the decoded records (one per hash, in any order):
+/// parents first (by height), work and chain transaction counts recomputed.
+pub fn build_index(mut stored: Vec<StoredEntry>) -> Result<BlockIndex, ChainstateError> {
+    stored.sort_by_key(|entry| (entry.height, entry.sequence));
+    let mut index = BlockIndex::new();
+    let mut sequence_max = 0;
+    for record in stored {
+        sequence_max = sequence_max.max(record.sequence);
+        link(&mut index, record)?;
+    }
+    // Below u64::MAX by far: `decode_entry` bounds every stored sequence.
+    index.set_next_sequence(sequence_max + 1);
+    index.take_dirty();
+    Ok(index)
 }
 
 /// Links one stored record under its parent.

@@ -326,8 +326,9 @@ impl Drop for RpcServer {
     }
 }
 
-/// JSON-RPC without HTTP: the reply the server gives a POST body, for
-/// fuzzing the request parser and for tests that need no sockets.
+/// JSON-RPC and REST without HTTP: the reply the server gives a POST body
+/// or a REST path, for fuzzing the parsers and for tests that need no
+/// sockets.
 pub struct RequestHandler {
     context: MethodContext,
     reply_budget: ReplyBudget,
@@ -353,6 +354,16 @@ impl RequestHandler {
     /// The reply to a JSON-RPC POST body from an authenticated client.
     pub fn answer(&self, body: &[u8]) -> HttpReply {
         jsonrpc::handle(&self.context, body, &self.reply_budget).0
+    }
+
+    /// The reply to a REST request for `uri` (path and query, as sent) with
+    /// `body` (read for `getutxos` only), as the server gives it with
+    /// `-rest` on; `None` when no REST route matches, which the server
+    /// answers with an empty 404.
+    pub fn answer_rest(&self, uri: &str, body: &[u8]) -> Option<HttpReply> {
+        let route = rest::route(uri)?;
+        let body = if route == rest::Route::GetUtxos { body } else { &[] };
+        Some(rest::handle(&self.context, route, uri, body))
     }
 }
 

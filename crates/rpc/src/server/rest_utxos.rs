@@ -34,8 +34,14 @@ const MEMPOOL_HEIGHT: u32 = 0x7fff_ffff;
 
 pub(crate) fn rest_getutxos(context: &MethodContext, uri_part: &str, body: &[u8]) -> HttpReply {
     let (param, format) = parse_format(uri_part);
-    let uri_parts: Vec<&str> =
-        if param.len() > 1 { param[1..].split('/').collect() } else { Vec::new() };
+    // Core splits what follows the first byte (the `/`). When that byte
+    // starts a longer UTF-8 character, the first part holds the rest of
+    // it, which is neither `checkmempool` nor an outpoint: Core's parse error.
+    let uri_parts: Vec<&str> = match param.get(1..) {
+        _ if param.len() <= 1 => Vec::new(),
+        Some(rest) => rest.split('/').collect(),
+        None => return rest_error(400, "Parse error"),
+    };
     if body.is_empty() && uri_parts.is_empty() {
         return rest_error(400, "Error: empty request");
     }

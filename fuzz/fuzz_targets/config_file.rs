@@ -1,0 +1,7 @@
+//! `config_file`: the body and its properties are `ibex_fuzz_checks::config::config_file`
+//! (replayed on `fuzz/regressions/config_file/` by the workspace's tests).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| ibex_fuzz_checks::config::config_file(data));
