@@ -250,6 +250,9 @@ impl SyncLoop {
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
                     state.no_ban = permissions.contains(PeerPermissions::NO_BAN);
                 }
+                if permissions.contains(PeerPermissions::NO_BAN) {
+                    self.headers_sync.mark_no_ban(id);
+                }
             }
             NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
             NetworkEvent::PeerDisconnected { id, ref reason } => {

@@ -4,7 +4,9 @@
 //! What each does in Ibex:
 //! - `noban`: never disconnected or discouraged for misbehaviour, let in
 //!   while its address is banned or discouraged, never evicted for a new
-//!   inbound connection; implies `download`;
+//!   inbound connection, its headers taken without the low-work presync,
+//!   and a headers download timeout ends its sync without disconnecting
+//!   it; implies `download`;
 //! - `download`: served `getheaders` while our chain is below the minimum
 //!   chain work;
 //! - `addr`: its `getaddr` is answered from a fresh sample of the address

@@ -260,7 +260,8 @@ impl PeerShared {
 
     /// What eviction weighs of this connection; `None` once it is closing
     /// (Core skips peers marked for disconnection).
-    /// A `noban` peer is never one (Core's `AttemptToEvictConnection`).
+    /// A `noban` peer is never one (Core's `ProtectNoBanConnections`, run
+    /// before every other protection).
     pub fn eviction_candidate(&self) -> Option<EvictionCandidate> {
         if self.closed.load(Ordering::Acquire) || lock(&self.close_request).is_some() {
             return None;
@@ -367,7 +368,7 @@ mod tests {
         assert!(!peer.send_queue_full());
     }
 
-    /// Core's `AttemptToEvictConnection` skips `noban` peers before any
+    /// Core's `ProtectNoBanConnections` removes `noban` peers before any
     /// protection is counted.
     #[test]
     fn a_noban_peer_is_never_an_eviction_candidate() {
