@@ -323,3 +323,49 @@ fn only_automatic_outbound_peers_are_dropped_for_a_chain_below_the_minimum_work(
         assert_eq!(harness.disconnected, expected, "automatic outbound: {automatic}");
     }
 }
+
+/// Core's `SendMessages`: a `noban` sync peer that times out is not
+/// disconnected ("Timeout downloading headers from noban peer"); its sync
+/// ends, so another peer is asked.
+#[test]
+fn a_silent_noban_sync_peer_is_freed_not_dropped() {
+    let params = Params::regtest();
+    let chain = chain_from_genesis(&params, 3_000, 8);
+    let mut harness = Harness::new(&params);
+    harness.connect(PeerId(1), chain.clone(), false);
+    harness.sync.mark_no_ban(PeerId(1));
+    harness.connect(PeerId(2), chain.clone(), true);
+    let actions = harness.sync.poll(harness.now, NOW_UNIX_SECONDS, &harness.index);
+    harness.handle(actions);
+    assert_eq!(harness.getheaders_sent, [PeerId(1)]);
+    let behind_blocks = (NOW_UNIX_SECONDS - i64::from(params.genesis.header.time)) / 600;
+    let timeout = HEADERS_DOWNLOAD_TIMEOUT_BASE + Duration::from_millis(behind_blocks as u64);
+    harness.now += timeout + Duration::from_secs(1);
+    harness.run_until_idle();
+    assert!(harness.disconnected.is_empty(), "{:?}", harness.disconnected);
+    let notes: Vec<String> =
+        harness.sync.take_notes().iter().map(|note| note.to_string()).collect();
+    assert!(
+        notes.contains(
+            &"Timeout downloading headers from noban peer, not disconnecting peer=1".to_owned()
+        ),
+        "{notes:?}"
+    );
+    assert_eq!(harness.offered_headers(), chain[1..].to_vec(), "another peer synced");
+    assert!(harness.offers.iter().all(|(peer, _)| *peer == PeerId(2)));
+}
+
+/// Core's `ProcessHeadersMessage`: a `noban` peer's headers skip the
+/// low-work presync; anyone else's full message of a low-work chain starts
+/// one and is not offered.
+#[test]
+fn a_noban_peer_headers_skip_presync() {
+    let params = regtest_with_minimum_work(2 * 3_001);
+    let chain = chain_from_genesis(&params, 2_500, 3);
+    let mut harness = Harness::new(&params);
+    harness.connect(PeerId(1), chain.clone(), true);
+    harness.sync.mark_no_ban(PeerId(1));
+    harness.run_until_idle();
+    assert!(!harness.presync_seen);
+    assert_eq!(harness.offered_headers(), chain[1..].to_vec());
+}

@@ -109,6 +109,7 @@ pub fn network_config(
     if options.eviction_loopback_groups {
         config.eviction_grouping = EvictionGrouping::LoopbackBySlash16;
     }
+    config.whitelist = options.whitelist.clone();
     Ok(config)
 }
 

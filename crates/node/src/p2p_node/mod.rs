@@ -13,7 +13,7 @@
 //! | [`engine_link`] | commands to the engine through an outbox, notices back |
 //! | [`engine_view`] | the engine's index and chains as the state machines read them |
 //! | [`serve`] | answering `getheaders` and `getdata` |
-//! | [`whitelist`] | `-whitelist`: Core's permission flags by address (`download` is acted on) |
+//! | [`whitelist`] | `-whitelist`: Core's permission flags by address (see `ibex_p2p::net::permissions`) |
 //! | [`invalid_blocks`] | blocks the engine marked invalid, from its observer to the sync loop (to punish their senders) |
 //! | [`added_nodes`] | the added nodes (`-addnode`, `addnode add`), each kept connected until removed |
 //! | [`peer_sync_board`] | what the sync loop knows of each peer, published for `getpeerinfo` |
@@ -35,7 +35,9 @@ pub mod invalid_blocks;
 pub mod peer_sync_board;
 pub mod serve;
 pub mod sync_loop;
-pub mod whitelist;
+/// `-whitelist`, parsed and matched by the networking layer, which acts on
+/// most of its permissions itself.
+pub use ibex_p2p::net::whitelist;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};

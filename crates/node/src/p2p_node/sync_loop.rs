@@ -37,6 +37,7 @@ use ibex_p2p::messages::headers::LOCATOR_VERSION;
 use ibex_p2p::net::address::is_local;
 use ibex_p2p::net::{
     ConnectionType, DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle,
+    PeerPermissions,
 };
 use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
 use ibex_p2p::sync::HeaderIndex;
@@ -83,6 +84,8 @@ struct PeerState {
     getheaders_waiting: Option<LocatorRequest>,
     /// It holds Core's `download` permission (`-whitelist`).
     download_permitted: bool,
+    /// It holds Core's `noban` permission (`-whitelist`): never punished.
+    no_ban: bool,
     /// It sent `sendheaders` (BIP130): new tips go to it as `headers`.
     wants_headers: bool,
     /// When an `inv` from it last made us send `getheaders`.
@@ -137,7 +140,7 @@ pub struct SyncLoop {
     /// A peer's queued block request may be served now: the loop does not
     /// wait for events (Core's `fMoreWork`).
     serving_due: bool,
-    /// `-whitelist`: who holds the `download` permission.
+    /// `-whitelist`: who holds the `download` and `noban` permissions.
     pub(super) whitelist: super::whitelist::Whitelist,
 }
 
@@ -242,9 +245,13 @@ impl SyncLoop {
             NetworkEvent::PeerConnected { id, connection, address, inbound, .. } => {
                 self.logger.log(&event.to_string());
                 self.peer_connected(id, connection, is_local(address.ip()));
-                let permitted = self.whitelist.download_permitted(address.ip(), inbound);
+                let permissions = self.whitelist.permissions(address.ip(), inbound);
                 if let Some(state) = self.peers.get_mut(&id) {
-                    state.download_permitted = permitted;
+                    state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
+                    state.no_ban = permissions.contains(PeerPermissions::NO_BAN);
+                }
+                if permissions.contains(PeerPermissions::NO_BAN) {
+                    self.headers_sync.mark_no_ban(id);
                 }
             }
             NetworkEvent::Message { id, message, .. } => self.on_message(id, message),
@@ -381,13 +388,17 @@ impl SyncLoop {
     }
 
     /// Core's `Misbehaving` and `MaybeDiscourageAndDisconnect`, with their
-    /// log lines: a manual connection (-connect, -addnode) is spared, a
-    /// local address disconnected without being discouraged, any other
-    /// disconnected and discouraged.
+    /// log lines: a `noban` peer (`-whitelist`) and a manual connection
+    /// (-connect, -addnode) are spared, a local address disconnected
+    /// without being discouraged, any other disconnected and discouraged.
     fn misbehaving(&mut self, peer: PeerId, reason: Misbehavior) {
         let Some(state) = self.peers.get(&peer) else { return };
         self.logger.log(&reason.core_log_line(peer));
         let id = peer.0;
+        if state.no_ban {
+            self.logger.log(&format!("Warning: not punishing noban peer {id}!"));
+            return;
+        }
         if state.manual {
             self.logger.log(&format!("[warning] Not punishing manually connected peer {id}!"));
             return;

@@ -6,7 +6,8 @@
 //! same state: no transaction relay (`relaytxes` false, `last_transaction`
 //! 0, `minfeefilter` 0: Ibex announces `relay` false, so peers send it
 //! neither transactions nor a fee filter), no compact block high-bandwidth
-//! mode either way, no permissions, no `-asmap`. Traffic by message type
+//! mode either way, no `-asmap`; `permissions` are those `-whitelist`
+//! grants, in Core's order. Traffic by message type
 //! is not counted (the objects are empty).
 
 use std::collections::HashMap;
@@ -170,7 +171,7 @@ fn peer_info(connection: &NetPeer, facts: &PeerSyncFacts, heights: PeerHeights) 
         address_relay_enabled: relays_addresses && connection.handshake_complete,
         addresses_processed: 0,
         addresses_rate_limited: 0,
-        permissions: Vec::new(),
+        permissions: connection.permissions.names().into_iter().map(str::to_owned).collect(),
         min_fee_filter_satoshis_per_kvb: 0,
         bytes_sent_per_message: Vec::new(),
         bytes_received_per_message: Vec::new(),

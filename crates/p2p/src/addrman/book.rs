@@ -83,6 +83,19 @@ impl AddressBook {
         addresses
     }
 
+    /// What a `getaddr` from a peer with the `addr` permission is answered
+    /// with (Core's uncached `GetAddresses`): the same bounds as
+    /// [`Self::getaddr_answer`], sampled now; the cached answer is left
+    /// as it is.
+    pub fn getaddr_answer_uncached(&self, now_seconds: i64) -> Vec<AddressCandidate> {
+        self.lock().sample(
+            ADDRESSES_PER_MESSAGE_MAX,
+            GETADDR_ANSWER_PERCENT_MAX,
+            NetworkSet::ALL,
+            now_seconds,
+        )
+    }
+
     /// The file's bytes (see [`crate::addrman::file`]) and the addresses
     /// written.
     pub fn encode(&self, network_magic: [u8; 4]) -> (Vec<u8>, usize) {

@@ -22,6 +22,9 @@
 //!   else the IPv4 and IPv6 entries as `addr`); later ones, and those from
 //!   outbound peers, are ignored. Block-relay-only connections exchange no
 //!   addresses at all.
+//! - a peer with the `addr` permission (`-whitelist`) is answered from a
+//!   fresh sample, which neither reads nor replaces the cached one, and
+//!   its entries spend no tokens (Core's `NetPermissionFlags::Addr`).
 //!
 //! Not done (Core does): relaying received addresses on to other peers,
 //! and advertising our own address.
@@ -64,6 +67,8 @@ pub(crate) struct AddressRelay {
     getaddr_answered: bool,
     getaddr_sent: bool,
     wants_address_v2: bool,
+    /// The `addr` permission: no rate limit, uncached `getaddr` answers.
+    address_permission: bool,
     tokens: f64,
     tokens_at: Instant,
     random: FastRandom,
@@ -97,11 +102,17 @@ impl AddressRelay {
             getaddr_answered: false,
             getaddr_sent: false,
             wants_address_v2: false,
+            address_permission: false,
             tokens: 1.0,
             tokens_at: now,
             random: FastRandom::from_seed(&seed_bytes),
             outgoing: Vec::new(),
         }
+    }
+
+    /// Grants or withdraws the `addr` permission.
+    pub fn set_address_permission(&mut self, permitted: bool) {
+        self.address_permission = permitted;
     }
 
     /// Messages to send, in order.
@@ -179,11 +190,16 @@ impl AddressRelay {
         self.random.shuffle(&mut entries);
         let now_seconds = unix_seconds();
         let mut accepted = Vec::with_capacity(count.min(ADDRESSES_PER_MESSAGE_MAX));
+        // As Core's `ProcessAddrs`: only peers without the `addr`
+        // permission are rate limited.
+        let rate_limited = !self.address_permission;
         for entry in entries {
-            if self.tokens < 1.0 {
-                continue;
+            if rate_limited {
+                if self.tokens < 1.0 {
+                    continue;
+                }
+                self.tokens -= 1.0;
             }
-            self.tokens -= 1.0;
             if let Some(candidate) = self.acceptable(entry, registry, now_seconds) {
                 accepted.push(candidate);
             }
@@ -250,7 +266,12 @@ impl AddressRelay {
             return;
         }
         self.getaddr_answered = true;
-        let answer = self.settings.book.getaddr_answer(unix_seconds());
+        // Core's `GETADDR` handler: `addr` peers get a fresh sample.
+        let answer = if self.address_permission {
+            self.settings.book.getaddr_answer_uncached(unix_seconds())
+        } else {
+            self.settings.book.getaddr_answer(unix_seconds())
+        };
         let time = |candidate: &AddressCandidate| {
             u32::try_from(candidate.time_seconds.max(0)).unwrap_or(u32::MAX)
         };

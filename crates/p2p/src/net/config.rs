@@ -133,6 +133,9 @@ pub struct NetworkConfig {
     /// How inbound connections are grouped for eviction (Core's groups;
     /// tests may split loopback addresses).
     pub eviction_grouping: EvictionGrouping,
+    /// `-whitelist`: the permissions connections get by address and
+    /// direction.
+    pub whitelist: crate::net::whitelist::Whitelist,
     /// The address manager: learned from `addr`/`addrv2`, answering
     /// `getaddr`, and (with discovery) filling the outbound slots. `None`:
     /// address messages go to the node like any other.
@@ -207,6 +210,7 @@ impl NetworkConfig {
             event_queue_events_max: 4096,
             discourage_duration: BAN_DURATION_DEFAULT,
             eviction_grouping: EvictionGrouping::Core,
+            whitelist: crate::net::whitelist::Whitelist::default(),
             addresses: None,
             log: LogSink::default(),
         }

@@ -46,8 +46,9 @@ const PROTECTED_BLOCK_RELAY: usize = 8;
 const PROTECTED_BY_BLOCK: usize = 4;
 
 /// What eviction weighs of one inbound connection (Core's
-/// `NodeEvictionCandidate`; Ibex has no `noban` permission and no bloom
-/// filters, and relays no transactions).
+/// `NodeEvictionCandidate`; Ibex has no bloom filters and relays no
+/// transactions; `noban` peers are never candidates, as Core's
+/// `ProtectNoBanConnections` removes them before any protection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EvictionCandidate {
     pub id: PeerId,

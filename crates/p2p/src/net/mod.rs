@@ -17,6 +17,7 @@
 //! | [`reason`] | [`DisconnectReason`] (Core's words), [`BanReason`] | |
 //! | [`config`] | [`NetworkConfig`] with Core's defaults | `-connect`, `-bind`, `-peertimeout`, `-maxsendbuffer`, ... |
 //! | [`eviction`] | which inbound peer makes room when the slots are full | `AttemptToEvictConnection`, `SelectNodeToEvict` |
+//! | [`whitelist`], [`permissions`] | `-whitelist` and the [`PeerPermissions`] it grants by address and direction | `NetWhitelistPermissions`, `NetPermissionFlags` |
 //! | [`bans`], [`address`], [`stats`], [`error`] | manual bans and discouragements with expiry, address classes, `getpeerinfo` fields, [`NetworkError`] | `BanMan`, `CNetAddr`, `CNodeStats` |
 //!
 //! What a connection sends on its own, as Core: `version` (protocol
@@ -80,8 +81,10 @@ pub mod handle;
 pub mod manager;
 pub mod manual;
 pub mod peer;
+pub mod permissions;
 pub mod reason;
 pub mod stats;
+pub mod whitelist;
 
 mod address_relay;
 mod protocol;
@@ -99,5 +102,6 @@ pub use eviction::EvictionGrouping;
 pub use handle::NetworkHandle;
 pub use manager::start;
 pub use manual::{ManualConnection, ONE_TRY_CONNECTIONS_MAX};
+pub use permissions::PeerPermissions;
 pub use reason::{BanReason, DisconnectReason};
 pub use stats::{NetTotals, PeerInfo, PeerVersion};

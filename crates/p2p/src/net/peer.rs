@@ -29,6 +29,7 @@ use crate::messages::NetworkMessage;
 use crate::net::address_relay::AddressRelay;
 use crate::net::config::RECEIVE_QUEUE_EVENTS_PER_PEER_MAX;
 use crate::net::event::NetworkEvent;
+use crate::net::permissions::PeerPermissions;
 use crate::net::protocol::{
     Context, OurVersion, PeerProtocol, PingChange, ProtocolSettings, Received,
 };
@@ -118,16 +119,21 @@ impl Connection {
             settings,
             &context,
         );
-        protocol.set_punishable(connection.is_punishable());
+        // Core's `MaybeDiscourageAndDisconnect` spares `noban` peers as it
+        // spares manual connections.
+        let no_ban = shared.identity.permissions.contains(PeerPermissions::NO_BAN);
+        protocol.set_punishable(connection.is_punishable() && !no_ban);
         let address_relay = config.addresses.as_ref().map(|addresses| {
             let identity = &shared.identity;
-            AddressRelay::new(
+            let mut relay = AddressRelay::new(
                 addresses,
                 connection,
                 identity.address,
                 identity.nonce,
                 Instant::now(),
-            )
+            );
+            relay.set_address_permission(identity.permissions.contains(PeerPermissions::ADDR));
+            relay
         });
         let receive_budget = Arc::new(Semaphore::new(config.receive_queue_bytes_max));
         let shutdown = registry.shutdown_signal();

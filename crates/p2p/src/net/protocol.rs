@@ -235,7 +235,8 @@ impl PeerProtocol {
                 CoreResponse::IgnoreMessage => Ok(Received::Nothing),
                 CoreResponse::Disconnect => Err(DisconnectReason::MessageRejected(error)),
                 // Core's `MaybeDiscourageAndDisconnect` spares manual
-                // connections ("not punishing manually connected peer").
+                // connections ("not punishing manually connected peer")
+                // and `noban` peers ("not punishing noban peer").
                 CoreResponse::Misbehaving if !self.punishable => Ok(Received::Nothing),
                 CoreResponse::Misbehaving => Err(DisconnectReason::MessageRejected(error)),
             },

@@ -18,6 +18,7 @@ use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::event::EventSender;
 use crate::net::eviction::{keyed_group, select_to_evict, EvictionCandidate};
+use crate::net::permissions::PeerPermissions;
 use crate::net::reason::{BanReason, DisconnectReason};
 use crate::net::shared::{lock, PeerIdentity, PeerShared};
 use crate::net::stats::{NetTotals, PeerInfo};
@@ -151,7 +152,8 @@ impl Registry {
             state.attempts.remove(&attempt);
         }
         let secrets = secrets?;
-        let admission = Admission { keyed_group: 0, prefer_evict: false };
+        let permissions = self.config.whitelist.permissions(address.ip(), false);
+        let admission = Admission { keyed_group: 0, prefer_evict: false, permissions };
         Ok(self.insert(&mut state, address, local_address, connection, secrets, admission))
     }
 
@@ -220,7 +222,8 @@ impl Registry {
     /// discouraged one only when the inbound slots are (almost) full, and
     /// otherwise accepted as the first to evict; when the slots are full,
     /// another inbound connection is evicted to make room, and the new one
-    /// is refused only when every inbound peer is protected.
+    /// is refused only when every inbound peer is protected. A `noban`
+    /// peer is let in whether banned or discouraged, as Core's.
     pub fn register_inbound(
         &self,
         address: SocketAddr,
@@ -230,13 +233,15 @@ impl Registry {
         let group = self.config.eviction_grouping.group(address);
         let keyed_group = keyed_group(&self.eviction_secret, &group);
         let now = SystemTime::now();
+        let permissions = self.config.whitelist.permissions(address.ip(), true);
+        let no_ban = permissions.contains(PeerPermissions::NO_BAN);
         let mut state = lock(&self.state);
-        if state.bans.banned(address.ip(), now).is_some() {
+        if !no_ban && state.bans.banned(address.ip(), now).is_some() {
             return Ok(Err(DisconnectReason::RefusedBanned { address }));
         }
         let inbound_max = self.config.inbound_connections_max;
         let discouraged = state.bans.is_discouraged(address.ip(), now);
-        if discouraged && state.inbound_count + 1 >= inbound_max {
+        if !no_ban && discouraged && state.inbound_count + 1 >= inbound_max {
             return Ok(Err(DisconnectReason::RefusedDiscouraged { address }));
         }
         if state.inbound_count >= inbound_max {
@@ -249,7 +254,7 @@ impl Registry {
             }
         }
         state.inbound_count += 1;
-        let admission = Admission { keyed_group, prefer_evict: discouraged };
+        let admission = Admission { keyed_group, prefer_evict: discouraged, permissions };
         let connection = ConnectionType::Inbound;
         Ok(Ok(self.insert(&mut state, address, local_address, connection, secrets, admission)))
     }
@@ -276,6 +281,7 @@ impl Registry {
             connected_instant: Instant::now(),
             keyed_group: admission.keyed_group,
             prefer_evict: admission.prefer_evict,
+            permissions: admission.permissions,
         };
         let transport =
             if self.config.v2_transport { TransportKind::Detecting } else { TransportKind::V1 };
@@ -285,8 +291,8 @@ impl Registry {
         shared
     }
 
-    /// Forgets a closed connection; a peer (not a manual one) from a
-    /// non-local address that misbehaved is refused for
+    /// Forgets a closed connection; a peer (not a manual or `noban` one)
+    /// from a non-local address that misbehaved is refused for
     /// `discourage_duration` (Core's `Discourage`, which it too skips for
     /// local addresses), and the address manager hears that a full-relay
     /// or manual connection ended (Core's `Connected`, never told of
@@ -302,7 +308,8 @@ impl Registry {
             state.inbound_count -= 1;
         }
         let ip = identity.address.ip();
-        if reason.discourages() && identity.connection.is_punishable() && !is_local(ip) {
+        let no_ban = identity.permissions.contains(PeerPermissions::NO_BAN);
+        if reason.discourages() && identity.connection.is_punishable() && !no_ban && !is_local(ip) {
             let duration = self.config.discourage_duration;
             state.bans.insert(ip, BanReason::Misbehaving, SystemTime::now(), duration);
         }
@@ -460,6 +467,7 @@ pub const INBOUND_EVICTIONS_PENDING_MAX: usize = 8;
 struct Admission {
     keyed_group: u64,
     prefer_evict: bool,
+    permissions: PeerPermissions,
 }
 
 /// Asks one inbound connection to close to make room (Core's

@@ -15,6 +15,7 @@ use crate::messages::NetworkMessage;
 use crate::net::connection_type::ConnectionType;
 use crate::net::error::NetworkError;
 use crate::net::eviction::EvictionCandidate;
+use crate::net::permissions::PeerPermissions;
 use crate::net::queue::{payload_bytes, OutboundQueue};
 use crate::net::reason::DisconnectReason;
 use crate::net::stats::{PeerInfo, PeerVersion};
@@ -50,6 +51,8 @@ pub(crate) struct PeerIdentity {
     pub keyed_group: u64,
     /// From a discouraged address: evicted first (Core's `m_prefer_evict`).
     pub prefer_evict: bool,
+    /// What `-whitelist` grants it (Core's `m_permission_flags`).
+    pub permissions: PeerPermissions,
 }
 
 /// What changes rarely: handshake results and pings.
@@ -257,8 +260,13 @@ impl PeerShared {
 
     /// What eviction weighs of this connection; `None` once it is closing
     /// (Core skips peers marked for disconnection).
+    /// A `noban` peer is never one (Core's `ProtectNoBanConnections`, run
+    /// before every other protection).
     pub fn eviction_candidate(&self) -> Option<EvictionCandidate> {
         if self.closed.load(Ordering::Acquire) || lock(&self.close_request).is_some() {
+            return None;
+        }
+        if self.identity.permissions.contains(PeerPermissions::NO_BAN) {
             return None;
         }
         let details = lock(&self.details);
@@ -305,6 +313,7 @@ impl PeerShared {
             min_ping: details.min_ping,
             ping_wait: details.ping_started.map(|started| now.saturating_duration_since(started)),
             send_queue_bytes: self.send_queue_bytes(),
+            permissions: self.identity.permissions,
         }
     }
 }
@@ -336,6 +345,7 @@ mod tests {
             connected_instant: Instant::now(),
             keyed_group: 0,
             prefer_evict: false,
+            permissions: PeerPermissions::NONE,
         };
         PeerShared::new(identity, send_queue_bytes_max, TransportKind::V1)
     }
@@ -356,5 +366,27 @@ mod tests {
         ));
         peer.set_unsent_bytes(0);
         assert!(!peer.send_queue_full());
+    }
+
+    /// Core's `ProtectNoBanConnections` removes `noban` peers before any
+    /// protection is counted.
+    #[test]
+    fn a_noban_peer_is_never_an_eviction_candidate() {
+        let ordinary = shared(1_000);
+        assert!(ordinary.eviction_candidate().is_some());
+        for permissions in
+            [PeerPermissions::NO_BAN, PeerPermissions::ALL, PeerPermissions::IMPLICIT]
+        {
+            let mut identity = ordinary.identity;
+            identity.permissions = permissions;
+            let whitelisted = PeerShared::new(identity, 1_000, TransportKind::V1);
+            assert_eq!(whitelisted.eviction_candidate(), None, "{:?}", permissions.names());
+        }
+        for permissions in [PeerPermissions::DOWNLOAD, PeerPermissions::ADDR] {
+            let mut identity = ordinary.identity;
+            identity.permissions = permissions;
+            let other = PeerShared::new(identity, 1_000, TransportKind::V1);
+            assert!(other.eviction_candidate().is_some(), "{:?}", permissions.names());
+        }
     }
 }

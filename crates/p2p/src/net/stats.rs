@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::messages::address::ServiceAddress;
 use crate::messages::version::{UserAgent, PROTOCOL_VERSION};
 use crate::net::connection_type::ConnectionType;
+use crate::net::permissions::PeerPermissions;
 use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 use crate::transport::TransportKind;
@@ -101,6 +102,8 @@ pub struct PeerInfo {
     pub ping_wait: Option<Duration>,
     /// Bytes queued for the peer and not yet written (Core's send buffer).
     pub send_queue_bytes: usize,
+    /// What `-whitelist` grants it (`getpeerinfo`'s `permissions`).
+    pub permissions: PeerPermissions,
 }
 
 /// Traffic over all connections since the start (Core's `getnettotals`).

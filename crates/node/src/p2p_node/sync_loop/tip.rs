@@ -82,6 +82,10 @@ impl SyncLoop {
         let now = Instant::now();
         let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
         self.carry_out(actions);
+        // A poll's notes (a `noban` peer's headers timeout) are logged now.
+        for note in self.headers_sync.take_notes() {
+            self.logger.log(&note.to_string());
+        }
         let actions = self.download.poll(now, &self.window);
         self.carry_out(actions);
     }

@@ -134,6 +134,9 @@ struct PeerHeaders {
     /// `-addnode`): the only kind Core drops for a chain below the minimum
     /// chain work.
     automatic_outbound: bool,
+    /// It holds the `noban` permission: its headers skip the anti-DoS
+    /// work check, and a headers timeout frees it instead of dropping it.
+    no_ban: bool,
 }
 
 /// Headers sync over every peer (see the module docs).
@@ -180,6 +183,16 @@ impl HeadersSync {
     pub fn mark_automatic_outbound(&mut self, peer: PeerId) {
         if let Some(state) = self.peers.get_mut(&peer) {
             state.automatic_outbound = true;
+        }
+    }
+
+    /// Marks `peer` as holding the `noban` permission (`-whitelist`): as
+    /// Core's `ProcessHeadersMessage`, its headers are taken without the
+    /// low-work presync, and as Core's `SendMessages`, a headers download
+    /// timeout ends its sync without disconnecting it.
+    pub fn mark_no_ban(&mut self, peer: PeerId) {
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.no_ban = true;
         }
     }
 
@@ -297,7 +310,13 @@ impl HeadersSync {
             state.sync_timeout_at = None;
             return;
         }
-        if now > timeout_at && only_sync_peer && others_available {
+        if now > timeout_at && only_sync_peer && others_available && state.no_ban {
+            // Another peer may be asked; this one is asked again later.
+            state.sync_started = false;
+            state.sync_timeout_at = None;
+            self.sync_started_count = self.sync_started_count.saturating_sub(1);
+            self.notes.push(HeadersNote::NoBanSyncTimeout { peer });
+        } else if now > timeout_at && only_sync_peer && others_available {
             actions.push(Action::Disconnect {
                 peer,
                 reason: DisconnectReason::HeadersDownloadTimeout,
@@ -430,7 +449,9 @@ impl HeadersSync {
         if let Some(state) = self.peers.get_mut(&peer) {
             state.last_getheaders_at = None;
         }
-        if index.is_ancestor_of_best_header_or_tip(&last_hash) {
+        // Core skips the anti-DoS check for a `noban` peer's headers too.
+        let no_ban = self.peers.get(&peer).is_some_and(|state| state.no_ban);
+        if no_ban || index.is_ancestor_of_best_header_or_tip(&last_hash) {
             already_validated_work = true;
         }
         let chain_work = chain_start.chain_work.wrapping_add(claimed_work(&headers));

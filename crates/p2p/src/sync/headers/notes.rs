@@ -59,6 +59,12 @@ pub enum HeadersNote {
         /// Why.
         abort: HeadersSyncAbort,
     },
+    /// A `noban` sync peer timed out: its sync ended, it stays connected
+    /// (Core's "Timeout downloading headers from noban peer").
+    NoBanSyncTimeout {
+        /// Which.
+        peer: PeerId,
+    },
 }
 
 impl std::fmt::Display for HeadersNote {
@@ -92,6 +98,10 @@ impl std::fmt::Display for HeadersNote {
             HeadersNote::Aborted { peer, abort } => {
                 write!(formatter, "Initial headers sync aborted with {peer}: {abort}")
             }
+            HeadersNote::NoBanSyncTimeout { peer } => write!(
+                formatter,
+                "Timeout downloading headers from noban peer, not disconnecting {peer}"
+            ),
         }
     }
 }

@@ -4,14 +4,15 @@
 //! `bloomfilter` (or `bloom`), `noban`, `forcerelay`, `relay`, `mempool`,
 //! `download`, `addr`, `all`, and the directions `in` and `out` (inbound
 //! only when none is named); no `@` means Core's implicit set (`noban`,
-//! `mempool`, `relay`). Of these only `download` (which `noban` and `all`
-//! imply) changes what Ibex does: such a peer is served `getheaders` while
-//! our tip is below the minimum chain work (Core's `GETHEADERS` handler).
+//! `mempool`, `relay`). What each does in Ibex, and which have nothing to
+//! act on: [`crate::net::permissions`].
 //!
 //! Bounds: the list is the operator's, checked once at start; a lookup
 //! walks it once per connection.
 
 use std::net::IpAddr;
+
+use crate::net::permissions::PeerPermissions;
 
 /// A `-whitelist` value Core refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,7 +42,9 @@ pub enum WhitelistError {
 pub struct WhitelistEntry {
     network: IpAddr,
     prefix_bits: u8,
-    download: bool,
+    permissions: PeerPermissions,
+    /// No `@`: Core's implicit set, added once whatever else matches.
+    implicit: bool,
     inbound: bool,
     outbound: bool,
 }
@@ -49,42 +52,41 @@ pub struct WhitelistEntry {
 impl WhitelistEntry {
     /// Parses one `-whitelist` value.
     pub fn parse(value: &str) -> Result<WhitelistEntry, WhitelistError> {
-        let (permissions, network_text) = match value.split_once('@') {
+        let (permissions_text, network_text) = match value.split_once('@') {
             Some((permissions, network)) => (Some(permissions), network),
             None => (None, value),
         };
-        let (mut download, mut any_permission, mut inbound, mut outbound) =
-            (false, false, false, false);
-        match permissions {
-            // Core's implicit set holds `noban`, which implies `download`.
-            None => (download, any_permission) = (true, true),
-            Some(list) => {
-                for permission in list.split(',') {
-                    match permission {
-                        "noban" | "download" | "all" => (download, any_permission) = (true, true),
-                        "bloomfilter" | "bloom" | "forcerelay" | "relay" | "mempool" | "addr" => {
-                            any_permission = true
-                        }
-                        "in" => inbound = true,
-                        "out" => outbound = true,
-                        "" => {}
-                        other => {
-                            return Err(WhitelistError::UnknownPermission {
-                                permission: other.to_owned(),
-                            })
-                        }
-                    }
+        let mut permissions = PeerPermissions::NONE;
+        let (mut inbound, mut outbound) = (false, false);
+        let implicit = permissions_text.is_none();
+        for word in permissions_text.into_iter().flat_map(|list| list.split(',')) {
+            permissions |= match word {
+                "bloomfilter" | "bloom" => PeerPermissions::BLOOM_FILTER,
+                "noban" => PeerPermissions::NO_BAN,
+                "forcerelay" => PeerPermissions::FORCE_RELAY,
+                "mempool" => PeerPermissions::MEMPOOL,
+                "download" => PeerPermissions::DOWNLOAD,
+                "all" => PeerPermissions::ALL,
+                "relay" => PeerPermissions::RELAY,
+                "addr" => PeerPermissions::ADDR,
+                "in" | "out" | "" => {
+                    inbound |= word == "in";
+                    outbound |= word == "out";
+                    PeerPermissions::NONE
                 }
-            }
+                other => {
+                    return Err(WhitelistError::UnknownPermission { permission: other.to_owned() })
+                }
+            };
         }
         if !inbound && !outbound {
             inbound = true;
-        } else if !any_permission {
+        } else if permissions.is_empty() && !implicit {
             return Err(WhitelistError::DirectionOnly { value: value.to_owned() });
         }
         let (network, prefix_bits) = parse_network(network_text)
             .ok_or_else(|| WhitelistError::InvalidNetwork { network: network_text.to_owned() })?;
-        Ok(WhitelistEntry { network, prefix_bits, download, inbound, outbound })
+        Ok(WhitelistEntry { network, prefix_bits, permissions, implicit, inbound, outbound })
     }
 
     fn matches(&self, address: IpAddr, inbound: bool) -> bool {
@@ -107,11 +109,31 @@ impl Whitelist {
         Ok(Whitelist { entries: entries? })
     }
 
+    /// The permissions of a peer at `address` (connected to us when
+    /// `inbound`): those of every matching entry, with Core's implicit set
+    /// if any matching entry has no `@` (Core's
+    /// `AddWhitelistPermissionFlags`).
+    pub fn permissions(&self, address: IpAddr, inbound: bool) -> PeerPermissions {
+        let address = canonical(address);
+        let mut permissions = PeerPermissions::NONE;
+        for entry in self.entries.iter().filter(|entry| entry.matches(address, inbound)) {
+            permissions |= entry.permissions;
+            if entry.implicit {
+                permissions |= PeerPermissions::IMPLICIT;
+            }
+        }
+        permissions
+    }
+
     /// Whether a peer at `address` (connected to us when `inbound`) holds
     /// Core's `download` permission.
     pub fn download_permitted(&self, address: IpAddr, inbound: bool) -> bool {
-        let address = canonical(address);
-        self.entries.iter().any(|entry| entry.download && entry.matches(address, inbound))
+        self.permissions(address, inbound).contains(PeerPermissions::DOWNLOAD)
+    }
+
+    /// Whether no entry is given.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 
@@ -173,6 +195,20 @@ mod tests {
     }
 
     #[test]
+    fn matching_entries_add_up_with_the_implicit_set() {
+        let values =
+            ["addr@10.0.0.0/8", "10.1.0.0/16", "bloom,out@10.1.2.3"].map(|value| value.to_owned());
+        let list = Whitelist::parse(&values).unwrap_or_default();
+        assert_eq!(list.permissions(ip("10.9.9.9"), true), PeerPermissions::ADDR);
+        assert_eq!(
+            list.permissions(ip("10.1.2.3"), true).names(),
+            ["noban", "relay", "mempool", "download", "addr"]
+        );
+        assert_eq!(list.permissions(ip("10.1.2.3"), false), PeerPermissions::BLOOM_FILTER);
+        assert_eq!(list.permissions(ip("11.1.2.3"), true), PeerPermissions::NONE);
+    }
+
+    #[test]
     fn core_syntax_and_the_download_permission() {
         let list = |values: &[&str]| {
             Whitelist::parse(&values.iter().map(|value| value.to_string()).collect::<Vec<_>>())
@@ -194,6 +230,7 @@ mod tests {
             Err(WhitelistError::UnknownPermission { permission: "fly".to_owned() })
         );
         assert!(matches!(list(&["in@127.0.0.1"]), Err(WhitelistError::DirectionOnly { .. })));
+        assert!(matches!(list(&["in,,out@::1"]), Err(WhitelistError::DirectionOnly { .. })));
         for bad in ["download@", "download@1.2.3.4/33", "1.2.3.4/255.0.255.0", "host.example"] {
             assert!(matches!(list(&[bad]), Err(WhitelistError::InvalidNetwork { .. })), "{bad}");
         }
