@@ -70,6 +70,13 @@ pub enum ChainstateError {
         /// The block.
         hash: BlockHash,
     },
+    /// A block index record's header does not hash to the key it is stored
+    /// under.
+    #[error("block index record for {hash} holds another block's header")]
+    IndexHeaderMismatch {
+        /// The key it is stored under.
+        hash: BlockHash,
+    },
     /// A block's undo data does not fit the block.
     #[error("undo data of block {hash} does not match its transactions")]
     UndoMismatch {
@@ -258,6 +265,8 @@ impl ChainstateError {
             ChainstateError::CorruptRecord { record, .. } if *record == BLOCK_INDEX_KEY_RECORD => {
                 Some(DatabaseKind::BlockIndex)
             }
+            ChainstateError::CorruptIndexEntry { .. }
+            | ChainstateError::IndexHeaderMismatch { .. } => Some(DatabaseKind::BlockIndex),
             ChainstateError::CorruptRecord { .. } => Some(DatabaseKind::Coins),
             // Once open, the block index is only written (it is read whole
             // as it opens): a table failing its checksum now is the coins'.
