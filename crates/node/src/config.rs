@@ -590,7 +590,9 @@ impl Typed<'_> {
         for option in test_options {
             if option == "bip94" {
                 regtest = regtest.enforce_bip94(true);
-            } else if option == crate::network_options::EVICTION_LOOPBACK_GROUPS {
+            } else if option == crate::network_options::EVICTION_LOOPBACK_GROUPS
+                || option == crate::network_options::DISCOURAGE_LOOPBACK
+            {
                 // A P2P option: read by `network_options`.
             } else {
                 warnings.push(ConfigWarning::UnknownTestOption { option });

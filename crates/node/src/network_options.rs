@@ -85,6 +85,11 @@ pub struct NetworkOptions {
     /// addresses are grouped for eviction by their /16, as routable IPv4
     /// would be, so tests can play many hosts from one machine.
     pub eviction_loopback_groups: bool,
+    /// `-test=discourageloopback` (regtest only): misbehaving peers from
+    /// loopback addresses other than `127.0.0.1` are discouraged as
+    /// routable ones would be, so tests can play many hosts from one
+    /// machine (Core spares every local address).
+    pub loopback_discouraged: bool,
 }
 
 impl NetworkOptions {
@@ -189,6 +194,10 @@ fn count(source: &impl OptionSource, name: &str, default: usize, minimum: usize)
 /// groups.
 pub(crate) const EVICTION_LOOPBACK_GROUPS: &str = "evictionloopbackgroups";
 
+/// The `-test` option that discourages misbehaving loopback peers other
+/// than `127.0.0.1`.
+pub(crate) const DISCOURAGE_LOOPBACK: &str = "discourageloopback";
+
 /// The P2P options of `network` from `source`.
 pub(crate) fn network_options(
     source: &impl OptionSource,
@@ -242,6 +251,8 @@ pub(crate) fn network_options(
         stays_up,
         eviction_loopback_groups: params.network == Network::Regtest
             && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),
+        loopback_discouraged: params.network == Network::Regtest
+            && texts(source, "test").iter().any(|option| option == DISCOURAGE_LOOPBACK),
     })
 }
 

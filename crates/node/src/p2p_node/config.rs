@@ -109,6 +109,7 @@ pub fn network_config(
     if options.eviction_loopback_groups {
         config.eviction_grouping = EvictionGrouping::LoopbackBySlash16;
     }
+    config.loopback_discouraged = options.loopback_discouraged;
     config.whitelist = options.whitelist.clone();
     Ok(config)
 }
@@ -233,6 +234,7 @@ mod tests {
             whitelist: Default::default(),
             stays_up: false,
             eviction_loopback_groups: false,
+            loopback_discouraged: false,
         };
         let (stored, dialed) = only_networks(&options);
         assert_eq!((stored, dialed), (NetworkSet::ALL, NetworkSet::DIALABLE));

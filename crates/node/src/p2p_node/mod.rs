@@ -213,6 +213,7 @@ impl P2pNode {
         );
         sync.gauges = Some(gauges);
         sync.whitelist = options.whitelist.clone();
+        sync.loopback_discouraged = options.loopback_discouraged;
         sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();

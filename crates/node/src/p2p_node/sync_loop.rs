@@ -34,7 +34,7 @@ use ibex_chainstate::{
     AcceptOutcome, BlockSource, ChainReader, EngineCommand, EngineNotice, PreparedBlock,
 };
 use ibex_p2p::messages::headers::LOCATOR_VERSION;
-use ibex_p2p::net::address::is_local;
+use ibex_p2p::net::address::spared_as_local;
 use ibex_p2p::net::{
     ConnectionType, DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle,
     PeerPermissions,
@@ -142,6 +142,9 @@ pub struct SyncLoop {
     serving_due: bool,
     /// `-whitelist`: who holds the `download` and `noban` permissions.
     pub(super) whitelist: super::whitelist::Whitelist,
+    /// `-test=discourageloopback`: which peers count as local when they
+    /// misbehave (see `ibex_p2p::net::address::spared_as_local`).
+    pub(super) loopback_discouraged: bool,
 }
 
 impl SyncLoop {
@@ -192,6 +195,7 @@ impl SyncLoop {
             peer_board: None,
             serving_due: false,
             whitelist: Default::default(),
+            loopback_discouraged: false,
         }
     }
 
@@ -244,7 +248,8 @@ impl SyncLoop {
         match event {
             NetworkEvent::PeerConnected { id, connection, address, inbound, .. } => {
                 self.logger.log(&event.to_string());
-                self.peer_connected(id, connection, is_local(address.ip()));
+                let local = spared_as_local(address.ip(), self.loopback_discouraged);
+                self.peer_connected(id, connection, local);
                 let permissions = self.whitelist.permissions(address.ip(), inbound);
                 if let Some(state) = self.peers.get_mut(&id) {
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);

@@ -22,6 +22,23 @@ pub fn is_local(ip: IpAddr) -> bool {
     }
 }
 
+/// Whether a misbehaving peer at `ip` is spared discouragement as local
+/// (Core's `MaybeDiscourageAndDisconnect` checks `IsLocal`). With
+/// `loopback_discouraged` (regtest's `-test=discourageloopback`, a test
+/// seam for playing many hosts from one machine) only `127.0.0.1`, `::1`
+/// and 0.0.0.0/8 stay local; other loopback addresses are punished as
+/// routable ones would be.
+pub fn spared_as_local(ip: IpAddr, loopback_discouraged: bool) -> bool {
+    if loopback_discouraged {
+        if let IpAddr::V4(v4) = canonical_ip(ip) {
+            if v4.is_loopback() {
+                return v4 == Ipv4Addr::LOCALHOST;
+            }
+        }
+    }
+    is_local(ip)
+}
+
 /// Core's `CNetAddr::IsRoutable` for IPv4 and IPv6: valid, and in none of
 /// the private, link-local, shared, documentation, benchmarking, ORCHID
 /// or local ranges.
@@ -88,6 +105,19 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    }
+
+    #[test]
+    fn the_loopback_seam_spares_only_the_first_loopback_address() {
+        for local in ["127.0.0.1", "127.0.0.2", "::ffff:127.9.0.1", "::1", "0.0.0.1"] {
+            assert!(spared_as_local(ip(local), false), "{local}");
+        }
+        for spared in ["127.0.0.1", "::ffff:127.0.0.1", "::1", "0.0.0.1"] {
+            assert!(spared_as_local(ip(spared), true), "{spared}");
+        }
+        for punished in ["127.0.0.2", "::ffff:127.9.0.1", "127.255.255.254", "8.8.8.8"] {
+            assert!(!spared_as_local(ip(punished), true), "{punished}");
+        }
     }
 
     #[test]

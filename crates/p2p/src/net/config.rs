@@ -133,6 +133,10 @@ pub struct NetworkConfig {
     /// How inbound connections are grouped for eviction (Core's groups;
     /// tests may split loopback addresses).
     pub eviction_grouping: EvictionGrouping,
+    /// Loopback addresses other than `127.0.0.1` are discouraged for
+    /// misbehaving as routable ones would be (regtest's
+    /// `-test=discourageloopback`; Core spares every local address).
+    pub loopback_discouraged: bool,
     /// `-whitelist`: the permissions connections get by address and
     /// direction.
     pub whitelist: crate::net::whitelist::Whitelist,
@@ -210,6 +214,7 @@ impl NetworkConfig {
             event_queue_events_max: 4096,
             discourage_duration: BAN_DURATION_DEFAULT,
             eviction_grouping: EvictionGrouping::Core,
+            loopback_discouraged: false,
             whitelist: crate::net::whitelist::Whitelist::default(),
             addresses: None,
             log: LogSink::default(),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::addrman::PeerAddress;
-use crate::net::address::{canonical_ip, is_local};
+use crate::net::address::{canonical_ip, spared_as_local};
 use crate::net::bans::{BanEntry, BanList};
 use crate::net::config::{NetworkConfig, OUTBOUND_ADDRESSES_MAX};
 use crate::net::connection_type::ConnectionType;
@@ -309,7 +309,11 @@ impl Registry {
         }
         let ip = identity.address.ip();
         let no_ban = identity.permissions.contains(PeerPermissions::NO_BAN);
-        if reason.discourages() && identity.connection.is_punishable() && !no_ban && !is_local(ip) {
+        if reason.discourages()
+            && identity.connection.is_punishable()
+            && !no_ban
+            && !spared_as_local(ip, self.config.loopback_discouraged)
+        {
             let duration = self.config.discourage_duration;
             state.bans.insert(ip, BanReason::Misbehaving, SystemTime::now(), duration);
         }
