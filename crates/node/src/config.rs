@@ -592,6 +592,7 @@ impl Typed<'_> {
                 regtest = regtest.enforce_bip94(true);
             } else if option == crate::network_options::EVICTION_LOOPBACK_GROUPS
                 || option == crate::network_options::DISCOURAGE_LOOPBACK
+                || option == crate::network_options::FAST_FEELERS
             {
                 // A P2P option: read by `network_options`.
             } else {

@@ -38,7 +38,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("debuglogfile", "=<file>", "Log file, relative to the chain directory; -nodebuglogfile writes none (default: debug.log)"),
     ("shrinkdebugfile", "", "Keep only the last 10 MB of the log file when it has grown past 11 MB (default: 1)"),
     ("testactivationheight", "=<name>@<height>", "Activate segwit, bip34, dersig, cltv or csv at this height (regtest only, repeatable)"),
-    ("test", "=<option>", "Test behaviour: bip94 enforces BIP94; evictionloopbackgroups groups inbound loopback addresses by /16 for eviction; discourageloopback discourages misbehaving loopback peers other than 127.0.0.1 (regtest only, repeatable)"),
+    ("test", "=<option>", "Test behaviour: bip94 enforces BIP94; evictionloopbackgroups groups inbound loopback addresses by /16 for eviction; discourageloopback discourages misbehaving loopback peers other than 127.0.0.1; fastfeelers opens a feeler every second on average instead of every 2 minutes (regtest only, repeatable)"),
     ("connect", "=<ip>", "Connect only to these nodes (repeatable); -connect=0 makes no outbound connections"),
     ("addnode", "=<ip>", "Add a node to connect to and keep the connection open (repeatable)"),
     ("seednode", "=<ip>", "Connect to a node to learn addresses, then disconnect (repeatable)"),

@@ -90,6 +90,10 @@ pub struct NetworkOptions {
     /// routable ones would be, so tests can play many hosts from one
     /// machine (Core spares every local address).
     pub loopback_discouraged: bool,
+    /// `-test=fastfeelers` (regtest only): feeler connections every second
+    /// on average instead of every 2 minutes, so tests can watch the
+    /// address manager's test-before-evict without waiting.
+    pub fast_feelers: bool,
 }
 
 impl NetworkOptions {
@@ -198,6 +202,9 @@ pub(crate) const EVICTION_LOOPBACK_GROUPS: &str = "evictionloopbackgroups";
 /// than `127.0.0.1`.
 pub(crate) const DISCOURAGE_LOOPBACK: &str = "discourageloopback";
 
+/// The `-test` option that shortens the mean time between feelers.
+pub(crate) const FAST_FEELERS: &str = "fastfeelers";
+
 /// The P2P options of `network` from `source`.
 pub(crate) fn network_options(
     source: &impl OptionSource,
@@ -253,6 +260,8 @@ pub(crate) fn network_options(
             && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),
         loopback_discouraged: params.network == Network::Regtest
             && texts(source, "test").iter().any(|option| option == DISCOURAGE_LOOPBACK),
+        fast_feelers: params.network == Network::Regtest
+            && texts(source, "test").iter().any(|option| option == FAST_FEELERS),
     })
 }
 

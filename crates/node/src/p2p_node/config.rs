@@ -7,6 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ibex_p2p::addrman::{AddressBook, AddressNetwork, NetworkSet};
 use ibex_p2p::net::config::{AddressSettings, NetworkConfig, INBOUND_CONNECTIONS_MAX};
@@ -20,6 +21,9 @@ use crate::network_options::NetworkOptions;
 
 /// Core's feeler slot (`m_max_feeler`), taken from `-maxconnections` too.
 const FEELER_SLOTS: usize = 1;
+
+/// The mean time between feelers under `-test=fastfeelers`.
+const FAST_FEELER_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Core's split of `-maxconnections` (`CConnman::Init`): full-relay slots
 /// first, block-relay-only from what is left, a feeler, inbound the rest.
@@ -184,6 +188,9 @@ pub fn address_settings(
         }
         discovery.seed_nodes = options.seed_nodes.clone();
         discovery.manual_addresses = manual_addresses;
+        if options.fast_feelers {
+            discovery.timing.feeler_interval = FAST_FEELER_INTERVAL;
+        }
         discovery
     });
     AddressSettings { book, stored_networks, discovery }
@@ -235,6 +242,7 @@ mod tests {
             stays_up: false,
             eviction_loopback_groups: false,
             loopback_discouraged: false,
+            fast_feelers: false,
         };
         let (stored, dialed) = only_networks(&options);
         assert_eq!((stored, dialed), (NetworkSet::ALL, NetworkSet::DIALABLE));

@@ -523,6 +523,14 @@ impl AddressManager {
         true
     }
 
+    /// Whether `first` and `second` take the same tried slot, so that
+    /// promoting one while the other holds it is a collision (for tests
+    /// that play an attacker aiming at a tried entry: the slot depends on
+    /// the secret bucket key).
+    pub fn shares_tried_slot(&self, first: &PeerAddress, second: &PeerAddress) -> bool {
+        self.buckets.tried_slot(first, self.policy) == self.buckets.tried_slot(second, self.policy)
+    }
+
     /// The index of `address`'s tried slot (tests).
     #[cfg(test)]
     pub(crate) fn tried_slot_index(&self, address: &PeerAddress) -> usize {
