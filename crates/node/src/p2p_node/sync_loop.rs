@@ -235,12 +235,20 @@ impl SyncLoop {
 
     fn next_event(&mut self, wait: Duration) -> Result<Option<NetworkEvent>, NetworkClosed> {
         let events = &mut self.events;
-        let received =
-            self.runtime.block_on(async { tokio::time::timeout(wait, events.recv()).await });
+        let network = &self.network;
+        // A peer whose send queue drained ends the wait too: its next
+        // queued block is served at once (Core's message handler does not
+        // sleep while a getdata waits).
+        let received = self.runtime.block_on(async {
+            tokio::select! {
+                received = tokio::time::timeout(wait, events.recv()) => Some(received),
+                () = network.send_ready() => None,
+            }
+        });
         match received {
-            Ok(Some(event)) => Ok(Some(event)),
-            Ok(None) => Err(NetworkClosed),
-            Err(_elapsed) => Ok(None),
+            Some(Ok(Some(event))) => Ok(Some(event)),
+            Some(Ok(None)) => Err(NetworkClosed),
+            Some(Err(_)) | None => Ok(None),
         }
     }
 

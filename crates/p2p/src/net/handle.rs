@@ -45,7 +45,15 @@ impl NetworkHandle {
     /// An unknown or closed peer reads as full: nothing is worth preparing
     /// for it. One lock taken, no allocation.
     pub fn send_queue_full(&self, id: PeerId) -> bool {
-        self.registry.peer(id).is_none_or(|peer| peer.is_closed() || peer.send_queue_full())
+        self.registry.peer(id).is_none_or(|peer| peer.is_closed() || peer.send_queue_full_waking())
+    }
+
+    /// Waits until a send queue that [`send_queue_full`](Self::send_queue_full)
+    /// found full has dropped below its limit (one wake-up is kept if
+    /// none waits), so the node serves the next queued block as soon as
+    /// the socket takes it instead of polling.
+    pub async fn send_ready(&self) {
+        self.registry.send_ready.notified().await;
     }
 
     /// Keeps a connection to `address` open from now on, as a `-connect`

@@ -401,7 +401,8 @@ impl Connection {
     }
 
     fn publish_unsent(&self) {
-        self.shared.set_unsent_bytes(self.output.len() - self.output_written);
+        let unsent_bytes = self.output.len() - self.output_written;
+        self.shared.set_unsent_bytes(unsent_bytes, &self.registry.send_ready);
     }
 
     fn note_transport_kind(&mut self) {

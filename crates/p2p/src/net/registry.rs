@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::addrman::PeerAddress;
 use crate::net::address::{canonical_ip, spared_as_local};
@@ -54,6 +54,10 @@ pub(crate) struct Registry {
     pub listen_address: Option<SocketAddr>,
     /// The runtime [`crate::net::start`] ran on, for tasks started later.
     pub runtime: tokio::runtime::Handle,
+    /// Wakes the node when a send queue it found full drops below its
+    /// limit ([`crate::net::NetworkHandle::send_ready`]), so serving a
+    /// peer's next block waits for the socket, not for a poll.
+    pub send_ready: Notify,
     shutdown: Arc<watch::Sender<bool>>,
     outbound_addresses: AtomicUsize,
     /// The key of inbound connections' network groups (Core's
@@ -82,6 +86,7 @@ impl Registry {
             events,
             listen_address,
             runtime,
+            send_ready: Notify::new(),
             shutdown: Arc::new(watch::Sender::new(false)),
             outbound_addresses: AtomicUsize::new(0),
             eviction_secret: eviction_secret(),

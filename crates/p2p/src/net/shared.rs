@@ -76,6 +76,9 @@ pub(crate) struct PeerShared {
     queue: Mutex<OutboundQueue>,
     /// Bytes encoded by the task and not yet written to the socket.
     unsent_bytes: AtomicUsize,
+    /// The node found the send side full and waits to be woken when it
+    /// drops below its limit.
+    ready_wake_armed: AtomicBool,
     /// Wakes the task when the queue gains a message.
     pub queue_wake: Notify,
     close_request: Mutex<Option<DisconnectReason>>,
@@ -101,6 +104,7 @@ impl PeerShared {
             send_queue_bytes_max,
             queue: Mutex::new(OutboundQueue::default()),
             unsent_bytes: AtomicUsize::new(0),
+            ready_wake_armed: AtomicBool::new(false),
             queue_wake: Notify::new(),
             close_request: Mutex::new(None),
             close_wake: Notify::new(),
@@ -164,14 +168,36 @@ impl PeerShared {
         Some(message)
     }
 
-    /// Records the bytes encoded and not yet written.
-    pub fn set_unsent_bytes(&self, bytes: usize) {
-        self.unsent_bytes.store(bytes, Ordering::Release);
+    /// Records the bytes encoded and not yet written; wakes the node
+    /// through `send_ready` when it waits for this queue and it is now
+    /// below its limit.
+    pub fn set_unsent_bytes(&self, bytes: usize, send_ready: &Notify) {
+        self.unsent_bytes.store(bytes, Ordering::SeqCst);
+        if self.ready_wake_armed.load(Ordering::SeqCst)
+            && !self.send_queue_full()
+            && self.ready_wake_armed.swap(false, Ordering::SeqCst)
+        {
+            send_ready.notify_one();
+        }
+    }
+
+    /// [`PeerShared::send_queue_full`] for the node: a full queue arms a
+    /// wake-up for when it drains. Armed before the bytes are read, so a
+    /// drain between the two cannot be missed (both sides use sequentially
+    /// consistent order: either the task sees the flag, or the node sees
+    /// the drained size).
+    pub fn send_queue_full_waking(&self) -> bool {
+        self.ready_wake_armed.store(true, Ordering::SeqCst);
+        let full = self.send_queue_full();
+        if !full {
+            self.ready_wake_armed.store(false, Ordering::SeqCst);
+        }
+        full
     }
 
     /// Queued and unsent bytes together (Core's `nSendSize`).
     pub fn send_queue_bytes(&self) -> usize {
-        lock(&self.queue).queued_bytes() + self.unsent_bytes.load(Ordering::Acquire)
+        lock(&self.queue).queued_bytes() + self.unsent_bytes.load(Ordering::SeqCst)
     }
 
     /// Whether the send side is at its limit: the task stops reading the
@@ -364,8 +390,38 @@ mod tests {
             peer.enqueue(NetworkMessage::Verack),
             Err(NetworkError::SendQueueFull { .. })
         ));
-        peer.set_unsent_bytes(0);
+        peer.set_unsent_bytes(0, &Notify::new());
         assert!(!peer.send_queue_full());
+    }
+
+    /// The node, finding a queue full, is woken once when the task's
+    /// writes bring it below its limit, not before and not again.
+    #[test]
+    fn a_full_queue_found_by_the_node_wakes_it_once_drained() {
+        let peer = shared(1_000);
+        let send_ready = Notify::new();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build();
+        let runtime = runtime.expect("a current-thread runtime");
+        let woken = |notify: &Notify| {
+            runtime.block_on(async {
+                let wait = std::time::Duration::from_millis(20);
+                tokio::time::timeout(wait, notify.notified()).await.is_ok()
+            })
+        };
+        assert!(peer.enqueue(NetworkMessage::Block(vec![0; 2_000])).is_ok());
+        assert!(peer.pop_message().is_some());
+        assert!(peer.send_queue_full_waking());
+        // Half written: still at the limit, no wake.
+        peer.set_unsent_bytes(1_500, &send_ready);
+        assert!(!woken(&send_ready));
+        peer.set_unsent_bytes(200, &send_ready);
+        assert!(woken(&send_ready));
+        peer.set_unsent_bytes(0, &send_ready);
+        assert!(!woken(&send_ready), "one wake per time the node found it full");
+        // A queue with room arms nothing.
+        assert!(!peer.send_queue_full_waking());
+        peer.set_unsent_bytes(0, &send_ready);
+        assert!(!woken(&send_ready));
     }
 
     /// Core's `ProtectNoBanConnections` removes `noban` peers before any
