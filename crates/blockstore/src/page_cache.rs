@@ -15,7 +15,7 @@
 //! (`POSIX_FADV_DONTNEED`) frees them at once, and the next pages it needs
 //! are those: on the `utxo-heavy` chain to height 2,000 at
 //! `-dbcache=100`, system time 8.6-9.4 s against 12.1-13.2 s and the import
-//! 32.5-34.6 s against 34.4-34.7 s (session 17, docs/utxo-heavy.md).
+//! 32.5-34.6 s against 34.4-34.7 s (docs/utxo-heavy.md).
 //!
 //! Blocks read for peers or RPC keep the page cache's usual policy.
 #![allow(unsafe_code)]

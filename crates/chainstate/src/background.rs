@@ -35,19 +35,18 @@
 //! ([`CoinsCache::needs_room`]): the two maps together stay within the
 //! limit. A periodic flush that keeps its coins ([`FlushMode::KeepCoins`])
 //! frees nothing until it ends, so it is only made while the cache is at
-//! most half full. Until session 9 the frozen map was held whole until the
-//! writer ended and the live map could grow by a quarter of the limit (at
-//! most 128 MiB) meanwhile: the maps peaked at 1.25x the limit.
+//! most half full. A frozen map held whole until the writer ended, with
+//! the live map growing by a quarter of the limit (at most 128 MiB)
+//! meanwhile, would peak the maps at 1.25x the limit.
 //!
-//! Since session 15 flushes are ingested as tables, and a shard's coins are
-//! readable nowhere else until its table is in. Written as one table, the
-//! frozen map was held whole for the ~1 s the writer took at
-//! `-dbcache=450`, and validation waited for room at every flush (14 s of
-//! a 40 s import). Since session 16 the writer writes the shards in
-//! groups of neighbouring key ranges, one table each
-//! ([`crate::budget::DBCACHE_BYTES_PER_FLUSH_TABLE`]), and frees each
-//! group once its table is in: at 450, eight tables, the waits fell to
-//! 2.6 s in all, the longest 0.5 s (docs/utxo-heavy.md, session 16).
+//! Flushes are ingested as tables, and a shard's coins are readable nowhere
+//! else until its table is in. Written as one table, the frozen map would be
+//! held whole for the ~1 s the writer takes at `-dbcache=450`, and validation
+//! would wait for room at every flush (14 s of a 40 s import). So the writer
+//! writes the shards in groups of neighbouring key ranges, one table each
+//! ([`crate::budget::DBCACHE_BYTES_PER_FLUSH_TABLE`]), and frees each group
+//! once its table is in: at 450, eight tables, the waits come to 2.6 s in all,
+//! the longest 0.5 s (docs/utxo-heavy.md).
 //!
 //! # Napkin math
 //! Freezing is a pointer swap. On the batch path, writing costs ~3 us a coin (encode, RocksDB

@@ -1,12 +1,12 @@
 //! How `-dbcache` is shared among the node's large memory users, so that
-//! everything that grows with the work is counted inside it (issue 17:
-//! peak RSS at most `-dbcache` + 256 MiB, whatever the cache size).
+//! everything that grows with the work is counted inside it, keeping the
+//! bound: peak RSS at most `-dbcache` + 256 MiB, whatever the cache size.
 //!
 //! # The split ([`MemoryBudget::from_dbcache_bytes`])
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables since session 15: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]), divided among the tables it is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]: 2 at 100, 8 at 450) | 12.7 | 16.0 |
+//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]), divided among the tables it is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]: 2 at 100, 8 at 450) | 12.7 | 16.0 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
 //! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (each group of shards held until its table is in), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 72.8 | 375.7 |
 //!
@@ -19,27 +19,25 @@
 //! # Napkin math
 //! At 26 M coins (the `utxo-heavy` chain) the table readers hold ~45 MiB
 //! (RocksDB's `estimate-table-readers-mem`: 10 bits a key of bloom filter,
-//! ~1.3 bytes a coin, and the index blocks, ~0.4): at `-dbcache=450` the
-//! maps' 212 MiB share (sessions 10-13) kept ~165-210 MiB as the readers grow (until
-//! session 10, with memtables of a 32nd, 290-320 MiB). A 180 M-coin
-//! mainnet set would
-//! have needed ~310 MiB of table readers, more than `-dbcache=450`'s
-//! share; without filters in the last level (session 13:
-//! [`crate::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
+//! ~1.3 bytes a coin, and the index blocks, ~0.4): at `-dbcache=450` a
+//! share of 212 MiB for the maps kept ~165-210 MiB as the readers grew
+//! (290-320 MiB with memtables of a 32nd). A 180 M-coin mainnet set would need
+//! ~310 MiB of table readers with filters at every level, more than
+//! `-dbcache=450`'s share; without filters in the last level
+//! ([`crate::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
 //! most of it. Past the share the maps keep a quarter of it and the rest
 //! of the readers is not counted (partitioned indexes in a bounded block
 //! cache are the way to count them there).
 //!
-//! Measured on the `utxo-heavy` chain to height 2,000 (scripts skipped),
-//! peak RSS 356 MiB at `-dbcache=450` and 132 MiB at 100 (session 10).
-//! With session 9's split (memtables of a 32nd), at the peak at 450 (493
-//! MiB, 480 MiB anonymous): maps 284 MiB, table readers 31 MiB, memtables
-//! 11 MiB, block cache 3 MiB, blocks read ahead 27 MiB serialised (~50 MiB
-//! in the heap): ~380 MiB counted, within the 450. Outside it: glibc's free chunks (80-90 MiB
-//! on average, `mallinfo2`; capping the arenas at two with
-//! `MALLOC_ARENA_MAX=2` made the peak worse, 532 MiB), the script
-//! pipeline's blocks, thread stacks and the binary (12 MiB of file pages):
-//! the 256 MiB margin covers them with ~200 MiB to spare.
+//! Measured on the `utxo-heavy` chain to height 2,000 (scripts skipped), peak
+//! RSS 356 MiB at `-dbcache=450` and 132 MiB at 100. With memtables of a 32nd,
+//! at the peak at 450 (493 MiB, 480 MiB anonymous): maps 284 MiB, table readers
+//! 31 MiB, memtables 11 MiB, block cache 3 MiB, blocks read ahead 27 MiB
+//! serialised (~50 MiB in the heap): ~380 MiB counted, within the 450. Outside
+//! it: glibc's free chunks (80-90 MiB on average, `mallinfo2`; capping the
+//! arenas at two with `MALLOC_ARENA_MAX=2` made the peak worse, 532 MiB), the
+//! script pipeline's blocks, thread stacks and the binary (12 MiB of file
+//! pages): the 256 MiB margin covers them with ~200 MiB to spare.
 
 //! # Floor
 //! Each part has a minimum: below [`FLOOR_BYTES`] (24 MiB) the minimums
@@ -61,19 +59,19 @@ pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
 /// ([`crate::database::MEMTABLE_BYTES_DEFAULT`]): all of them together
 /// hold at most 128 MiB.
 pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
-/// One memtable was `-dbcache` / this until session 15, when flushes
-/// began to go in as ingested tables ([`crate::database_ingest`]): the
-/// memtables now hold only `-dbcrashratio`'s batches and are
+/// One memtable would be `-dbcache` / this if flushes went through the
+/// memtables. They go in as ingested tables ([`crate::database_ingest`]),
+/// so the memtables hold only `-dbcrashratio`'s batches and are
 /// [`MEMTABLE_BYTES_MIN`], their memory given to the UTXO maps.
 ///
-/// # History
-/// With two memtables (until session 14), memory in them bought more than
+/// # Why a 12th
+/// With flushes through two memtables, memory in them bought more than
 /// the same memory in the UTXO maps when the set is far larger than the
 /// cache: measured on the `utxo-heavy` chain to height 2,000,
 /// scripts skipped, `-reindex-chainstate`: at `-dbcache=100`, memtables of
 /// 3.1 MiB (a 32nd) took 93.0 s and 16 MiB (maps of 28 MiB, 769 flushes)
 /// 66.8 s. With three, two written to a table together, a 12th measured
-/// best (session 14: at `-dbcache=100` a 9th took 50.2-53.2 s, a 12th
+/// best (at `-dbcache=100` a 9th took 50.2-53.2 s, a 12th
 /// 48.8-49.4 s, a 16th 46.9 and 48.6 s; `docs/utxo-heavy.md`).
 pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// The order a flush sorts its coins in before writing them as a table
@@ -81,9 +79,9 @@ pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// a number and two pointers) may take `-dbcache` / this. A flush of the
 /// `utxo-heavy` chain at `-dbcache=100` writes ~330,000 changed coins from
 /// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
-/// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers. Since
-/// session 16 a flush sorts one table's coins at a time, and the share is
-/// divided by the tables ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]).
+/// 7th of `-dbcache` (14.3 MiB, against maps of 65.7) covers. A flush
+/// sorts one table's coins at a time, so the share is divided by the
+/// tables ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]).
 pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// A background flush is written as one table for each this much of
 /// `-dbcache` (at least one, at most [`FLUSH_TABLE_COUNT_MAX`]): its
@@ -91,22 +89,21 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// each group freed once its table is in ([`crate::background`]).
 ///
 /// # Why
-/// Written as one table, a flush holds the whole frozen map until the
-/// table is in (~1 s at `-dbcache=450`), while validation fills the live
-/// map's headroom (a 16th of the maps) in ~0.2 s and then waits: measured
-/// on the `utxo-heavy` chain to height 2,000, scripts skipped (session
-/// 16, docs/utxo-heavy.md), validation waited 14.1 s of a 40.8 s import at
-/// `-dbcache=450` (15 waits of 0.8-1.3 s) and 11.2 s of 45.2 s at 100
-/// (119 waits). More tables free memory sooner but make more level-0
-/// files, each one whose key range a read's key falls in probed by the
-/// read, and each counted by the compaction trigger (scaled by the count:
-/// [`crate::database_levels`]). Until session 21 the first and the last
-/// table of a flush spanned every coin key (they held the `'B'` and `'H'`
-/// records, which sort below and above the coins), so every read probed
-/// their filters too: see [`crate::database_ingest::TableFlush`]. One run
-/// each: at 450, 1 table 40.8 s, 2 31.2, 4 31.7-32.1, 8 27.9-30.9; at
-/// 100, 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16
-/// 52.3-54.6 (a flush there is ~12 MB, tables of a few MB).
+/// Written as one table, a flush holds the whole frozen map until the table is
+/// in (~1 s at `-dbcache=450`), while validation fills the live map's headroom
+/// (a 16th of the maps) in ~0.2 s and then waits: measured on the `utxo-heavy`
+/// chain to height 2,000, scripts skipped (docs/utxo-heavy.md), validation
+/// waited 14.1 s of a 40.8 s import at `-dbcache=450` (15 waits of 0.8-1.3 s)
+/// and 11.2 s of 45.2 s at 100 (119 waits). More tables free memory sooner but
+/// make more level-0 files, each one whose key range a read's key falls in
+/// probed by the read, and each counted by the compaction trigger (scaled by
+/// the count: [`crate::database_levels`]). The first and the last table of a
+/// flush must not hold both the `'B'` and `'H'` records, which sort below and
+/// above the coins: their ranges would span every coin key and every read would
+/// probe their filters too (see [`crate::database_ingest::TableFlush`]). One
+/// run each: at 450, 1 table 40.8 s, 2 31.2, 4 31.7-32.1, 8 27.9-30.9; at 100,
+/// 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16 52.3-54.6 (a flush
+/// there is ~12 MB, tables of a few MB).
 pub const DBCACHE_BYTES_PER_FLUSH_TABLE: usize = 48 << 20;
 /// Tables a flush is written as, at most, by default.
 pub const FLUSH_TABLE_COUNT_MAX: usize = 8;
@@ -131,17 +128,17 @@ pub const MEMTABLE_COUNT_MAX: usize = 3;
 /// [`crate::database_levels::level0_file_triggers`]); a coin written by
 /// one flush and erased by the next is dropped when both land in the same
 /// table; and young coins stay readable from memory for two to three
-/// memtables' lives instead of one to two. The profile by quarter after
-/// the change shows the saving in compaction (1.3 CPU s instead of 2.3 in
-/// the first quarter, 9.5 instead of 11.9 in the last), not on the
+/// memtables' lives instead of one to two. The profile by quarter shows
+/// the saving in compaction (1.3 CPU s against 2.3 unmerged in the first
+/// quarter, 9.5 against 11.9 in the last), not on the
 /// connecting thread, whose reads cost the same. Measured on
 /// the `utxo-heavy` chain to height 2,000, scripts skipped,
 /// `-reindex-chainstate`, Ibex alone, three alternating runs each
-/// (session 14, docs/utxo-heavy.md): at `-dbcache=100`, three memtables
+/// (docs/utxo-heavy.md): at `-dbcache=100`, three memtables
 /// of 11.1 MiB merged two at a time took 49.1, 50.2 and 50.7 s (93.2 CPU s
 /// on average) against two of 16.7 MiB at 55.1, 52.8 and 53.6 s (100.5 CPU
 /// s); at `-dbcache=450` (three of 42.7 MiB against two of 64) 46.6 s
-/// against 46.9 s. Their size was then chosen again
+/// against 46.9 s. Their size was measured again with the merge
 /// ([`MEMTABLE_SHARE_DIVISOR`]).
 pub const MEMTABLES_MERGED_PER_FLUSH: usize = 2;
 /// The coins database's block cache, at least ...

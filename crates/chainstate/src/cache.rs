@@ -82,12 +82,12 @@ pub const MAP_SHARE_FLOOR_DIVISOR: usize = 4;
 ///
 /// # Why
 /// Core leaves LevelDB's open tables (their indexes and filters) outside
-/// `-dbcache`; Ibex counted all of its readers against the maps from
-/// session 9 on. At `-dbcache=100` on the `utxo-heavy` chain the readers
-/// reach 36.5 MiB of the 72.8 MiB share by height 2,000, so the maps, and
-/// with them each flush, shrank to a third of their size: 2.5 times the
+/// `-dbcache`. Counted whole against the maps, the readers take too much
+/// of them: at `-dbcache=100` on the `utxo-heavy` chain the readers reach
+/// 36.5 MiB of the 72.8 MiB share by height 2,000, so the maps, and with
+/// them each flush, shrink to a third of their size: 2.5 times the
 /// flushes, level-0 tables and database reads late in the chain. With the
-/// first 64 MiB outside the share (docs/utxo-heavy.md, session 19), Ibex
+/// first 64 MiB outside the share (docs/utxo-heavy.md), Ibex
 /// alone took 28.6 and 28.5 s against 33.3 and 29.7 s, the fourth quarter
 /// 8.0 and 7.8 s against 10.1 and 8.6, and peak RSS 288-298 MiB against
 /// 233-244, inside the budget of `-dbcache` + 256 MiB. A mainnet set of
@@ -109,10 +109,10 @@ const SPENT: u8 = 16;
 /// The flags and whether the coin is spent live in the coin's own spare
 /// byte ([`Coin::cache_bits`]), so an entry is a [`Coin`] and nothing
 /// more: 48 bytes, and 84 with its outpoint (the coin's amount is two
-/// 4-byte halves), where an `Option<Coin>` and a flag byte took 64 and 104
-/// (with the script an enum of inline bytes and a box, the coin alone took
-/// 56). docs/utxo-heavy.md, sessions 25 and 26, has what the smaller
-/// entries did to the flushes.
+/// 4-byte halves), where an `Option<Coin>` and a flag byte would take 64
+/// and 104 (with the script an enum of inline bytes and a box, the coin
+/// alone would take 56). docs/utxo-heavy.md has what the smaller entries
+/// do to the flushes.
 #[derive(Clone)]
 pub(crate) struct CacheEntry {
     slot: Coin,
@@ -695,7 +695,7 @@ mod tests {
         cache.set_table_readers_bytes(past_allowance + 1);
         assert!(cache.table_readers_take_more_than(2));
         assert!(!cache.table_readers_take_more_than(1));
-        // With no allowance every reader byte counts, as before session 19.
+        // With no allowance every reader byte counts.
         cache.set_table_readers_uncounted_bytes(0);
         cache.set_table_readers_bytes(share_bytes / 2 + 1);
         assert!(cache.table_readers_take_more_than(2));

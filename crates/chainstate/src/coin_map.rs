@@ -5,10 +5,10 @@
 //! # Why shards
 //! A flush writes the frozen map as a few tables of neighbouring key
 //! ranges, and frees each group of shards once its table is in the
-//! database, so the next live map grows into memory the writer gave back
-//! (session 16). Each shard also grows on its own: when its table of
-//! positions doubles, the old and the new table exist together for a
-//! moment, which is ~1/31 of the positions' few bytes a coin.
+//! database, so the next live map grows into memory the writer gave back.
+//! Each shard also grows on its own: when its table of positions doubles,
+//! the old and the new table exist together for a moment, which is ~1/31
+//! of the positions' few bytes a coin.
 //!
 //! # Growth ahead
 //! A limit checked between blocks could be passed by a block's inserts.

@@ -1,5 +1,5 @@
-//! Where connect found the coins it spent, by the coin's age (issue 17:
-//! "measure first"): in memory (the live map, or the frozen map a
+//! Where connect found the coins it spent, by the coin's age, for measuring
+//! before tuning: in memory (the live map, or the frozen map a
 //! background flush is writing) or from the coins database (read ahead by
 //! the prefetch, or read at the spend itself), counted in the age ranges
 //! of the generator's spend-age histogram so an import's figures can be

@@ -4,13 +4,13 @@
 //!
 //! # Why by hand
 //! An enum of the inline bytes and a `Box<[u8]>` takes 40 bytes with
-//! alignment 8 (the box's pointer), so a [`crate::Coin`] took 56 bytes and
-//! a bucket of the coins cache 97. Kept as bytes, the script takes 35, the
-//! coin 48 and the bucket 89 (session 25; the entry with its outpoint is
-//! 84 bytes since the amount is two 4-byte halves, packed in chunks since
-//! session 26, [`crate::coin_shard`]): 9 % more coins in the same `-dbcache`. Over
-//! 99 % of scripts are inline (every standard output type but bare
-//! multisig and uncompressed P2PK); the rare heap ones pay a pointer read.
+//! alignment 8 (the box's pointer), so a [`crate::Coin`] would take 56
+//! bytes and a bucket of the coins cache 97. Kept as bytes, the script
+//! takes 35, the coin 48 and the bucket 89 (the entry with its outpoint is
+//! 84 bytes, as the amount is two 4-byte halves, packed in chunks:
+//! [`crate::coin_shard`]): 9 % more coins in the same `-dbcache`. Over 99 %
+//! of scripts are inline (every standard output type but bare multisig and
+//! uncompressed P2PK); the rare heap ones pay a pointer read.
 //!
 //! # Napkin math
 //! A heap script costs a `malloc` when the coin is created and a `free`

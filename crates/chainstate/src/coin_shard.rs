@@ -5,11 +5,11 @@
 //! A hash table keeps a bucket for every slot it may fill, and fills at most
 //! 7/8 of them before it doubles: between doublings its buckets are 44-88 %
 //! used. With the entry in the bucket (84 bytes and a control byte), a coin
-//! cost 97-194 bytes. On the `utxo-heavy` chain it was worse: a batch
+//! costs 97-194 bytes. On the `utxo-heavy` chain it is worse: a batch
 //! payout's hundreds of outputs share a txid, so a shard, and the shards'
-//! loads spread so far that the fullest reached its doubling point while
-//! the table as a whole was 63 % used: ~141 bytes a coin at every flush
-//! (docs/utxo-heavy.md, session 24), where Core's node-based map takes ~131.
+//! loads spread so far that the fullest reaches its doubling point while
+//! the table as a whole is 63 % used: ~141 bytes a coin at every flush
+//! (docs/utxo-heavy.md), where Core's node-based map takes ~131.
 //!
 //! Here the hash table holds only a `u32` position (5 bytes a slot with its
 //! tag, [`crate::position_table`]) and the entries sit in chunks of
@@ -17,26 +17,25 @@
 //! a coin costs its 84 bytes, plus 6-11 bytes of table, plus at most one
 //! chunk not yet full a shard: ~92 bytes, whatever the chain's shape, so the
 //! same `-dbcache` holds ~50 % more coins on that chain and ~17 % more on
-//! mainnet's (where the loads spread little and the table flushed at ~82 %).
-//! A doubling now rebuilds 4-byte positions, not 84-byte entries, and the
-//! chunks never move.
+//! mainnet's (where the loads spread little and a table of entries flushes
+//! at ~82 % used). A doubling rebuilds 4-byte positions, not 84-byte
+//! entries, and the chunks never move.
 //!
 //! Removing an entry moves the last one into its place (and repoints its
 //! position), so the chunks stay dense and iterating them visits entries
 //! only.
 //!
 //! # Napkin math
-//! A lookup reads a group of tags and positions (one or two neighbouring
-//! cache lines) and the entry: about what an entry in its bucket took (84
-//! bytes straddle a line boundary most of the time). With hashbrown's
-//! table of positions, whose tags and positions lie apart, it was three
-//! dependent misses, and a third slower where the set fits in memory
-//! (docs/utxo-heavy.md, session 26). The chunks' list
-//! (24 bytes a chunk, ~120 KB for 5 M coins in chunks of 1,024) stays in the
-//! CPU's caches. A removal costs a second probe, to repoint the moved entry:
-//! ~40 ns, for the ~3,000 coins a block spends while fresh. Growing a table
-//! rehashes every key, read from the chunks in order (~10 ns each): ~10 ms
-//! for a million, once for every doubling of the shard.
+//! A lookup reads a group of tags and positions (one or two neighbouring cache
+//! lines) and the entry: about what an entry in its bucket took (84 bytes
+//! straddle a line boundary most of the time). With hashbrown's table of
+//! positions, whose tags and positions lie apart, it is three dependent misses,
+//! and a third slower where the set fits in memory (docs/utxo-heavy.md). The
+//! chunks' list (24 bytes a chunk, ~120 KB for 5 M coins in chunks of 1,024)
+//! stays in the CPU's caches. A removal costs a second probe, to repoint the
+//! moved entry: ~40 ns, for the ~3,000 coins a block spends while fresh.
+//! Growing a table rehashes every key, read from the chunks in order (~10 ns
+//! each): ~10 ms for a million, once for every doubling of the shard.
 
 use foldhash::fast::SeedableRandomState;
 use ibex_primitives::OutPoint;

@@ -199,20 +199,20 @@ fn apply_transactions(
 /// chain, ~11 on `utxo-heavy`), nearly all for outpoints that do not
 /// exist: a miss in the in-memory map (a cache miss, ~100-200 ns), then one
 /// RocksDB prefix seek per transaction answered by its prefix bloom
-/// filters. A point read per output (before session 9) cost a bloom probe per
+/// filters. A point read per output instead costs a bloom probe per
 /// memtable and table each: 7.6 s of a 37 s import of `utxo-heavy` to
-/// height 1,200. Earlier, on regtest, where BIP30 applies at every height,
-/// `perf` put `contains_key` and RocksDB's point reads at about a quarter
-/// of the samples of a scripts-skipped `-reindex-chainstate` on the bench
-/// chain. Measured after this change (read-only lookups without a second
-/// map probe or a coin decode, spread over the script threads, idle then):
-/// 18.4 s of CPU against 19.2 s, wall time within that VM's noise (16-24 s
-/// either way, five alternating runs each). Mainnet skips BIP30 from
-/// BIP34's activation; where BIP34 binds from block 1 only failing blocks
-/// are looked up ([`Bip30Check::OnFailure`]): a scripts-skipped
+/// height 1,200. On regtest, where BIP30 applies at every height, `perf`
+/// put `contains_key` and RocksDB's point reads on the connecting thread at
+/// about a quarter of the samples of a scripts-skipped
+/// `-reindex-chainstate` on the bench chain; read-only lookups (without a
+/// second map probe or a coin decode) spread over the script threads, idle
+/// then, took 18.4 s of CPU against 19.2 s, wall time within that VM's
+/// noise (16-24 s either way, five alternating runs each). Mainnet skips
+/// BIP30 from BIP34's activation; where BIP34 binds from block 1 only
+/// failing blocks are looked up ([`Bip30Check::OnFailure`]): a scripts-skipped
 /// `-reindex-chainstate` of the `utxo-heavy` chain to height 2,000 at
 /// `-dbcache=100` took 56.9 s instead of 68.2 s (CPU 106 s instead of
-/// 124 s; session 13, one run each).
+/// 124 s; one run each).
 fn check_bip30(
     cache: &CoinsCache,
     block: &BlockView<'_>,

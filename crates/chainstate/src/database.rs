@@ -5,13 +5,12 @@
 //! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip).
 //!
 //! # Crash safety
-//! Since session 15 a flush is written as sorted tables, each ingested
-//! atomically ([`crate::database_ingest`]); the batch protocol below
-//! remains for `-dbcrashratio` and for tests of it
-//! ([`CoinsDatabase::set_batch_flushes`]), and its `'H'` record marks a
-//! flush of either kind cut short by a crash (a flush in tables leaves
-//! `'H'` behind when it finishes, naming the tip `'B'` then names:
-//! [`CoinsDatabase::head_blocks`]).
+//! A flush is written as sorted tables, each ingested atomically
+//! ([`crate::database_ingest`]); the batch protocol below serves
+//! `-dbcrashratio` and tests of it ([`CoinsDatabase::set_batch_flushes`]), and
+//! its `'H'` record marks a flush of either kind cut short by a crash (a flush
+//! in tables leaves `'H'` behind when it finishes, naming the tip `'B'` then
+//! names: [`CoinsDatabase::head_blocks`]).
 //!
 //! A batch flush is a sequence of batches. The first erases `'B'` and writes `'H'`
 //! = (new tip, old tip); the middle ones carry coins; the last erases `'H'`
@@ -59,29 +58,29 @@
 //! 64 MiB memtables and a 32 MiB block cache, which a full flush fills
 //! while the cache it writes is still in memory), from the coins
 //! database's share of `-dbcache` ([`crate::budget::CoinsDatabaseMemory`]):
-//! memtables of 1 MiB since flushes are ingested as tables (until session
-//! 15 a 12th of it: [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
+//! memtables of 1 MiB, as flushes are ingested as tables (flushes through
+//! the memtables would want a 12th of it:
+//! [`crate::budget::MEMTABLE_SHARE_DIVISOR`]), at most
 //! [`MEMTABLE_COUNT_MAX`](crate::budget::MEMTABLE_COUNT_MAX) of them, flush
 //! batches of at most a quarter of a memtable (a batch lands whole in
 //! one), the order a flush sorts its coins in, and a block cache of a 64th (at most 4 MiB: Core gives LevelDB
 //! half of its coins-database share for the same purpose). The options are
 //! set on the default column family itself: opened with `DB::open_cf`, it
-//! took RocksDB's defaults instead (until session 9: 64 MiB memtables, a
-//! 32 MiB block cache and no bloom filter).
+//! would take RocksDB's defaults instead (64 MiB memtables, a 32 MiB block
+//! cache and no bloom filter).
 //!
 //! The table readers are held by the process, outside the block cache:
 //! each open table keeps its bloom filter (10 bits a key, ~1.3 bytes a
 //! coin) and index block (~0.4 bytes a coin) in the heap. Measured with
 //! `rocksdb.estimate-table-readers-mem` at the `utxo-heavy` chain's 26 M
 //! coins: 45 MiB (1.8 bytes a coin); a 180 M-coin mainnet set would hold
-//! ~310 MiB. Since session 13 the last level, ~90 % of the coins, has no
-//! filters ([`LAST_LEVEL_FILTERS`]): ~0.5 bytes a coin, ~90 MiB for
+//! ~310 MiB. The last level, ~90 % of the coins, has no filters
+//! ([`LAST_LEVEL_FILTERS`]): ~0.5 bytes a coin, ~90 MiB for
 //! mainnet. [`CoinsDatabase::table_readers_bytes`] reports it, and the
 //! UTXO cache counts what passes
 //! [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)
 //! against its share of `-dbcache`
-//! ([`crate::CoinsCache::set_table_readers_bytes`]; until session 19 all of
-//! it). Once the readers take
+//! ([`crate::CoinsCache::set_table_readers_bytes`]). Once the readers take
 //! half of that share from the maps ([`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]), tables written from then on hold transaction
 //! id prefixes in their filters, not whole keys
 //! ([`CoinsDatabase::drop_whole_key_filters`]): one filter entry a
@@ -120,9 +119,9 @@ const MEMTABLE_BLOOM_RATIO: f64 = 0.1;
 /// 4 KiB block (~55 coins, a restart point every 16), but every table
 /// written builds one, and compactions rewrite every coin several times;
 /// BIP30's prefix seeks never use it. Measured on the `utxo-heavy` chain
-/// to height 2,000 at `-dbcache=100`, scripts skipped (session 11, one
-/// invocation): 68.5 s with the hash index, 64.2 s without (CPU 128 s
-/// against 120 s), faster in every quarter.
+/// to height 2,000 at `-dbcache=100`, scripts skipped (one invocation):
+/// 68.5 s with the hash index, 64.2 s without (CPU 128 s against 120 s),
+/// faster in every quarter.
 const DATA_BLOCK_INDEX: DataBlockIndexType = DataBlockIndexType::BinarySearch;
 /// Whether the last level's tables carry bloom filters.
 ///
@@ -140,10 +139,10 @@ const DATA_BLOCK_INDEX: DataBlockIndexType = DataBlockIndexType::BinarySearch;
 /// a coin instead of ~1.3, ~23 MiB instead of ~230 MiB for mainnet's
 /// 180 M coins, memory the UTXO maps keep ([`crate::CoinsCache::limit_bytes`]).
 /// Measured on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`,
-/// scripts skipped, with BIP30 looked up only for failing blocks (session
-/// 13, three runs each, alternating): 55.3 s mean against 57.5 s, 104 s of
-/// CPU against 108 s. Before BIP30's lookups went (session 12), whose
-/// misses the last level's filters answered, it gained nothing.
+/// scripts skipped, with BIP30 looked up only for failing blocks (three
+/// runs each, alternating): 55.3 s mean against 57.5 s, 104 s of CPU
+/// against 108 s. With BIP30 looked up before every block, whose misses
+/// the last level's filters answer, it gains nothing.
 pub const LAST_LEVEL_FILTERS: bool = false;
 /// RocksDB's compaction threads for the coins database (one more thread
 /// runs memtable flushes): RocksDB's default is one.
@@ -156,7 +155,7 @@ pub const LAST_LEVEL_FILTERS: bool = false;
 /// probes each file's filter. Three threads, and compactions split in
 /// [`SUBCOMPACTIONS_MAX`] key ranges, keep level 0 down: measured on the
 /// `utxo-heavy` chain to height 2,000 at `-dbcache=100`, scripts skipped
-/// (session 11, one invocation), 68.5 s against 63.7 s, 0.82 of the time
+/// (one invocation), 68.5 s against 63.7 s, 0.82 of the time
 /// in the last quarter, 118 s of CPU against 128 s.
 pub const COMPACTION_JOBS_MAX: usize = 3;
 /// Key ranges a compaction is split into, compacted in parallel.
@@ -428,10 +427,9 @@ impl CoinsDatabase {
         Ok(database)
     }
 
-    /// Writes flushes as write batches through the memtables (`true`), as
-    /// before session 15 and under `-dbcrashratio`, or as ingested tables
-    /// (`false`, the default: [`crate::database_ingest`]). For tests of the
-    /// batch path.
+    /// Writes flushes as write batches through the memtables (`true`), as under
+    /// `-dbcrashratio`, or as ingested tables (`false`, the default:
+    /// [`crate::database_ingest`]). For tests of the batch path.
     pub fn set_batch_flushes(&self, batches: bool) {
         self.batch_flushes.store(batches, Ordering::Relaxed);
     }
@@ -709,7 +707,7 @@ impl CoinsDatabase {
     /// measured on `utxo-heavy` to height 2,000 (scripts skipped), prefix
     /// filters only were 8 % faster at `-dbcache=100`, where the whole-key
     /// filters took the maps' share, and 4.7 % slower at `-dbcache=450`,
-    /// where they took a fifth of it (docs/utxo-heavy.md, session 11). The
+    /// where they took a fifth of it (docs/utxo-heavy.md). The
     /// change goes through RocksDB's `SetOptions` on a clone of the table
     /// factory (every other table option kept). Each table records in its
     /// properties whether it holds whole keys, and RocksDB's table reader
@@ -963,11 +961,10 @@ impl<'a> CoinBatches<'a> {
 /// flush waits for a prefetch, a block for the disk). RocksDB slows and
 /// stops writes when compactions fall far behind, which bounds the debt.
 /// Measured on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`,
-/// scripts skipped, with flushes ingested as tables (session 15,
-/// docs/utxo-heavy.md): the prefetch readers waited 17 s each to run;
-/// with the compactions reniced the import took 44.8-47.7 s against
-/// 47.6-51.4 s. With memtable flushes (before session 15) it gained
-/// nothing: compactions had no gaps to fill there.
+/// scripts skipped, with flushes ingested as tables (docs/utxo-heavy.md):
+/// the prefetch readers waited 17 s each to run; with the compactions
+/// reniced the import took 44.8-47.7 s against 47.6-51.4 s. With memtable
+/// flushes it gains nothing: compactions have no gaps to fill there.
 fn background_env() -> Result<rocksdb::Env, ChainstateError> {
     let mut env = rocksdb::Env::new()?;
     env.lower_thread_pool_cpu_priority();

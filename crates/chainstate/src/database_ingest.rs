@@ -11,8 +11,8 @@
 //! memtable inserts (a fifth of the import's CPU with scripts skipped) and
 //! the memtable flushes, and the memory the memtables held goes to the
 //! UTXO maps ([`crate::budget`]). Measured on the `utxo-heavy` chain to
-//! height 2,000 at `-dbcache=100`, scripts skipped (session 15,
-//! docs/utxo-heavy.md): the import's CPU fell from ~92 to ~75 s.
+//! height 2,000 at `-dbcache=100`, scripts skipped (docs/utxo-heavy.md):
+//! the import's CPU came to ~75 s against ~92 s with write batches.
 //!
 //! # Crash safety
 //! A flush is one table or several ([`TableFlush`], whose docs give the
@@ -78,7 +78,7 @@ pub type KeyedCoinWrite<'a> = (u128, CoinWrite<'a>);
 /// # Why
 /// The writes are in key order, so their entries lie at random places in
 /// the frozen map: each one is a cache miss (~100 ns). `perf annotate` of
-/// the flush writer at `-dbcache=100` (session 18): 77 % of the loop's
+/// the flush writer at `-dbcache=100`: 77 % of the loop's
 /// samples on the first load of the outpoint, ~540 samples a quarter, a
 /// quarter of the writer's CPU. Sixteen entries ahead (~16 x 0.1-0.2 us of
 /// work a coin) covers the miss.
@@ -132,7 +132,7 @@ pub fn keyed(write: CoinWrite<'_>) -> KeyedCoinWrite<'_> {
 /// # Napkin math
 /// The writes point into the UTXO maps, scattered in memory: a comparison
 /// through the pointers is a cache miss (~100 ns), ~20 a write for a sort,
-/// which took 9 s of the flush thread over an import (session 15). The
+/// which took 9 s of the flush thread over an import. The
 /// inline numbers decide every comparison but those between transactions
 /// whose ids share their first ten bytes (a chance of 2^-80 a pair, or
 /// made on purpose): a pass over the sorted writes finds those runs and

@@ -1,4 +1,4 @@
-//! What RocksDB did with the coins (issue 17: "measure first"): bytes
+//! What RocksDB did with the coins, for measuring before tuning: bytes
 //! written to its write-ahead log, by memtable flushes (memtable to level
 //! 0) and by compactions, bytes compactions read, time writes stalled, the
 //! files and bytes at each level, and its estimates of the live data and

@@ -23,7 +23,7 @@ pub const LEVEL0_COMPACTION_FILES_MAX: usize = 24;
 /// ratio of the two levels' sizes for each byte moved down. A smaller
 /// ratio makes more levels but rewrites less at each step. Measured on
 /// the `utxo-heavy` chain to height 2,000, scripts skipped,
-/// `-reindex-chainstate` (one run each, session 10): at `-dbcache=100`,
+/// `-reindex-chainstate` (one run each): at `-dbcache=100`,
 /// 10 took 64.6 s (compactions wrote 6.07 GiB, 64.6 s of compaction
 /// time), 5 took 61.3 s (6.02 GiB, 57.8 s), 3 took 59.8 s (5.58 GiB, 54.7
 /// s); at `-dbcache=450`, 10 took 46.2 s and 3 took 44.3 s. The price is
@@ -59,22 +59,22 @@ pub struct Level0Triggers {
 /// is a bloom filter probe (~0.1 us, the filters are in memory) per
 /// extra level-0 file a lookup passes.
 ///
-/// Session 10 raised the bytes from 48 MiB to 256 MiB (and the files to
-/// 24): with 14 MiB memtables at `-dbcache=450` and scripts skipped, 48
-/// MiB a compaction wrote 9.2 GiB in compactions (write amplification
-/// 6.6), stopped writes 11 times for 24 s in all, and took 73.1 s; 256
-/// MiB wrote 5.1 GiB (4.5), stalled 0.2 s and took 52.6 s. 512 MiB (32
-/// files of 16 MiB) was slower again at `-dbcache=100`, 70.3 s against
-/// 66.8 s: every read probes more level-0 files.
+/// Why hundreds of MiB: with 14 MiB memtables at `-dbcache=450` and
+/// scripts skipped, 48 MiB a compaction wrote 9.2 GiB in compactions
+/// (write amplification 6.6), stopped writes 11 times for 24 s in all,
+/// and took 73.1 s; 256 MiB (and 24 files at most) wrote 5.1 GiB (4.5),
+/// stalled 0.2 s and took 52.6 s. 512 MiB (32 files of 16 MiB) was slower
+/// again at `-dbcache=100`, 70.3 s against 66.8 s: every read probes more
+/// level-0 files.
 ///
-/// Since session 14 each table holds [`MEMTABLES_MERGED_PER_FLUSH`]
-/// memtables, and the bytes went from 256 to 336 MiB: with memtables of
-/// 11.1 MiB (`-dbcache=100` then) 15 tables, as in the three runs that
-/// chose the merge (docs/utxo-heavy.md, session 14), where 11 tables (the
-/// same 256 MiB) gave back most of the gain (52.8 s against 50.7 s and
-/// 53.6 s in one round). Since session 15 flushes are ingested as one
-/// table each ([`crate::database_ingest`]) and the memtables are 1 MiB,
-/// so this gives the cap, 24 tables; RocksDB also compacts level 0 once
+/// Each table holds [`MEMTABLES_MERGED_PER_FLUSH`] memtables, so the
+/// bytes are 336 MiB rather than 256: with memtables of 11.1 MiB
+/// (`-dbcache=100`'s with flushes through the memtables) 15 tables, as in
+/// the three runs that chose the merge (docs/utxo-heavy.md), where 11
+/// tables (the same 256 MiB) gave back most of the gain (52.8 s against
+/// 50.7 s and 53.6 s in one round). Flushes are ingested as one table
+/// each ([`crate::database_ingest`]) and the memtables are 1 MiB, so this
+/// gives the cap, 24 tables; RocksDB also compacts level 0 once
 /// it holds more bytes than the base level's target (256 MiB), which is
 /// what starts most compactions there (tables of 20-120 MB a flush).
 pub fn level0_file_triggers(memtable_bytes: usize) -> Level0Triggers {

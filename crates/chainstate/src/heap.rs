@@ -6,31 +6,31 @@
 //! threshold, or on `malloc_trim`. Allocations from its `mmap` threshold up
 //! are mapped on their own and unmapped when freed.
 //!
-//! # What is kept, and why (session 17)
+//! # What is kept, and why
 //! The cache's map grows from empty to its planned size after every flush
 //! (its shard tables doubling), while the frozen map's tables of the same
-//! sizes are freed as the writer gives them back. Until session 16 the
-//! `mmap` threshold was pinned at 512 KiB for small caches and 4 MiB for
-//! large ones, and `malloc_trim(0)` ran after every flush (session 9: the
-//! frozen table and the writer's batches stayed resident, and the process
-//! measured ~460 MB instead of ~350 at `-dbcache=100`). Every table, block
-//! buffer and sort buffer then came as fresh pages, zeroed by the kernel
-//! one 4 KiB page at a time: on the `utxo-heavy` chain to height 600 at
+//! sizes are freed as the writer gives them back. With the `mmap`
+//! threshold pinned at 512 KiB for small caches and 4 MiB for large ones,
+//! and `malloc_trim(0)` after every flush (without the trim, the frozen
+//! table and the writer's batches stay resident, and the process measured
+//! ~460 MB instead of ~350 at `-dbcache=100`), every table, block buffer
+//! and sort buffer comes as fresh pages, zeroed by the kernel one 4 KiB
+//! page at a time: on the `utxo-heavy` chain to height 600 at
 //! `-dbcache=100`, 846,000 page faults; to height 2,000, ~4 CPU seconds of
 //! the connecting thread in `reserve_rehash`'s faults alone and 17-18 s of
-//! system time in a 38-40 s import (docs/utxo-heavy.md, session 17).
+//! system time in a 38-40 s import (docs/utxo-heavy.md).
 //!
-//! Now allocations up to [`MMAP_THRESHOLD_BYTES`] come from the arenas, the
+//! So allocations up to [`MMAP_THRESHOLD_BYTES`] come from the arenas, the
 //! trim threshold (free bytes at the top of a heap) is
 //! [`RETAINED_FREE_HEAP_BYTES_MAX`], and the trim after a flush runs only
 //! when the process's resident size has passed `-dbcache` +
 //! [`RETAINED_FREE_HEAP_BYTES_MAX`] (`release_free_memory`): a freed
-//! table is the next map's table. Page faults to height 600 fell to
+//! table is the next map's table. Page faults to height 600 come to
 //! ~37,000. At each flush the process is brought back inside that bound,
 //! itself inside the 256 MiB it may use over `-dbcache`.
 //!
 //! Keeping the cache's emptied tables for the live map to take whole
-//! instead (measured the same session) saved the faults but cost as much
+//! instead (measured on the same chain) saved the faults but cost as much
 //! in cache misses: a full-size table holding a few thousand entries
 //! spreads them over all its pages, where a growing table keeps them
 //! close.

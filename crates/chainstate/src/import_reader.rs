@@ -10,10 +10,11 @@
 //! prepared or queued: the blocks' share of `-dbcache`
 //! ([`MemoryBudget::incoming_blocks_bytes`]) counts them prepared, at
 //! about twice their size (bytes, parsed view, txids: measured ~1.8x, 63
-//! MiB of full blocks held ~115 MiB of heap). Before any bound the reader
-//! held a whole 128 MiB file and up to 80 prepared blocks (~240 MiB on
-//! 1.4 MB blocks); until session 9 the bound was a sixth of the coins cache
-//! (12-64 MiB, ~130 MiB prepared at `-dbcache=450`), outside `-dbcache`.
+//! MiB of full blocks held ~115 MiB of heap). Unbounded, the reader would
+//! hold a whole 128 MiB file and up to 80 prepared blocks (~240 MiB on
+//! 1.4 MB blocks); bounded by a sixth of the coins cache instead (12-64
+//! MiB, ~130 MiB prepared at `-dbcache=450`), it would sit outside
+//! `-dbcache`.
 //!
 //! # Napkin math
 //! At `-dbcache=450`, 28 MiB is ~20 full 1.4 MB blocks: ~4 s of work for

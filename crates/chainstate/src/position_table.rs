@@ -9,7 +9,7 @@
 //! dependent cache misses. With the entry itself in the bucket that was
 //! two, and where the whole set fits in memory the third made the lookup
 //! twice as dear (`perf` at `-dbcache=450` to height 500: 21 % of the
-//! samples against 10 %; docs/utxo-heavy.md, session 26). Here a group is
+//! samples against 10 %; docs/utxo-heavy.md). Here a group is
 //! 16 tag bytes and 16 positions in 80 bytes, so the tags and the position
 //! are one or two neighbouring cache lines, fetched together.
 //!

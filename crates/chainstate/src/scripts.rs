@@ -267,8 +267,8 @@ mod tests {
         let broken = ScriptCheckBroken::UndoRecordCount { records: transactions - 1, transactions };
         assert_eq!(check(&bytes, &txids, &short), Err(broken.into()));
 
-        // One spent coin short in the first transaction: it used to check
-        // the inputs it had coins for and pass.
+        // One spent coin short in the first transaction: a check of only
+        // the inputs it has coins for would pass.
         let inputs = block.transaction(1).unwrap().inputs().len();
         let one_short = undo_for(&block, |index, inputs| inputs - usize::from(index == 1));
         let broken = ScriptCheckBroken::SpentCoinCount { index: 1, inputs, spent: inputs - 1 };

@@ -7,10 +7,10 @@
 //! A flush writes its coins as tables that the database then ingests
 //! ([`crate::database_ingest::TableFlush`]). The young
 //! coins in it are read again within seconds. With the C API's writer every
-//! table left the page cache as it was written, and those reads went to
+//! table leaves the page cache as it is written, and those reads go to
 //! the disk: on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`
 //! an import read 3.9 GB from the disk instead of 2.4 and took 55-61 s
-//! instead of 48-50 (docs/utxo-heavy.md, sessions 14 and 15).
+//! instead of 48-50 (docs/utxo-heavy.md).
 //!
 //! The table has the database's format (bloom filters of
 //! [`BLOOM_BITS_PER_KEY`] over whole keys or `'C' || txid` prefixes, no

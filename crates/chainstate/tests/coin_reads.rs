@@ -1,7 +1,6 @@
-//! Where connect finds the coins it spends (issue 17's "measure first"),
-//! counted by the coin's age, checked against what the chain and the
-//! flushes make certain, on a scaled-down `utxo-heavy` chain (400 blocks
-//! of 100,000 WU, every script checked):
+//! Where connect finds the coins it spends, counted by the coin's age, checked
+//! against what the chain and the flushes make certain, on a scaled-down
+//! `utxo-heavy` chain (400 blocks of 100,000 WU, every script checked):
 //!
 //! - after a flush that empties the cache, every coin made before it is
 //!   read from the database (by the prefetch, none by a read at the spend)

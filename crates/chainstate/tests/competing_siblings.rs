@@ -1,4 +1,4 @@
-//! Chains that end with competing children of one parent (issue 12): k
+//! Chains that end with competing children of one parent: k
 //! invalid siblings (k = 1 to 6: script failures, a coinbase paying too
 //! much, a missing input, a double spend) and one valid sibling, first,
 //! in the middle or last in file order, with or without a valid child on
@@ -10,9 +10,9 @@
 //! `ActivateBestChain` does by trying the next candidate after each
 //! failure, and [`Chainstate::check_best_candidate`] must say so.
 //!
-//! Before the fix, the pipeline pruned the candidates against a tip whose
-//! scripts were still being checked: with two script-failing siblings
-//! first, the valid one was dropped and the import ended on the parent.
+//! The trap: a pipeline that prunes the candidates against a tip whose
+//! scripts are still being checked, with two script-failing siblings
+//! first, drops the valid one and ends the import on the parent.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]

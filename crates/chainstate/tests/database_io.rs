@@ -1,9 +1,8 @@
-//! The coins database's I/O figures (issue 17: "measure first") read from
-//! a real RocksDB, not from sample text: after coins are written through
-//! small memtables, flushed to level 0 and compacted, every figure is
-//! known, the bytes written to it are counted exactly, and the figures
-//! RocksDB prints agree with its integer properties and with each other
-//! within the precision it prints them with.
+//! The coins database's I/O figures read from a real RocksDB, not from sample
+//! text: after coins are written through small memtables, flushed to level 0
+//! and compacted, every figure is known, the bytes written to it are counted
+//! exactly, and the figures RocksDB prints agree with its integer properties
+//! and with each other within the precision it prints them with.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};

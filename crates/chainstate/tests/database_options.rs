@@ -2,10 +2,10 @@
 //! RocksDB's defaults: read back from the `OPTIONS-*` file RocksDB writes
 //! with the settings it actually applied, and from its properties.
 //!
-//! Until session 9 the family was opened with `DB::open_cf` and a list of
-//! names, which gives every listed family `Options::default()`: no bloom
-//! filter, 64 MiB memtables and RocksDB's own block cache, while the
-//! module docs claimed otherwise. This test fails on that mistake.
+//! Opened with `DB::open_cf` and a list of names, the family would get
+//! `Options::default()`, as every listed family does: no bloom filter, 64
+//! MiB memtables and RocksDB's own block cache, whatever the module docs
+//! say. This test fails on that mistake.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;

@@ -1,8 +1,8 @@
-//! Reading the engine from other threads while it validates (issue 13's
-//! engine API): published snapshots and hash lists follow the settled tip,
-//! through reorganisations; queries run between blocks against one settled
-//! state (tip, index, coins agree); the query queue is bounded, and a query
-//! nobody answers times out or reports the engine stopped.
+//! Reading the engine from other threads while it validates: published
+//! snapshots and hash lists follow the settled tip, through reorganisations;
+//! queries run between blocks against one settled state (tip, index, coins
+//! agree); the query queue is bounded, and a query nobody answers times out or
+//! reports the engine stopped.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]

@@ -1,9 +1,8 @@
-//! The engine on its own thread, fed through its bounded command channel as
-//! the network side will feed it (issue 14's bridge): headers first, then
-//! blocks in a scrambled order from two "peers", blocks with an unknown
-//! parent handed back and offered again once the parent is in, a reader
-//! querying all along. The result must be the chain imported from files:
-//! same tip, same UTXO set.
+//! The engine on its own thread, fed through its bounded command channel as the
+//! network side feeds it: headers first, then blocks in a scrambled order from
+//! two "peers", blocks with an unknown parent handed back and offered again
+//! once the parent is in, a reader querying all along. The result must be the
+//! chain imported from files: same tip, same UTXO set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]

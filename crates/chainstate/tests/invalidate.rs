@@ -1,4 +1,4 @@
-//! `invalidateblock` and `reconsiderblock` in the engine (issue 15), on the
+//! `invalidateblock` and `reconsiderblock` in the engine, on the
 //! generator's chain with forks: invalidating a block in the middle of the
 //! active chain moves the tip to its parent, or to a competing branch with
 //! more work, with the UTXO set of that chain imported alone; reconsidering

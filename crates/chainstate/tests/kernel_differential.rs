@@ -449,7 +449,7 @@ fn core_wallet_chain_agrees_with_core() {
     assert_eq!(u64::from(outcome.tip.1), tip["height"].as_u64().unwrap());
 }
 
-/// Issue 12's shapes: k invalid siblings of the last valid block (script
+/// Competing siblings: k invalid siblings of the last valid block (script
 /// failures, a coinbase paying too much, missing and double-spent inputs)
 /// with the valid sibling last, first, in the middle, or under a valid
 /// child. Block by block, each step agrees with Core; the `-reindex` of the

@@ -114,7 +114,7 @@ pub struct TrafficMix {
 impl TrafficMix {
     /// The main chain's mix around 2023-2024: segwit v0 dominant, a fifth
     /// legacy, a growing taproot share; no bare multisig (its weight, last,
-    /// is zero, so these chains are drawn as before it existed).
+    /// is zero, so a seed draws the same chain as a mix without the kind).
     pub fn mainnet_like() -> TrafficMix {
         TrafficMix {
             shape_weights: [1_000, 30, 3],

@@ -2,8 +2,8 @@
 //! siblings of the chain's last valid block, written around it in the file,
 //! optionally with a valid child of that block after them all.
 //!
-//! This is the shape of issue 12 (recorded from Bitcoin Core's functional
-//! tests): several blocks at the same height, all children of the tip, the
+//! This is the shape of a chain recorded from Bitcoin Core's functional
+//! tests: several blocks at the same height, all children of the tip, the
 //! first ones invalid in file order and the valid one later. A node must end
 //! at the valid one (or its child), whatever the order, as Core's
 //! `ActivateBestChain` goes on to the next most-work candidate after each
@@ -27,9 +27,10 @@ use crate::random::DeterministicRng;
 const STREAM_SIBLINGS: u64 = 64;
 
 /// A mix of the classes that fail only when connected (two script
-/// failures first, as in issue 12's recorded chain, then a coinbase paying
-/// too much, a missing input, a third script failure, a double spend):
-/// tests take the first k as their invalid siblings.
+/// failures first, as in the chain recorded from Core's functional tests,
+/// then a coinbase paying too much, a missing input, a third script
+/// failure, a double spend): tests take the first k as their invalid
+/// siblings.
 pub const MIXED_SIBLING_CLASSES: [InvalidClass; 6] = [
     InvalidClass::InvalidSignature,
     InvalidClass::InvalidSignature,

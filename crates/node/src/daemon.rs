@@ -1,6 +1,6 @@
 //! What `ibexd` does once its options are read: the Core-like startup lines,
-//! then [`run_node`]. For now `run_node` only logs the configuration the
-//! chainstate engine will be built from; the engine is wired in here.
+//! then [`run_node`], which logs the configuration the chainstate engine
+//! is built from, runs the engine and logs the run's closing figures.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

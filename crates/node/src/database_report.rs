@@ -1,4 +1,4 @@
-//! The log's lines about the coins database (issue 17: "measure first"):
+//! The log's lines about the coins database, for measuring before tuning:
 //! where connect found the coins it spent, by age, and what RocksDB wrote
 //! and read for them.
 //!

@@ -90,11 +90,10 @@ fn broken_files_print_one_line_and_exit_1() {
     assert_eq!(summary["merkle_root_valid"], false);
 }
 
-/// `ibex block` on an endless or huge input (issue 42, item 16) reads one
-/// byte past the largest block and stops with an error naming the limit:
-/// `/dev/zero` as raw bytes and as hex, and a sparse 8 GiB file. Its peak
-/// resident memory stays within a few times the largest block (measured
-/// by `wait4`), not the input's size.
+/// `ibex block` on an endless or huge input reads one byte past the largest
+/// block and stops with an error naming the limit: `/dev/zero` as raw bytes and
+/// as hex, and a sparse 8 GiB file. Its peak resident memory stays within a few
+/// times the largest block (measured by `wait4`), not the input's size.
 #[test]
 fn endless_and_huge_inputs_are_refused_after_a_block_s_worth_of_bytes() {
     use ibex_node::bench::measure::run_measured;

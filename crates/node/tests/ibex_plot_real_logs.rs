@@ -1,6 +1,6 @@
-//! `ibex plot` on Core's own log from `../shared` and on a synthetic
-//! gigabyte log (issue 16's tests): exact CSV values, and a peak RSS that
-//! shows the log is streamed, not loaded.
+//! `ibex plot` on Core's own log from `../shared` and on a synthetic gigabyte
+//! log: exact CSV values, and a peak RSS that shows the log is streamed, not
+//! loaded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufWriter, Write};

@@ -1,11 +1,11 @@
-//! `ibex txoutsetinfo` reads a stopped node's databases without changing a
-//! byte of them (issue 42, item 17): both are opened in RocksDB's read-only
-//! mode, so no `MANIFEST`, `OPTIONS`, `CURRENT` or `LOG` is rewritten, no log
-//! is flushed into a table and no compaction runs, whether the tool succeeds
-//! or fails (here: with the block index moved away, which a read-write open
-//! would have created anew). Its `disk_size` is the bytes of every table
-//! file of the coins database, and coins that fail their checksum as they
-//! are read name the remedy, `-reindex-chainstate` (issue 42, item 19).
+//! `ibex txoutsetinfo` reads a stopped node's databases without changing a byte
+//! of them: both are opened in RocksDB's read-only mode, so no `MANIFEST`,
+//! `OPTIONS`, `CURRENT` or `LOG` is rewritten, no log is flushed into a table
+//! and no compaction runs, whether the tool succeeds or fails (here: with the
+//! block index moved away, which a read-write open would have created anew).
+//! Its `disk_size` is the bytes of every table file of the coins database, and
+//! coins that fail their checksum as they are read name the remedy,
+//! `-reindex-chainstate`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

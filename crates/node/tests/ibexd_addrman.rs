@@ -1,10 +1,9 @@
-//! Finding peers without `-connect` (issue 14, item 4), on regtest over
-//! loopback: node B serves a generated chain; node A, empty, is started
-//! with B as its `-seednode` only, learns B's address from that addr-fetch
-//! connection (without syncing from it, as Core), and writes it to its
-//! address file (`ibex_peers.dat`) at shutdown. Started again with no
-//! peer option at all, A finds B in its address manager, connects to it
-//! as an outbound full-relay peer and syncs the chain.
+//! Finding peers without `-connect`, on regtest over loopback: node B serves a
+//! generated chain; node A, empty, is started with B as its `-seednode` only,
+//! learns B's address from that addr-fetch connection (without syncing from it,
+//! as Core), and writes it to its address file (`ibex_peers.dat`) at shutdown.
+//! Started again with no peer option at all, A finds B in its address manager,
+//! connects to it as an outbound full-relay peer and syncs the chain.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,4 +1,4 @@
-//! Issue 42, item 6, against a running `ibexd`: a flood of misbehaving
+//! The ban list against a running `ibexd`: a flood of misbehaving
 //! peers cannot push the operator's bans out of the ban list. The operator
 //! bans a few addresses with `setban`; then 2,000 attacker hosts each send
 //! a header without proof of work, and each is disconnected and

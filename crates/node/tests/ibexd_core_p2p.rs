@@ -1,10 +1,10 @@
-//! P2P against Bitcoin Core's own `bitcoind` (issue 14), run when
-//! `IBEX_CORE_BIN` names a directory holding `bitcoind` and `bitcoin-cli`
-//! (built by `scripts/build-core-bitcoind`); otherwise each test says it
-//! was skipped. `bitcoind` serves the shared Core chain and an empty
-//! `ibexd` syncs it (over v2, as Core 30 speaks by default, and over v1);
-//! then a fresh `bitcoind` does its IBD from that `ibexd`. Every node must
-//! end at Core's tip with Core's UTXO hash.
+//! P2P against Bitcoin Core's own `bitcoind`, run when `IBEX_CORE_BIN` names a
+//! directory holding `bitcoind` and `bitcoin-cli` (built by
+//! `scripts/build-core-bitcoind`); otherwise each test says it was skipped.
+//! `bitcoind` serves the shared Core chain and an empty `ibexd` syncs it (over
+//! v2, as Core 30 speaks by default, and over v1); then a fresh `bitcoind` does
+//! its IBD from that `ibexd`. Every node must end at Core's tip with Core's
+//! UTXO hash.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,4 +1,4 @@
-//! Issue 14's hostile peers: fake peers scripted here (v1 framing and
+//! Hostile peers: fake peers scripted here (v1 framing and
 //! messages from `ibex-p2p`) against a real `ibexd` (B) syncing a generated
 //! chain from an honest `ibexd` (A, a `-connect` peer). The fake peers
 //! connect inbound, where Core punishes; some are `-connect` peers, which

@@ -1,4 +1,4 @@
-//! Issue 42's serving and download attacks, played by fake peers against a
+//! Serving and download attacks, played by fake peers against a
 //! running `ibexd`:
 //!
 //! - a peer that asks for 128 large blocks and reads its socket at a
@@ -114,7 +114,7 @@ fn fetch_blocks(
     Ok((started.elapsed(), bytes))
 }
 
-/// Item 1: 128 requests for the largest blocks from a peer that reads 160
+/// 128 requests for the largest blocks from a peer that reads 160
 /// KiB/s. The node serves a block only while the peer's send queue is
 /// below its 1 MB limit, so over the measured window its reads stay within
 /// what the attacker and an honest peer took plus two blocks (a node that
@@ -192,7 +192,7 @@ fn garbage_blocks(chain: &ChainData) -> HashMap<BlockHash, Vec<u8>> {
         .collect()
 }
 
-/// Item 3: a peer answering every request with a valid header and garbage.
+/// A peer answering every request with a valid header and garbage.
 /// Core drops each such message without penalty but keeps the request in
 /// flight, so once the window waits on its blocks it is dropped by the
 /// stalling timeout like a peer that never answers; the node syncs A's

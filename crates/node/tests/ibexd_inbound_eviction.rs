@@ -1,4 +1,4 @@
-//! Issue 42, item 4, against a running `ibexd`: one host's flood of
+//! Inbound eviction against a running `ibexd`: one host's flood of
 //! inbound connections cannot hold the inbound slots. The attacker fills
 //! all 114 (Core's default) from one network group, then keeps
 //! reconnecting; an honest peer from another group still gets in, stays

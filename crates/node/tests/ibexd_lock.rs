@@ -1,4 +1,4 @@
-//! One process per data directory (issue 12): `ibexd` locks the network
+//! One process per data directory: `ibexd` locks the network
 //! data directory and the blocks directory as Core does, before it opens
 //! the log or touches a file.
 //!

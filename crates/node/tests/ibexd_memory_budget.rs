@@ -1,4 +1,4 @@
-//! Issue 17's memory bound on a scaled-down `utxo-heavy` chain (1,200
+//! The memory bound on a scaled-down `utxo-heavy` chain (1,200
 //! blocks of 100,000 WU, ~340,000 coins, ~45 MiB of UTXO map if it were
 //! never flushed): `ibexd -reindex -dbcache=32` flushes its coins cache
 //! several times in the background.
@@ -7,9 +7,9 @@
 //!   parts that add up to it, the UTXO set's share as the split function
 //!   gives it.
 //! - The UTXO cache as each `UpdateTip` logs it (the live map plus what a
-//!   background flush still holds) never passes that share: with the
-//!   frozen map held whole until its write ended and the live map growing
-//!   a quarter of the limit meanwhile (until session 9), it did.
+//!   background flush still holds) never passes that share, as it would
+//!   if the frozen map were held whole until its write ended while the
+//!   live map grew a quarter of the limit meanwhile.
 //! - The cache flushes because it is full, after using most of its share.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -23,7 +23,7 @@ const BLOCKS: &str = "1200";
 const TARGET_WEIGHT: &str = "100000";
 const SEED: &str = "5";
 const DBCACHE_MEBIBYTES: u64 = 32;
-/// The issue's margin over `-dbcache` for the whole process.
+/// The margin over `-dbcache` the whole process's memory stays within.
 const MARGIN_MEBIBYTES: u64 = 256;
 /// Rounding of one logged figure (one decimal).
 const ROUNDING_MEBIBYTES: f64 = 0.05;

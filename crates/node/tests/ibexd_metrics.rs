@@ -1,14 +1,13 @@
-//! `ibexd -metrics` (issue 16, item 4): the endpoint is scraped all
-//! through a `-reindex` of a generated chain with a small `-dbcache` (so
-//! flushes happen) and once the node has moved on to P2P, where a raw
-//! inbound connection moves the network figures. Every family is there
-//! with its `# HELP` and `# TYPE`, counters never go down, the height
-//! rises to the tip, the flush histogram counts the flushes, the import's
-//! read-ahead fills then drains, the coin reads by age add up to the
-//! inputs and the coins database's figures are there; and
-//! `contrib/grafana/ibex-ibd.json` only charts metrics the endpoint
-//! exports. A non-loopback `-metrics` is
-//! refused at start unless `-metricsallowremote=1` is given.
+//! `ibexd -metrics`: the endpoint is scraped all through a `-reindex` of a
+//! generated chain with a small `-dbcache` (so flushes happen) and once the
+//! node has moved on to P2P, where a raw inbound connection moves the network
+//! figures. Every family is there with its `# HELP` and `# TYPE`, counters
+//! never go down, the height rises to the tip, the flush histogram counts the
+//! flushes, the import's read-ahead fills then drains, the coin reads by age
+//! add up to the inputs and the coins database's figures are there; and
+//! `contrib/grafana/ibex-ibd.json` only charts metrics the endpoint exports. A
+//! non-loopback `-metrics` is refused at start unless `-metricsallowremote=1`
+//! is given.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,8 +1,8 @@
-//! Issue 14's first end-to-end slice: one `ibexd` imports a generated
-//! chain from block files and stays up listening (`-listen=1`); a second,
-//! empty one connects to it (`-connect`), downloads headers and blocks over
-//! P2P on loopback, and stops at the tip (`-stopatheight`). Both must end
-//! with the same UTXO set, and the first must stop cleanly on SIGTERM.
+//! P2P end to end: one `ibexd` imports a generated chain from block files and
+//! stays up listening (`-listen=1`); a second, empty one connects to it
+//! (`-connect`), downloads headers and blocks over P2P on loopback, and stops
+//! at the tip (`-stopatheight`). Both must end with the same UTXO set, and the
+//! first must stop cleanly on SIGTERM.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,4 +1,4 @@
-//! Issue 14's syncs with more than one peer: three serving `ibexd`s, one
+//! Syncs with more than one peer: three serving `ibexd`s, one
 //! of them killed in the middle of the sync; and a reorganisation that
 //! arrives over the network (the syncing node follows a lighter branch
 //! from one peer until a second peer with the heavier chain appears).

@@ -1,8 +1,8 @@
-//! Files `ibexd` creates are its user's alone (issue 42, item 13): Core's
-//! umask of 077 is set before anything is created, and the RPC cookie's
-//! temporary file is created fresh, so a `.cookie.tmp` planted in the chain
-//! directory (a symbolic link to another file, or a file others can read)
-//! is neither written through nor reused.
+//! Files `ibexd` creates are its user's alone: Core's umask of 077 is set
+//! before anything is created, and the RPC cookie's temporary file is created
+//! fresh, so a `.cookie.tmp` planted in the chain directory (a symbolic link to
+//! another file, or a file others can read) is neither written through nor
+//! reused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

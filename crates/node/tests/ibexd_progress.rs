@@ -1,9 +1,8 @@
-//! What `ibexd` says of its progress (issue 16, item 5): the `progress=` of
-//! each `UpdateTip` line is Core v30's `GuessVerificationProgress` (an old
-//! regtest chain ends below 1, as in Core; with the tip within two hours of
-//! the clock, `-mocktime` here, and no header left, exactly 1), and the
-//! plain progress lines end at exactly 100 % of the target: the best
-//! header, or `-stopatheight` when lower.
+//! What `ibexd` says of its progress: the `progress=` of each `UpdateTip` line
+//! is Core v30's `GuessVerificationProgress` (an old regtest chain ends below
+//! 1, as in Core; with the tip within two hours of the clock, `-mocktime` here,
+//! and no header left, exactly 1), and the plain progress lines end at exactly
+//! 100 % of the target: the best header, or `-stopatheight` when lower.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,14 +1,13 @@
-//! Attacks on the RPC, REST and metrics servers of a running `ibexd`
-//! (issue 42, items 9-12 and 14), each asserting the bound that holds it:
-//! clients that ask for large REST replies and never read hold bounded
-//! memory and are disconnected after `-rpcservertimeout` (item 9); trickled
-//! REST bodies cannot make JSON-RPC wait, and a request finding its body
-//! budget full waits 5 s for a 503 (item 10); password guessing is slowed
-//! as Core slows it, to `-rpcthreads` failed attempts per 250 ms whatever
-//! the number of connections (item 11); a batch whose replies would exceed
-//! 128 MiB is refused with -7 before they take the memory (item 12); idle
-//! metrics connections cannot keep a scrape waiting (item 14). Each also
-//! checks that an honest client is answered meanwhile.
+//! Attacks on the RPC, REST and metrics servers of a running `ibexd`, each
+//! asserting the bound that holds it: clients that ask for large REST
+//! replies and never read hold bounded memory and are disconnected after
+//! `-rpcservertimeout`; trickled REST bodies cannot make JSON-RPC wait,
+//! and a request finding its body budget full waits 5 s for a 503;
+//! password guessing is slowed as Core slows it, to `-rpcthreads` failed
+//! attempts per 250 ms whatever the number of connections; a batch whose
+//! replies would exceed 128 MiB is refused with -7 before they take the
+//! memory; idle metrics connections cannot keep a scrape waiting. Each
+//! also checks that an honest client is answered meanwhile.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -172,10 +171,10 @@ fn honest_latency_while(node_port: u16, busy: &AtomicBool, count: usize) -> Dura
     slowest
 }
 
-/// Item 11: 64 connections guessing passwords for 2 s get at most
-/// `-rpcthreads` answers per 250 ms (Core holds a worker thread for each
-/// failed attempt's delay), not one per connection per 250 ms; a client
-/// with the right password is answered within 500 ms meanwhile.
+/// 64 connections guessing passwords for 2 s get at most `-rpcthreads` answers
+/// per 250 ms (Core holds a worker thread for each failed attempt's delay), not
+/// one per connection per 250 ms; a client with the right password is answered
+/// within 500 ms meanwhile.
 #[test]
 fn password_guessing_is_bounded_per_second_while_honest_calls_pass() {
     const GUESSERS: usize = 64;
@@ -266,7 +265,7 @@ fn slowest_call(port: u16, bodies: &[&str]) -> Duration {
     slowest
 }
 
-/// Item 10: REST clients declaring 32 MiB `getutxos` bodies and trickling
+/// REST clients declaring 32 MiB `getutxos` bodies and trickling
 /// them hold only the REST body budget: JSON-RPC calls (small bodies, and
 /// a 100 KiB one that reserves from the JSON-RPC budget) are answered
 /// within 500 ms meanwhile, and the REST requests that find no room wait
@@ -362,7 +361,7 @@ fn largest_block_json(port: u16, heights: std::ops::RangeInclusive<u64>) -> (Str
 /// Replies of more than 64 KiB held at once, across connections, bytes.
 const REPLY_BYTES_IN_FLIGHT_MAX: u64 = 128 << 20;
 
-/// Item 9: 200 clients each ask for the largest block's REST JSON (12 MB:
+/// 200 clients each ask for the largest block's REST JSON (12 MB:
 /// 2.4 GB between them) and never read. The node's peak memory grows by
 /// at most twice the reply budget (128 MiB: a REST block reply takes its
 /// room before it is built, and one being built may hold its old and new
@@ -434,7 +433,7 @@ fn clients_that_never_read_large_replies_hold_bounded_memory_and_are_closed() {
 /// A batch reply at most, bytes.
 const BATCH_REPLY_BYTES_MAX: u64 = 128 << 20;
 
-/// Item 12: batches whose replies would be gigabytes (an id of 1 MiB that
+/// Batches whose replies would be gigabytes (an id of 1 MiB that
 /// Core echoes for each of 15 million elements that are not objects; 10
 /// million empty objects each answered with an error) are refused with -7
 /// (Core's `RPC_OUT_OF_MEMORY`) while the node's peak memory grows by less
@@ -481,7 +480,7 @@ fn scrape(port: u16) -> (u16, Duration) {
     (reply.status, started.elapsed())
 }
 
-/// Item 14: one client keeps opening metrics connections that never finish
+/// One client keeps opening metrics connections that never finish
 /// their headers (up to 500 open at once, a new one every 2 ms) for 3 s;
 /// honest scrapes made meanwhile are each answered within 1 s (a new
 /// connection closes the oldest when the slots are full, instead of

@@ -1,4 +1,4 @@
-//! Hostile requests against a running `ibexd` (issue 15): no credentials,
+//! Hostile requests against a running `ibexd`: no credentials,
 //! wrong ones (401 after Core's 250 ms, other clients served meanwhile),
 //! malformed JSON, deep nesting, a 100 MB body (refused at once by its
 //! `Content-Length`, or after 32 MiB when chunked), bodies whose parse

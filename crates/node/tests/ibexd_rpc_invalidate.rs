@@ -1,5 +1,5 @@
 //! `invalidateblock` and `reconsiderblock` over RPC against a running
-//! `ibexd` (issue 15): a node that imported a generated chain with forks
+//! `ibexd`: a node that imported a generated chain with forks
 //! and stays up (`-listen=1`) moves its tip to the parent of an invalidated
 //! block, or to a competing branch with more work, lists the old tip as
 //! `invalid` in `getchaintips`, comes back to its tip on

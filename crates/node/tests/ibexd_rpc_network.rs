@@ -1,4 +1,4 @@
-//! Issue 15's network methods against two `ibexd` on loopback: A imports a
+//! The network methods against two `ibexd` on loopback: A imports a
 //! generated chain and listens (RPC with user and password); B starts
 //! empty with `-addnode` A (RPC with its cookie) and syncs. Each side's
 //! `getpeerinfo`, `getconnectioncount`, `getnettotals`, `getnetworkinfo`

@@ -1,5 +1,5 @@
 //! `gettxoutsetinfo`, `getblockstats`, `getdeploymentinfo`,
-//! `getchainstates` and `getrawtransaction` (issue 15) from an `ibexd`
+//! `getchainstates` and `getrawtransaction` from an `ibexd`
 //! that imported Core's regtest chain: the UTXO set statistics equal
 //! Core's answers in `expected.json` (and `ibex txoutsetinfo`'s after the
 //! node stops: one implementation), every block's statistics agree with

@@ -1,9 +1,8 @@
 //! SIGTERM stops `ibexd` while it scans a `-loadblock` source that holds no
-//! block (issue 42, item 15): `/dev/zero` and `/dev/urandom` never end and
-//! an 8 GiB file of zeros takes many seconds to search for the network
-//! magic, yet the node stops within [`STOP_WAIT_MAX`] of the signal, cleanly
-//! (exit status 0, `Shutdown: done`), as Core's `LoadExternalBlockFile`
-//! checks its interrupt in its loop.
+//! block: `/dev/zero` and `/dev/urandom` never end and an 8 GiB file of zeros
+//! takes many seconds to search for the network magic, yet the node stops
+//! within [`STOP_WAIT_MAX`] of the signal, cleanly (exit status 0, `Shutdown:
+//! done`), as Core's `LoadExternalBlockFile` checks its interrupt in its loop.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

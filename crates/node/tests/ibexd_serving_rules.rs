@@ -1,5 +1,5 @@
-//! Issue 42's serving rules, checked by fake peers against a running
-//! `ibexd`, each as Core's net_processing.cpp has it:
+//! Serving rules, checked by fake peers against a running `ibexd`, each as
+//! Core's net_processing.cpp has it:
 //!
 //! - `getheaders` gets an empty `headers` while our tip is below the
 //!   minimum chain work, except from a peer with the `download`

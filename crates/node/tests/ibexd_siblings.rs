@@ -1,5 +1,5 @@
-//! Issue 12 as a user met it: block files ending with invalid siblings of
-//! the tip (two script failures) before the valid one. `ibexd -reindex`
+//! Invalid siblings as a user meets them: block files ending with invalid
+//! siblings of the tip (two script failures) before the valid one. `ibexd -reindex`
 //! must end at the valid sibling with the UTXO set of the valid chain alone
 //! and say in its log that the best valid candidate was reached; so must a
 //! restart. `ibex gen --invalid-siblings` makes such files.

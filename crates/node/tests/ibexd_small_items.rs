@@ -1,7 +1,8 @@
-//! Small operator-facing behaviours of `ibexd` (issue 42, item 19):
-//! `-debuglogfile` in a missing directory is refused as Core refuses it,
-//! creating nothing; `-help` written to a closed pipe ends quietly (no
-//! panic), and so does `ibex block`'s answer; a start after a reindex that did not finish says so in the log.
+//! Small operator-facing behaviours of `ibexd`: `-debuglogfile` in a
+//! missing directory is refused as Core refuses it, creating nothing;
+//! `-help` written to a closed pipe ends quietly (no panic), and so does
+//! `ibex block`'s answer; a start after a reindex that did not finish says
+//! so in the log.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unsafe_code)]
 
 mod common;

@@ -1,6 +1,6 @@
 //! A start checks the active chain's last blocks, as Core's `VerifyDB`
-//! (`-checkblocks`, default 6, and `-checklevel`) does (issue 42, item 18): after a clean stop, a tip
-//! block cut off in its file, a replaced or removed `xor.dat`, or a damaged
+//! (`-checkblocks`, default 6, and `-checklevel`) does: after a clean
+//! stop, a tip block cut off in its file, a replaced or removed `xor.dat`, or a damaged
 //! undo record stops the next start with exit status 1 and the remedy
 //! named (Core's "Corrupted block database detected", then the one option
 //! that cures it, `-reindex`: Core also names `-reindex-chainstate`, which

@@ -1,4 +1,4 @@
-//! The coins cache under the `utxo-heavy` load (issue 17), on the profile
+//! The coins cache under the `utxo-heavy` load, on the profile
 //! scaled down to CI's time (1,200 blocks of 100,000 WU: ~33 MB, ~340,000
 //! coins), generated once for the file. Every import checks every script
 //! (`-assumevalid=0`).
@@ -49,9 +49,9 @@ const SMALL_DBCACHE: &str = "-dbcache=4";
 const SMALL_CACHE_FLUSHES_MIN: usize = 20;
 /// A coins cache whose UTXO share (what `-dbcache=20` leaves after the
 /// budget's other parts: `ibex_chainstate::MemoryBudget`) holds more than
-/// [`KILLED_FLUSH_CHANGED_COINS_MIN`] changed coins a flush (~43,000 since
-/// the cache packs its entries, session 26; `-dbcache=32` then flushed
-/// only twice on this chain), written as eight tables (the default at this
+/// [`KILLED_FLUSH_CHANGED_COINS_MIN`] changed coins a flush (~43,000 with
+/// the cache's entries packed in chunks, where `-dbcache=32` flushes only
+/// twice on this chain), written as eight tables (the default at this
 /// size is one).
 const KILL_CACHE_OPTIONS: [&str; 2] = ["-dbcache=20", "-dbflushtables=8"];
 /// Changed coins a killed flush holds at least: ~70 bytes each, so tables

@@ -18,8 +18,8 @@
 //! # Napkin math
 //! Parsing a 1 MB block costs 224-258 us (fresh vectors; ~50 us with
 //! reused [`BlockBuffers`]); the connecting thread has ~4 ms per block
-//! with scripts skipped, and used to parse each block four more times
-//! (accept, prefetch, connect, script job): ~1 ms, a quarter of its time.
+//! with scripts skipped, and parsing each block four more times (accept,
+//! prefetch, connect, script job) would take ~1 ms, a quarter of its time.
 //! [`ParsedBlock::view`] is a reference: 0 us.
 
 use crate::block::{BlockBuffers, BlockView};

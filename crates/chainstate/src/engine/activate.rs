@@ -150,9 +150,9 @@ impl Chainstate {
     ///
     /// Core prunes against a tip whose scripts were checked. Here the tip
     /// may be a pending block whose scripts may still fail; pruning against
-    /// it dropped its equal-work siblings received later, so when it and
-    /// the next sibling failed no candidate was left and the import ended
-    /// on the parent (issue 12). So the bar is the block below the oldest
+    /// it would drop its equal-work siblings received later, so when it and
+    /// the next sibling failed no candidate would be left and the import
+    /// would end on the parent. So the bar is the block below the oldest
     /// pending one: candidates that would be worth trying if every pending
     /// block failed stay.
     pub(crate) fn prune_candidates(&mut self) {

@@ -26,31 +26,29 @@ use crate::database::FlushStats;
 use crate::error::ChainstateError;
 use crate::stages::persistence::BackgroundFlushInfo;
 
-/// Once the coins database's table readers (filters and indexes) take
-/// more than 1/this of the UTXO cache's share of `-dbcache` from the maps
-/// (what they hold beyond
-/// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX);
-/// until session 19, all they held), tables
-/// written from then on filter on transaction ids only
-/// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]): the
-/// memory goes back to the maps. Measured on the `utxo-heavy` chain to
-/// height 2,000 (26 M coins, scripts skipped): whole-key filters won by
-/// 4.7 % at `-dbcache=450`, where the readers reached a fifth of the share
-/// (45 of 212 MiB), and lost by 8 % at `-dbcache=100`, where they took it
-/// all (38 MiB); a quarter lies between. Since session 16 (flushes in
-/// tables, maps of 72.8 MiB at 100) half measured better at 100: three
-/// runs each (`/work/bench/s16/w100*`), 39.8-40.6 s against a quarter's
-/// 42.0-42.8 s, the fourth quarter 12.9-13.4 s against 13.8-14.1, the
-/// filters dropped at 36 MiB in the third quarter instead of 18 MiB in
-/// the second (never dropping them: 40.0-40.6 s). A mainnet set (~180 M
-/// coins, ~225 MiB of whole-key filters) passes half of the share below
-/// `-dbcache` of ~550 MiB and keeps its whole-key filters above it.
+/// Once the coins database's table readers (filters and indexes) take more than
+/// 1/this of the UTXO cache's share of `-dbcache` from the maps (what they hold
+/// beyond
+/// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)),
+/// tables written from then on filter on transaction ids only
+/// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]): the memory
+/// goes back to the maps. Measured on the `utxo-heavy` chain to height 2,000
+/// (26 M coins, scripts skipped): whole-key filters won by 4.7 % at
+/// `-dbcache=450`, where the readers reached a fifth of the share (45 of 212
+/// MiB), and lost by 8 % at `-dbcache=100`, where they took it all (38 MiB); a
+/// quarter lies between. With flushes in tables (maps of 72.8 MiB at 100) half
+/// measured better at 100: three runs each, 39.8-40.6 s against a quarter's
+/// 42.0-42.8 s, the fourth quarter 12.9-13.4 s against 13.8-14.1, the filters
+/// dropped at 36 MiB in the third quarter instead of 18 MiB in the second
+/// (never dropping them: 40.0-40.6 s). A mainnet set (~180 M coins, ~225 MiB of
+/// whole-key filters) passes half of the share below `-dbcache` of ~550 MiB and
+/// keeps its whole-key filters above it.
 ///
-/// Session 19 measured what the switch costs once the maps keep their
-/// share: at `-dbcache=100`, transaction-id filters from the first table
-/// on took 36.0 and 36.9 s against 30.1 and 32.0 s with whole-key filters
+/// What the switch costs once the maps keep their share, measured at
+/// `-dbcache=100`: transaction-id filters from the first table on took
+/// 36.0 and 36.9 s against 30.1 and 32.0 s with whole-key filters
 /// throughout (third and fourth quarters 11.0-12.1 and 10.3-11.2 s
-/// against 9.0 and 8.2-8.4; docs/utxo-heavy.md, session 19). The likely
+/// against 9.0 and 8.2-8.4; docs/utxo-heavy.md). The likely
 /// cause: a read whose transaction has another output spent since matches
 /// that spend's tombstone in a newer table's filter and reads a block for
 /// nothing. So the switch

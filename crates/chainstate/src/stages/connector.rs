@@ -23,7 +23,7 @@
 //!   done by then (the bench chain's set fits the cache; on `utxo-heavy`
 //!   at `-dbcache=100`, late in the run, the reads took ~13 ms of CPU a
 //!   block on two threads, ~6.7 ms of wall time, against ~5.6 ms of
-//!   connect: session 18's profile in docs/utxo-heavy.md);
+//!   connect: the profile in docs/utxo-heavy.md);
 //! - spends and adds: ~7,500 hash-map operations at ~100-200 ns
 //!   (`foldhash`, a cache miss each): ~1-1.5 ms;
 //! - BIP30 where it is looked up before the block (Core checks it at every
@@ -39,7 +39,7 @@
 //! in the 440 MiB table is a cache miss (~250-280 ns, not the ~100-200 ns
 //! above), and so is each new output's insert; the cache's tables use huge
 //! pages ([`crate::heap::TableAllocator`]) so that at least the TLB does
-//! not add a page walk to each (`docs/benchmarks.md`, session 6).
+//! not add a page walk to each (`docs/benchmarks.md`).
 
 use crate::block_read_ahead::{BlockFiles, BlockReadAhead, BlockToRead};
 use crate::cache::CoinsCache;

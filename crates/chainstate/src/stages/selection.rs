@@ -341,8 +341,8 @@ mod tests {
             data(&mut selection, &mut index, id);
         }
         assert_eq!(selection.candidate_count(), 3);
-        // Against the root both children stay (issue 12: a pending child
-        // must not push out its sibling).
+        // Against the root both children stay (a pending child must not
+        // push out its sibling, which may be the valid one).
         selection.prune_worse_than(&index, root);
         assert_eq!(selection.candidate_count(), 3);
         // Against a settled `first`, the sibling met later and the root go.

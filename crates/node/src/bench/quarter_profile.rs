@@ -5,9 +5,9 @@
 //!
 //! # Why
 //! A whole-run flame graph shows where the time goes on average; the
-//! question of issue 17 is what grows as the UTXO set grows. Cut by
-//! quarter, the `utxo-heavy` import at `-dbcache=100` showed it at once
-//! (session 12): RocksDB's compaction threads took 2.6 CPU seconds of the
+//! question for a node that must scale is what grows as the UTXO set
+//! grows. Cut by quarter, the `utxo-heavy` import at `-dbcache=100` showed
+//! it at once: RocksDB's compaction threads took 2.6 CPU seconds of the
 //! first quarter and 16.0 of the third, while every other thread grew by
 //! at most a factor of two.
 //!

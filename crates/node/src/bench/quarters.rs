@@ -1,4 +1,4 @@
-//! Time by quarter of the measured heights (issue 17): whether a node's
+//! Time by quarter of the measured heights: whether a node's
 //! lead over the baseline holds as the chain, and its UTXO set, grows.
 //!
 //! The heights `start..=stop` a run connects are cut into four quarters

@@ -10,8 +10,7 @@
 //!   `utxo-heavy` chain to 4,000 the set stops growing near height 3,300
 //!   and blocks then hold twice the transactions: Core, whose cost follows
 //!   the coins it creates, gets cheaper there, while Ibex's cost follows
-//!   the coins it reads from its database (docs/utxo-heavy.md, session
-//!   23).
+//!   the coins it reads from its database (docs/utxo-heavy.md).
 //! - **Each node's UTXO cache**: the share its log says the in-memory UTXO
 //!   set may use (`* Using X MiB for in-memory UTXO set`), plus what Core
 //!   lends it (`(plus up to Y MiB of unused mempool space)`: Core adds the

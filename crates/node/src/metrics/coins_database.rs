@@ -1,4 +1,4 @@
-//! The coins database's families (issue 17: "measure first"): where
+//! The coins database's families, measured before tuning: where
 //! connect found the coins it spent, by age ([`ibex_chainstate::coin_reads`],
 //! copied by the engine with its other counters), and RocksDB's I/O and
 //! files ([`ibex_chainstate::database_io`], asked of RocksDB at each

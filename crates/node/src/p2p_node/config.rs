@@ -96,8 +96,8 @@ pub fn network_config(
         config.connect.push(resolve("-connect", text, default_port)?);
     }
     if options.listen {
-        // Without -bind, loopback only: this first slice serves local
-        // peers (Core binds every interface).
+        // Without -bind, loopback only (Core binds every interface): a
+        // node serves other hosts only at an address -bind names.
         let listen = match options.bind.first() {
             Some(text) => resolve("-bind", text, options.port)?,
             None => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), options.port),

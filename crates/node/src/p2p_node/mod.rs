@@ -1,9 +1,8 @@
-//! The node's P2P side (issue 14's first slice): the networking layer on a
-//! small tokio runtime, and one sync thread ([`sync_loop`]) that downloads
-//! headers and blocks from peers into the engine and serves our chain to
-//! them. The engine itself runs its service on the caller's thread
-//! (`Chainstate::run_service`); this side holds the service's command and
-//! notice ends and a [`ChainReader`].
+//! The node's P2P side: the networking layer on a small tokio runtime, and one
+//! sync thread ([`sync_loop`]) that downloads headers and blocks from peers
+//! into the engine and serves our chain to them. The engine itself runs its
+//! service on the caller's thread (`Chainstate::run_service`); this side holds
+//! the service's command and notice ends and a [`ChainReader`].
 //!
 //! | module | job |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! How the cost of a block grows with the UTXO set (issue 17): milliseconds
+//! How the cost of a block grows with the UTXO set: milliseconds
 //! per block over windows of consecutive blocks, against the set's size
 //! that `ibex gen` records in its manifest (`utxo_count_by_height`), a CSV
 //! of the same, and per run a least-squares line (milliseconds per block =

@@ -260,8 +260,8 @@ impl RpcServer {
         // milliseconds); with one, `getblockcount` waited behind them.
         // The I/O driver is polled every few task polls, not tokio's 61:
         // while large replies keep both threads busy, a `getblockcount`
-        // arriving on an idle connection is seen sooner (its latency under
-        // load, issue 15).
+        // arriving on an idle connection is seen sooner, which keeps its
+        // latency low under load.
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(HTTP_THREADS)
             .event_interval(IO_EVENT_INTERVAL_POLLS)

@@ -92,9 +92,10 @@ impl DownloadConfig {
 /// `-dbcache=512`) and at most [`DOWNLOAD_BYTES_CEILING`] (512 MiB). At the
 /// default `-dbcache=450` that is the floor: 8 blocks reserved at 4 MB
 /// each, or about 21 of today's 1.5 MB blocks once received, a queue of
-/// seconds of validation for the engine. Until session 9 it was an eighth
-/// of `-dbcache` outside the coins' budget (56 MiB at 450; a quarter,
-/// 112 MiB, had peaked an IBD over P2P at 735 MiB, docs/benchmarks.md).
+/// seconds of validation for the engine. The window is counted inside
+/// `-dbcache`: outside the coins' budget, even an eighth of `-dbcache` (56
+/// MiB at 450) would add to the peak (a quarter, 112 MiB, peaked an IBD
+/// over P2P at 735 MiB, docs/benchmarks.md).
 pub fn download_bytes_for_share(incoming_serialised_bytes: u64) -> u64 {
     incoming_serialised_bytes.clamp(DOWNLOAD_BYTES_FLOOR, DOWNLOAD_BYTES_CEILING)
 }
