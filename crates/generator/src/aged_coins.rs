@@ -15,10 +15,10 @@ use std::collections::VecDeque;
 
 use ibex_primitives::{Amount, OutPoint, Txid};
 
+use crate::coin::{Coin, COINBASE_MATURITY_BLOCKS};
 use crate::random::DeterministicRng;
 use crate::script_kind::ScriptKind;
 use crate::spend_age::SpendAgeModel;
-use crate::wallet::{Coin, COINBASE_MATURITY_BLOCKS};
 
 /// Coins worth this much or more fund batch payouts instead of waiting for
 /// ordinary spends.

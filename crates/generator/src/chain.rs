@@ -15,9 +15,11 @@ use ibex_consensus::subsidy::block_subsidy;
 use ibex_primitives::{Amount, Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};
 use rayon::prelude::*;
 
+use crate::block_budget::{block_weight_budget, BLOCK_SIGOPS_BUDGET, PLAN_FAILURES_MAX};
 use crate::block_builder::{
     assemble_block, build_coinbase, witness_root, BlockPlace, CoinbaseSpec, REGTEST_BITS,
 };
+use crate::coin::Coin;
 use crate::error::GeneratorError;
 use crate::locks::LockContext;
 use crate::planner::{PlannedOutput, PlannedTransaction, Planner, TrafficMix};
@@ -25,15 +27,9 @@ use crate::random::DeterministicRng;
 use crate::regtest::Regtest;
 use crate::script_kind::ScriptKind;
 use crate::signer::Signer;
-use crate::wallet::{Coin, Wallet};
+use crate::utxo_heavy::{self, HeavyBlock};
+use crate::wallet::Wallet;
 
-pub use ibex_consensus::limits::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX};
-/// Weight kept free for the header, the coinbase and the transaction count.
-pub(crate) const BLOCK_WEIGHT_RESERVED: usize = 4_000;
-/// Sigops cost kept free for the coinbase.
-pub(crate) const BLOCK_SIGOPS_RESERVED: u64 = 400;
-/// Planning stops after this many transactions in a row did not fit.
-pub(crate) const PLAN_FAILURES_MAX: u32 = 8;
 /// A block spends at most 1/this of the spendable coins.
 const SPENDABLE_SHARE_DIVISOR: usize = 4;
 /// The wallet wants one spendable coin per this much block weight (a full
@@ -152,19 +148,23 @@ impl BlockMaker<'_> {
     /// toward the target weight within the sigops limit (the `utxo-heavy`
     /// profile's way when its mix says so, see [`crate::utxo_heavy`]).
     pub fn plan_block(&self, state: &mut ChainState) -> Vec<PlannedTransaction> {
-        if let Some(heavy) = &self.mix.utxo_heavy {
-            return crate::utxo_heavy::plan_block(self, heavy, state);
-        }
         let height = state.height + 1;
         state.wallet.release_matured(height);
-        let weight_budget =
-            self.target_weight.min(BLOCK_WEIGHT_MAX).saturating_sub(BLOCK_WEIGHT_RESERVED);
-        let sigops_budget = BLOCK_SIGOPS_COST_MAX - BLOCK_SIGOPS_RESERVED;
+        let weight_budget = block_weight_budget(self.target_weight);
         let locks = LockContext {
             height,
             previous_median_time_past: state.tip_median_time_past(),
             median_time_past_by_height: &state.median_time_past,
         };
+        if let Some(heavy) = &self.mix.utxo_heavy {
+            let block = HeavyBlock { mix: self.mix, heavy, keys: self.signer.keys, locks };
+            return utxo_heavy::plan_block(
+                &block,
+                weight_budget,
+                &mut state.wallet,
+                &mut state.rng,
+            );
+        }
         let planner = Planner {
             mix: self.mix,
             key_count: self.signer.keys.len() as u32,
@@ -185,7 +185,7 @@ impl BlockMaker<'_> {
                 continue;
             };
             if weight + transaction.weight_estimate > weight_budget
-                || sigops + transaction.sigop_cost > sigops_budget
+                || sigops + transaction.sigop_cost > BLOCK_SIGOPS_BUDGET
             {
                 state.wallet.put_back(transaction.spent);
                 failures += 1;

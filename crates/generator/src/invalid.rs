@@ -9,12 +9,13 @@ use crate::block_builder::{
     build_coinbase, grind, witness_root, BlockPlace, CoinbaseSpec, REGTEST_BITS,
 };
 use crate::chain::{coinbase_value, BlockMaker, ChainState};
+use crate::coin::Coin;
 use crate::error::GeneratorError;
 pub use crate::invalid_class::InvalidClass;
 use crate::locks::{unmet_height_lock, SEQUENCE_LOCKTIME_ONLY};
 use crate::planner::{missing_outpoint, PlannedOutput, PlannedTransaction, Shape};
 use crate::script_kind::{ScriptKind, OP_CHECKSIG};
-use crate::wallet::{Coin, Wallet};
+use crate::wallet::Wallet;
 
 /// Weight invalid blocks fill toward before being broken (a few transactions).
 const INVALID_BLOCK_TARGET_WEIGHT: usize = 24_000;

@@ -15,9 +15,11 @@
 //! validation (libbitcoinkernel).
 
 pub mod aged_coins;
+pub mod block_budget;
 pub mod block_builder;
 pub mod chain;
 pub mod cli;
+pub mod coin;
 pub mod error;
 pub mod forks;
 pub mod generate;
@@ -26,6 +28,7 @@ pub mod invalid_class;
 pub mod keys;
 pub mod locks;
 pub mod manifest;
+pub mod named_counts;
 pub mod nonce_pool;
 pub mod options;
 pub mod output;
@@ -41,6 +44,7 @@ pub mod signet_grind;
 pub mod spend_age;
 pub mod statistics;
 pub mod utxo_heavy;
+pub mod utxo_heavy_mix;
 pub mod wallet;
 
 pub use error::GeneratorError;

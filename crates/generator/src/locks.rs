@@ -3,8 +3,8 @@
 //! and BIP68 relative locks by height and by time, each chosen so it is met
 //! by the block the transaction goes into (and, for invalid blocks, missed).
 
+use crate::coin::Coin;
 use crate::random::DeterministicRng;
-use crate::wallet::Coin;
 
 use ibex_primitives::lock_time::SEQUENCE_LOCKTIME_GRANULARITY;
 pub use ibex_primitives::lock_time::{

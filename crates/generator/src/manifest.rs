@@ -7,8 +7,9 @@ use serde_json::ser::{Formatter, PrettyFormatter};
 use std::collections::BTreeMap;
 use std::io;
 
+use crate::named_counts::NamedCounts;
 use crate::options::RecordedOptions;
-use crate::statistics::{ChainStatistics, NamedCounts, ShapeCounts};
+use crate::statistics::{ChainStatistics, ShapeCounts};
 
 /// Version of the generator, recorded so a chain can be regenerated.
 pub const GENERATOR_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::planner::TrafficMix;
 use crate::siblings::{SiblingTail, SiblingTailRecord};
-use crate::utxo_heavy::UtxoHeavyMix;
+use crate::utxo_heavy_mix::UtxoHeavyMix;
 
 /// A preset size and shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -144,7 +144,7 @@ impl GeneratorOptions {
     pub fn weight_target(&self) -> usize {
         self.target_weight
             .unwrap_or(self.profile.default_target_weight())
-            .min(crate::chain::BLOCK_WEIGHT_MAX)
+            .min(crate::block_budget::BLOCK_WEIGHT_MAX)
     }
 }
 

@@ -8,11 +8,12 @@
 
 use ibex_primitives::{Amount, OutPoint, Transaction, TxInput, TxOutput};
 
+use crate::coin::Coin;
 use crate::locks::{choose_lock_policy, LockContext, LockPolicy};
 use crate::random::DeterministicRng;
 use crate::script_kind::{op_return_script, ScriptKind, SCRIPT_KIND_COUNT};
-use crate::utxo_heavy::UtxoHeavyMix;
-use crate::wallet::{Coin, Wallet};
+use crate::utxo_heavy_mix::UtxoHeavyMix;
+use crate::wallet::Wallet;
 
 /// Smallest output the generator creates, in satoshis (about the dust limit).
 /// Output values are planned as plain satoshis, the wire format's `i64`: the

@@ -1,55 +1,42 @@
-//! The generator's only source of randomness: xoshiro256** seeded from the
-//! user's `--seed` through SplitMix64. No system randomness anywhere, so one
-//! seed and one set of options always give the same bytes. Written here rather
-//! than taken from a crate so a dependency upgrade can never change a chain.
+//! The generator's only source of randomness: the workspace's xoshiro256**
+//! ([`ibex_primitives::random`]) seeded from the user's `--seed` through
+//! SplitMix64. No system randomness anywhere, so one seed and one set of
+//! options always give the same bytes.
+//!
+//! Bounded draws here take exactly one output each (multiply-shift without
+//! rejection): every chain the tests compare by hash was made that way, so
+//! switching to the unbiased [`Xoshiro256StarStar::below`] would change them
+//! all for a bias of at most `bound / 2^64`.
 
-/// SplitMix64 step: expands one 64-bit seed into well-mixed state words.
-fn split_mix_64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut mixed = *state;
-    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    mixed ^ (mixed >> 31)
-}
+use ibex_primitives::random::Xoshiro256StarStar;
 
-/// A deterministic pseudo-random generator (xoshiro256**): fast, small, and
-/// good enough statistically for shaping chains (not for secrets that matter).
+/// Separates the streams of one seed: `stream` times this odd constant is
+/// mixed into the seed before SplitMix64 spreads it.
+const STREAM_MULTIPLIER: u64 = 0xd605_bbb5_8c8a_bbd3;
+
+/// A deterministic pseudo-random generator for shaping chains (not for
+/// secrets that matter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeterministicRng {
-    state: [u64; 4],
+    inner: Xoshiro256StarStar,
 }
 
 impl DeterministicRng {
     /// A generator for `seed`; `stream` separates independent uses of one seed
     /// (keys, chain shape, obfuscation key) so changing one leaves the others.
     pub fn new(seed: u64, stream: u64) -> DeterministicRng {
-        let mut mixer = seed ^ stream.wrapping_mul(0xd605_bbb5_8c8a_bbd3);
-        let state = [
-            split_mix_64(&mut mixer),
-            split_mix_64(&mut mixer),
-            split_mix_64(&mut mixer),
-            split_mix_64(&mut mixer),
-        ];
-        DeterministicRng { state }
+        let mixed = seed ^ stream.wrapping_mul(STREAM_MULTIPLIER);
+        DeterministicRng { inner: Xoshiro256StarStar::from_split_mix_64(mixed) }
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        let result = self.state[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let shifted = self.state[1] << 17;
-        self.state[2] ^= self.state[0];
-        self.state[3] ^= self.state[1];
-        self.state[1] ^= self.state[2];
-        self.state[0] ^= self.state[3];
-        self.state[2] ^= shifted;
-        self.state[3] = self.state[3].rotate_left(45);
-        result
+        self.inner.next_u64()
     }
 
-    /// A number in `0..bound` (0 when `bound` is 0), by Lemire's multiply-shift
-    /// (its tiny bias is irrelevant for shaping chains).
+    /// A number in `0..bound` (0 when `bound` is 0) from one draw.
     pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+        self.inner.below_multiply_shift(bound)
     }
 
     /// A number in `low..=high` (`low` when `high < low`).
@@ -73,18 +60,13 @@ impl DeterministicRng {
     /// 32 random bytes.
     pub fn bytes_32(&mut self) -> [u8; 32] {
         let mut bytes = [0u8; 32];
-        for chunk in bytes.chunks_exact_mut(8) {
-            chunk.copy_from_slice(&self.next_u64().to_le_bytes());
-        }
+        self.inner.fill(&mut bytes);
         bytes
     }
 
     /// Fills `out` with random bytes.
     pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
-            let word = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
+        self.inner.fill(out);
     }
 
     /// An index drawn from `weights` in proportion to each weight (0 when all
@@ -105,6 +87,7 @@ impl DeterministicRng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ibex_primitives::random::split_mix_64;
 
     #[test]
     fn same_seed_same_stream() {
@@ -128,5 +111,23 @@ mod tests {
         }
         assert_eq!(rng.below(0), 0);
         assert_eq!(rng.weighted(&[0, 0, 5]), 2);
+    }
+
+    /// A stream is xoshiro256** from four SplitMix64 words of the seed mixed
+    /// with the stream number, and a bounded draw is one multiply-shift:
+    /// what every generated chain was made with.
+    #[test]
+    fn streams_are_seeded_as_chains_were_made() {
+        let (seed, stream) = (3u64, 5u64);
+        let mut mixer = seed ^ stream.wrapping_mul(0xd605_bbb5_8c8a_bbd3);
+        let state = [(); 4].map(|()| split_mix_64(&mut mixer));
+        let mut reference = Xoshiro256StarStar::from_state(state);
+        let mut rng = DeterministicRng::new(seed, stream);
+        assert_eq!(rng.next_u64(), reference.next_u64());
+        let word = reference.next_u64();
+        assert_eq!(rng.below(1_000), ((u128::from(word) * 1_000) >> 64) as u64);
+        let mut bytes = [0u8; 32];
+        reference.fill(&mut bytes);
+        assert_eq!(rng.bytes_32(), bytes);
     }
 }

@@ -22,10 +22,10 @@ use ibex_script::taproot::TAPROOT_LEAF_TAPSCRIPT;
 use ibex_script::{PrecomputedTransactionData, SpentOutput};
 use secp256k1::{Keypair, Message, Secp256k1, SecretKey};
 
+use crate::coin::Coin;
 use crate::keys::KeyPool;
 use crate::nonce_pool::NoncePool;
 use crate::script_kind::{ScriptKind, OP_0};
-use crate::wallet::Coin;
 
 /// Why an input could not be signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

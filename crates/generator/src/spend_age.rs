@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::named_counts::NamedCounts;
 use crate::random::DeterministicRng;
-use crate::statistics::NamedCounts;
 
 /// Relative weight of one whole octave in [`log_uniform`].
 const OCTAVE_WEIGHT: u64 = 1 << 20;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::chain::BuiltBlock;
+use crate::named_counts::NamedCounts;
 use crate::planner::{PlannedOutput, Shape};
 use crate::script_kind::{ScriptKind, SCRIPT_KIND_COUNT};
 use crate::spend_age::SpendAgeHistogram;
@@ -54,10 +55,6 @@ pub struct ChainStatistics {
 
 /// Buckets of the spend-age histogram (the last holds 2^15 blocks and older).
 pub const SPEND_AGE_BUCKETS: usize = 16;
-
-/// Counts keyed by name, for the manifest.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct NamedCounts(pub BTreeMap<String, u64>);
 
 impl ChainStatistics {
     /// Adds one block.

@@ -10,8 +10,8 @@
 //!   satoshis (log-uniform) from one to three treasury coins, change back
 //!   to the treasury;
 //! - payments (the rest): one to three coins of ages drawn from
-//!   [`SpendAgeModel`] (more while they are worth under 20,000 satoshis, at
-//!   most eight), a payment and change.
+//!   [`SpendAgeModel`](crate::spend_age::SpendAgeModel) (more while they
+//!   are worth under 20,000 satoshis, at most eight), a payment and change.
 //!
 //! Napkin math (4 MWU blocks): an output is ~35 bytes (141 WU) at this mix
 //! of kinds, so batch payouts add ~14,700 coins a block; payments (~1,000
@@ -23,13 +23,11 @@
 //! not by signatures. Measured on the 2,000-block profile (seed 1): 26.2 M
 //! coins, 2.34 GB, 19 s to make (`docs/utxo-heavy.md`).
 
-use serde::Serialize;
-
 use ibex_primitives::Amount;
 
 use crate::aged_coins::{AgedCoins, SweepRequest};
-use crate::chain::{BlockMaker, ChainState, BLOCK_SIGOPS_RESERVED, BLOCK_WEIGHT_RESERVED};
-use crate::chain::{BLOCK_SIGOPS_COST_MAX, BLOCK_WEIGHT_MAX, PLAN_FAILURES_MAX};
+use crate::block_budget::{BLOCK_SIGOPS_BUDGET, PLAN_FAILURES_MAX};
+use crate::coin::Coin;
 use crate::keys::KeyPool;
 use crate::locks::{choose_lock_policy, LockContext};
 use crate::planner::{
@@ -38,8 +36,9 @@ use crate::planner::{
 };
 use crate::random::DeterministicRng;
 use crate::script_kind::INPUT_WEIGHT_MAX;
-use crate::spend_age::{log_uniform, SpendAgeModel};
-use crate::wallet::Coin;
+use crate::spend_age::log_uniform;
+use crate::utxo_heavy_mix::UtxoHeavyMix;
+use crate::wallet::Wallet;
 
 /// A batch payout cut down by the room left makes at least this many payouts.
 const BATCH_PAYOUT_OUTPUTS_FLOOR: u64 = 10;
@@ -55,49 +54,6 @@ const DUST_VALUE: Amount = Amount::from_sat_u32(5_000);
 /// Chance, per mille, that a consolidation also pays a second output.
 const CONSOLIDATION_SECOND_OUTPUT_PER_MILLE: u64 = 100;
 
-/// The `utxo-heavy` profile's shares and sizes (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UtxoHeavyMix {
-    /// Share of each block's weight for consolidations, per mille.
-    pub consolidation_weight_per_mille: u64,
-    /// Share for batch payouts, per mille (payments fill the rest).
-    pub batch_payout_weight_per_mille: u64,
-    /// Payouts of a batch: lowest and highest (log-uniform).
-    pub batch_payout_outputs: (u64, u64),
-    /// Value of a payout in satoshis: lowest and highest (log-uniform).
-    pub payout_value_satoshis: (u64, u64),
-    /// Coins a consolidation sweeps: lowest and highest (uniform).
-    pub consolidation_inputs: (u64, u64),
-    /// Largest coin a consolidation sweeps, in satoshis.
-    pub consolidation_coin_value_max_satoshis: u64,
-    /// Fee rates of consolidations (made when fees are low), sat/vB.
-    pub consolidation_fee_rate_satoshis_per_vbyte: (u64, u64),
-    /// A payment adds coins while its inputs are worth less than this.
-    pub payment_value_min_satoshis: u64,
-    /// Most inputs a payment has.
-    pub payment_inputs_max: u64,
-    /// The ages of the coins payments spend.
-    pub spend_ages: SpendAgeModel,
-}
-
-impl UtxoHeavyMix {
-    /// The profile's mix.
-    pub fn mainnet_like() -> UtxoHeavyMix {
-        UtxoHeavyMix {
-            consolidation_weight_per_mille: 80,
-            batch_payout_weight_per_mille: 520,
-            batch_payout_outputs: (100, 2_000),
-            payout_value_satoshis: (2_000, 150_000),
-            consolidation_inputs: (50, 500),
-            consolidation_coin_value_max_satoshis: 1_000_000,
-            consolidation_fee_rate_satoshis_per_vbyte: (1, 3),
-            payment_value_min_satoshis: 20_000,
-            payment_inputs_max: 8,
-            spend_ages: SpendAgeModel::mainnet_like(),
-        }
-    }
-}
-
 /// The fee for `weight` at `rate` satoshis per virtual byte.
 fn fee_for(weight: usize, rate: u64) -> i64 {
     (weight as i64 + 3) / 4 * rate as i64
@@ -109,15 +65,20 @@ fn total_value(coins: &[Coin]) -> i64 {
     coins.iter().map(|coin| coin.value.to_sat()).sum()
 }
 
-/// Plans the three kinds of traffic of one block.
-struct HeavyPlanner<'a> {
-    mix: &'a TrafficMix,
-    heavy: &'a UtxoHeavyMix,
-    keys: &'a KeyPool,
-    locks: LockContext<'a>,
+/// What a `utxo-heavy` block is planned from.
+pub struct HeavyBlock<'a> {
+    /// The profile's traffic (output kinds).
+    pub mix: &'a TrafficMix,
+    /// Its `utxo-heavy` shares and sizes.
+    pub heavy: &'a UtxoHeavyMix,
+    /// The keys outputs pay to.
+    pub keys: &'a KeyPool,
+    /// The block's place, for lock times.
+    pub locks: LockContext<'a>,
 }
 
-impl HeavyPlanner<'_> {
+/// The three kinds of traffic of one block.
+impl HeavyBlock<'_> {
     fn output(&self, rng: &mut DeterministicRng) -> PlannedOutput {
         draw_output(rng, self.mix, self.keys.len() as u32)
     }
@@ -320,41 +281,26 @@ impl BlockFill {
     }
 }
 
-/// Plans the block at `state.height + 1` of a `utxo-heavy` chain: its
-/// consolidations, batch payouts and payments, in that order. Empty when the
-/// wallet does not keep its coins by age.
+/// Plans the next block of a `utxo-heavy` chain within `weight_budget`: its
+/// consolidations, batch payouts and payments, in that order. Empty when
+/// the wallet does not keep its coins by age.
 pub fn plan_block(
-    maker: &BlockMaker<'_>,
-    heavy: &UtxoHeavyMix,
-    state: &mut ChainState,
+    block: &HeavyBlock<'_>,
+    weight_budget: usize,
+    wallet: &mut Wallet,
+    rng: &mut DeterministicRng,
 ) -> Vec<PlannedTransaction> {
-    let height = state.height + 1;
-    state.wallet.release_matured(height);
-    let weight_budget =
-        maker.target_weight.min(BLOCK_WEIGHT_MAX).saturating_sub(BLOCK_WEIGHT_RESERVED);
-    let locks = LockContext {
-        height,
-        previous_median_time_past: state.tip_median_time_past(),
-        median_time_past_by_height: &state.median_time_past,
-    };
-    let planner = HeavyPlanner { mix: maker.mix, heavy, keys: maker.signer.keys, locks };
-    let Some(coins) = state.wallet.aged_mut() else { return Vec::new() };
-    let rng = &mut state.rng;
-    let mut fill = BlockFill {
-        planned: Vec::new(),
-        weight: 0,
-        sigops: 0,
-        sigops_max: BLOCK_SIGOPS_COST_MAX - BLOCK_SIGOPS_RESERVED,
-    };
+    let Some(coins) = wallet.aged_mut() else { return Vec::new() };
+    let mut fill =
+        BlockFill { planned: Vec::new(), weight: 0, sigops: 0, sigops_max: BLOCK_SIGOPS_BUDGET };
+    let heavy = block.heavy;
     let share = |per_mille: u64| (weight_budget as u128 * u128::from(per_mille) / 1_000) as usize;
     let consolidation_limit = share(heavy.consolidation_weight_per_mille);
     let batch_limit = consolidation_limit + share(heavy.batch_payout_weight_per_mille);
     fill.fill_to(consolidation_limit, rng, coins, |rng, coins, room| {
-        planner.consolidation(rng, coins, room)
+        block.consolidation(rng, coins, room)
     });
-    fill.fill_to(batch_limit, rng, coins, |rng, coins, room| {
-        planner.batch_payout(rng, coins, room)
-    });
-    fill.fill_to(weight_budget, rng, coins, |rng, coins, _| planner.payment(rng, coins));
+    fill.fill_to(batch_limit, rng, coins, |rng, coins, room| block.batch_payout(rng, coins, room));
+    fill.fill_to(weight_budget, rng, coins, |rng, coins, _| block.payment(rng, coins));
     fill.planned
 }

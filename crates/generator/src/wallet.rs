@@ -14,36 +14,15 @@
 
 use std::collections::VecDeque;
 
-use ibex_primitives::{Amount, OutPoint};
-
 use crate::aged_coins::AgedCoins;
+use crate::coin::{Coin, COINBASE_MATURITY_BLOCKS};
 use crate::random::DeterministicRng;
-use crate::script_kind::ScriptKind;
 use crate::spend_age::SpendAgeModel;
 
-/// Core's COINBASE_MATURITY: blocks before a coinbase output may be spent.
-pub const COINBASE_MATURITY_BLOCKS: u32 = 100;
 /// How many of the newest coins count as "recent" for picking.
 const RECENT_COINS_WINDOW: usize = 4_096;
 /// Share of picks taken from the recent window, per mille.
 const RECENT_PICK_PER_MILLE: u64 = 350;
-
-/// An unspent output the wallet can sign for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Coin {
-    /// Where it is.
-    pub outpoint: OutPoint,
-    /// Its value.
-    pub value: Amount,
-    /// How it is locked.
-    pub kind: ScriptKind,
-    /// Key pool index of its (first) key.
-    pub key_index: u32,
-    /// Height of the block that created it.
-    pub height: u32,
-    /// Whether a coinbase created it.
-    pub is_coinbase: bool,
-}
 
 /// The coins of a chain and the choice of which to spend.
 #[derive(Debug, Clone)]
@@ -212,7 +191,8 @@ impl MixedCoins {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibex_primitives::Txid;
+    use crate::script_kind::ScriptKind;
+    use ibex_primitives::{Amount, OutPoint, Txid};
 
     fn coin(height: u32, is_coinbase: bool) -> Coin {
         Coin {

@@ -53,7 +53,7 @@ fn file_hashes(directory: &Path) -> BTreeMap<String, [u8; 32]> {
 }
 
 /// Shares of the five age ranges, in order.
-fn shares(histogram: &ibex_generator::statistics::NamedCounts) -> [f64; 5] {
+fn shares(histogram: &ibex_generator::named_counts::NamedCounts) -> [f64; 5] {
     let counts = SPEND_AGE_RANGE_NAMES.map(|name| histogram.0[name] as f64);
     let total: f64 = counts.iter().sum();
     assert!(total > 0.0);

@@ -24,6 +24,7 @@ pub mod lock_time;
 pub mod merkle;
 pub mod owned;
 pub mod parsed_block;
+pub mod random;
 pub mod transaction;
 
 pub use amount::{Amount, AmountError, PackedAmount, COIN, MAX_MONEY};

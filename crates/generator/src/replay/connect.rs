@@ -2,64 +2,69 @@
 //! unspent (here, on the view's maps), the rules on the spent coins
 //! (`CheckTxInputs`, fee total, BIP68, sigop cost, coinbase amount: the
 //! same [`BlockConnectCheck`] the chainstate uses), and every input's script
-//! under full consensus flags.
+//! under full consensus flags. Every verdict is a [`BlockRejection`], the
+//! chainstate's own, so the reject reasons are consensus's words.
 
 use std::collections::{HashMap, HashSet};
 
 use ibex_consensus::{
-    block_script_flags, output_amount, script_failure_reason, BlockConnectCheck, BlockRejection,
-    ConnectRules, SpentCoin,
+    block_script_flags, output_amount, BlockConnectCheck, BlockRejection, ConnectRules, SpentCoin,
 };
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockView, OutPoint, Params, TransactionView};
+use ibex_primitives::{BlockView, OutPoint, Params, TransactionView, Txid};
 use ibex_script::{
     verify_script, PrecomputedTransactionData, SpentOutput, TransactionChecker, VerifyFlags,
 };
 
 use super::{BlockChanges, ChainView, Rejection, StoredCoin};
 
-/// Verifies every input's script; the first failure in Core's words.
+/// Verifies every input's script; the first failure as consensus words it
+/// ([`BlockRejection::Script`]). The precomputation and the checker fail
+/// only on counts and indices, which `find_coins` made match.
 fn verify_inputs(
     transaction: &TransactionView<'_>,
+    txid: Txid,
     spent: &[&StoredCoin],
     flags: VerifyFlags,
-) -> Result<u64, String> {
+) -> Result<u64, Rejection> {
     let spent_outputs: Vec<SpentOutput<'_>> = spent
         .iter()
         .map(|coin| SpentOutput { amount: coin.value.to_sat(), script_pubkey: &coin.script_pubkey })
         .collect();
     let precomputed = PrecomputedTransactionData::new(transaction, &spent_outputs)
-        .map_err(|error| error.to_string())?;
-    for (index, (input, spent_output)) in
+        .map_err(|error| Rejection::new(error.to_string()))?;
+    for (input, (spending, spent_output)) in
         transaction.inputs().iter().zip(&spent_outputs).enumerate()
     {
-        let checker = TransactionChecker::new(*transaction, index, *spent_output, &precomputed)
-            .map_err(|error| error.to_string())?;
-        let witness = input.witness.to_vec();
-        verify_script(input.script_sig, spent_output.script_pubkey, &witness, flags, &checker)
-            .map_err(script_failure_reason)?;
+        let checker = TransactionChecker::new(*transaction, input, *spent_output, &precomputed)
+            .map_err(|error| Rejection::new(error.to_string()))?;
+        let witness = spending.witness.to_vec();
+        verify_script(spending.script_sig, spent_output.script_pubkey, &witness, flags, &checker)
+            .map_err(|error| BlockRejection::Script { txid, input, error })?;
     }
     Ok(transaction.inputs().len() as u64)
 }
 
 /// Looks up every input's coin: in the block's own earlier outputs or the
-/// view, and not spent yet.
+/// view, and not spent yet (consensus's verdict when one is not).
 fn find_coins<'a>(
     base: &'a ChainView,
     created: &'a HashMap<OutPoint, StoredCoin>,
     spent: &HashSet<OutPoint>,
     transaction: &TransactionView<'_>,
-) -> Result<Vec<&'a StoredCoin>, Rejection> {
+    txid: Txid,
+) -> Result<Vec<&'a StoredCoin>, BlockRejection> {
     transaction
         .inputs()
         .iter()
-        .map(|input| {
-            let outpoint = input.previous_output();
+        .enumerate()
+        .map(|(input, spending)| {
+            let outpoint = spending.previous_output();
             let coin = created.get(&outpoint).or_else(|| base.coins.get(&outpoint));
             match coin {
                 Some(coin) if !spent.contains(&outpoint) => Ok(coin),
-                _ => Err(Rejection::new("bad-txns-inputs-missingorspent")),
+                _ => Err(BlockRejection::MissingInput { txid, input }),
             }
         })
         .collect()
@@ -130,28 +135,26 @@ pub(crate) fn connect(
     let mut script_failure = None;
     for (index, transaction) in block.transactions().enumerate() {
         if index > 0 {
-            let coins = find_coins(base, &created, &spent, &transaction)?;
             let txid = transaction.txid();
+            let coins = find_coins(base, &created, &spent, &transaction, txid)?;
             check.transaction(&transaction, &txid, &spent_coins(&coins))?;
-            match verify_inputs(&transaction, &coins, flags) {
+            match verify_inputs(&transaction, txid, &coins, flags) {
                 Ok(count) => changes.inputs_verified += count,
-                Err(reason) => script_failure = script_failure.or(Some(reason)),
+                Err(rejection) => script_failure = script_failure.or(Some(rejection)),
             }
             for input in transaction.inputs() {
                 spent.insert(input.previous_output());
                 changes.spent.push(input.previous_output());
             }
         } else {
-            check
-                .coinbase(&transaction)
-                .map_err(|rejection| Rejection::new(rejection.reject_reason()))?;
+            check.coinbase(&transaction)?;
         }
         add_outputs(&transaction, height, index == 0, &mut created, &mut changes)?;
     }
     // Core checks the amount before it waits for the (parallel) script checks.
     check.finish(block)?;
     match script_failure {
-        Some(reason) => Err(Rejection::new(reason)),
+        Some(rejection) => Err(rejection),
         None => Ok(changes),
     }
 }

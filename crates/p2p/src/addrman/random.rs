@@ -1,7 +1,11 @@
 //! [`FastRandom`]: the address manager's non-cryptographic random numbers
-//! (Core's `FastRandomContext` role): xoshiro256** seeded from 32 bytes of
-//! the operating system's random source. What must stay secret (the
-//! bucket key) comes from the seed through SHA-256, never from here.
+//! (Core's `FastRandomContext` role): the workspace's xoshiro256**
+//! ([`ibex_primitives::random`]) seeded from 32 bytes of the operating
+//! system's random source, with the timers' exponential draw. What must stay
+//! secret (the bucket key) comes from the seed through SHA-256, never from
+//! here.
+
+use ibex_primitives::random::Xoshiro256StarStar;
 
 /// 32 bytes from the operating system's random source (for the address
 /// manager's secret key).
@@ -11,77 +15,50 @@ pub fn os_random_bytes() -> Result<[u8; 32], getrandom::Error> {
     Ok(bytes)
 }
 
-/// xoshiro256**, a fast generator with a 256-bit state.
+/// xoshiro256** seeded for the address manager; every bounded draw is
+/// unbiased.
 #[derive(Debug, Clone)]
 pub struct FastRandom {
-    state: [u64; 4],
+    inner: Xoshiro256StarStar,
 }
 
 impl FastRandom {
-    /// A generator from `seed` (hashed, so no seed gives the all-zero
-    /// state xoshiro cannot leave).
+    /// A generator from `seed` (hashed with a tag, so the generator's state
+    /// tells nothing of a seed that is also the bucket key; no seed gives
+    /// the all-zero state xoshiro cannot leave).
     pub fn from_seed(seed: &[u8; 32]) -> FastRandom {
         let hash = ibex_primitives::hash::sha256_parts(&[&b"ibex addrman random"[..], &seed[..]]);
-        let mut state = [0u64; 4];
-        for (word, chunk) in state.iter_mut().zip(hash.chunks_exact(8)) {
-            let mut bytes = [0; 8];
-            bytes.copy_from_slice(chunk);
-            *word = u64::from_le_bytes(bytes);
-        }
-        if state == [0; 4] {
-            state[0] = 1;
-        }
-        FastRandom { state }
+        FastRandom { inner: Xoshiro256StarStar::from_bytes(&hash) }
     }
 
     /// A generator seeded from the operating system.
     pub fn from_os() -> Result<FastRandom, getrandom::Error> {
-        let mut seed = [0; 32];
-        getrandom::fill(&mut seed)?;
-        Ok(FastRandom::from_seed(&seed))
+        Ok(FastRandom::from_seed(&os_random_bytes()?))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        let result = self.state[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let shifted = self.state[1] << 17;
-        self.state[2] ^= self.state[0];
-        self.state[3] ^= self.state[1];
-        self.state[1] ^= self.state[2];
-        self.state[0] ^= self.state[3];
-        self.state[2] ^= shifted;
-        self.state[3] = self.state[3].rotate_left(45);
-        result
+        self.inner.next_u64()
     }
 
     /// A number in `0..bound` (0 when `bound` is 0), without modulo bias.
     pub fn below(&mut self, bound: u64) -> u64 {
-        if bound == 0 {
-            return 0;
-        }
-        // Lemire's multiply-and-reject.
-        let threshold = bound.wrapping_neg() % bound;
-        loop {
-            let product = u128::from(self.next_u64()) * u128::from(bound);
-            if (product as u64) >= threshold {
-                return (product >> 64) as u64;
-            }
-        }
+        self.inner.below(bound)
     }
 
     /// An index in `0..length` (0 when `length` is 0).
     pub fn index(&mut self, length: usize) -> usize {
-        self.below(length as u64) as usize
+        self.inner.index(length)
     }
 
     /// A number in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.inner.unit()
     }
 
     /// A fair coin.
     pub fn coin(&mut self) -> bool {
-        self.next_u64() >> 63 == 1
+        self.inner.coin()
     }
 
     /// An exponentially distributed duration in seconds with this mean
@@ -92,10 +69,7 @@ impl FastRandom {
 
     /// Shuffles `items` (Fisher-Yates).
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for last in (1..items.len()).rev() {
-            let other = self.index(last + 1);
-            items.swap(last, other);
-        }
+        self.inner.shuffle(items);
     }
 }
 
@@ -118,5 +92,27 @@ mod tests {
         assert!((0.0..1.0).contains(&unit));
         let mut other = FastRandom::from_seed(&[4; 32]);
         assert_ne!(FastRandom::from_seed(&[3; 32]).next_u64(), other.next_u64());
+    }
+
+    /// The state is the tagged SHA-256 of the seed read as four
+    /// little-endian words.
+    #[test]
+    fn seeded_through_tagged_sha256() {
+        let seed = [9u8; 32];
+        let hash = ibex_primitives::hash::sha256_parts(&[&b"ibex addrman random"[..], &seed[..]]);
+        let mut reference = Xoshiro256StarStar::from_bytes(&hash);
+        let mut random = FastRandom::from_seed(&seed);
+        for _ in 0..8 {
+            assert_eq!(random.next_u64(), reference.next_u64());
+        }
+    }
+
+    #[test]
+    fn exponential_draws_are_positive_with_the_mean_asked() {
+        let mut random = FastRandom::from_seed(&[6; 32]);
+        let draws: Vec<f64> = (0..20_000).map(|_| random.exponential_seconds(30.0)).collect();
+        assert!(draws.iter().all(|&seconds| seconds >= 0.0));
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((28.5..31.5).contains(&mean), "{mean}");
     }
 }
