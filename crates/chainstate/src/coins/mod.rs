@@ -21,10 +21,10 @@
 //! shards into them (`cache::flush`).
 //!
 //! # Memory: a value handed down
-//! The coins' share of `-dbcache` is split once, when the chainstate
-//! opens, by [`crate::budget::MemoryBudget`] (above this module, which it
-//! reads the structural constants of). The opener hands each layer its
-//! part as a plain value: the database its
+//! `-dbcache` is split once, when the chainstate opens, by
+//! [`crate::budget::MemoryBudget`], which sits above this module and reads
+//! its structural constants. The opener hands each layer its part as a
+//! plain value: the database its
 //! [`database::CoinsDatabaseMemory`] through
 //! [`database::DatabaseOptions::with_memory`] (memtables, batch, block
 //! cache, the tables a flush is written as), the cache its bytes
