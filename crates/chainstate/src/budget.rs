@@ -6,7 +6,7 @@
 //! | part | share of `-dbcache` | at 100 MiB | at 450 MiB |
 //! |---|---|---:|---:|
 //! | block index database (Core's) | an eighth, at most 2 MiB | 2.0 | 2.0 |
-//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables: [`crate::database_ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]), divided among the tables it is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]: 2 at 100, 8 at 450) | 12.7 | 16.0 |
+//! | coins database (RocksDB) | three memtables of 1 MiB (flushes go in as ingested tables: [`crate::coins::database::ingest`]; the memtables hold only `-dbcrashratio`'s batches), each with room for a flush batch landing in it whole (a quarter of a memtable), the batch being built, a block cache of a 64th (0.25-4 MiB), and a 7th for the order a flush sorts its coins in ([`FLUSH_ORDER_SHARE_DIVISOR`]), divided among the tables it is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]: 2 at 100, 8 at 450) | 12.7 | 16.0 |
 //! | blocks read ahead of validation | an eighth (8-128 MiB) of memory, so half of that in serialised bytes: a prepared block takes about twice its size | 12.5 | 56.2 |
 //! | UTXO maps | the rest: the live map, the frozen map a background flush is writing (each group of shards held until its table is in), and the coins database's table readers (bloom filters and indexes, held in the heap while the tables are open), charged as they grow | 72.8 | 375.7 |
 //!
@@ -24,7 +24,7 @@
 //! (290-320 MiB with memtables of a 32nd). A 180 M-coin mainnet set would need
 //! ~310 MiB of table readers with filters at every level, more than
 //! `-dbcache=450`'s share; without filters in the last level
-//! ([`crate::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
+//! ([`crate::coins::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
 //! most of it. Past the share the maps keep a quarter of it and the rest
 //! of the readers is not counted (partitioned indexes in a bounded block
 //! cache are the way to count them there).
@@ -45,6 +45,23 @@
 //! for one largest block read ahead, ~4 MiB for RocksDB, up to 2 MiB for
 //! the block index), and the process uses that much whatever `-dbcache`
 //! says (Core's own floor is 4 MiB, for its caches alone).
+//!
+//! # A value handed down
+//! The split is computed once, by whoever opens the chainstate (the node
+//! from `-dbcache` and `-dbbatchsize`, tools and tests from their own
+//! sizes), and travels as a plain [`MemoryBudget`] in
+//! `ChainstateOptions::memory`; the engine hands each part down as a value
+//! (the coins database its [`CoinsDatabaseMemory`], the cache its
+//! `coins_bytes`, the read-ahead its bytes). This module sits above the
+//! coins (`crate::coins`): it reads their structural constants (memtables,
+//! shards, the table readers left uncounted), and nothing in them reads it.
+
+use crate::coins::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX;
+use crate::coins::coin_map::SHARD_COUNT_MIN;
+pub use crate::coins::database::{
+    CoinsDatabaseMemory, MEMTABLES_MERGED_PER_FLUSH, MEMTABLE_COUNT_MAX,
+};
+use crate::coins::database::{BLOCK_CACHE_BYTES_DEFAULT, MEMTABLE_BYTES_DEFAULT};
 
 /// One mebibyte.
 pub const MEBIBYTE: usize = 1 << 20;
@@ -55,12 +72,11 @@ pub const BLOCK_INDEX_DATABASE_BYTES_MAX: usize = 2 << 20;
 /// One RocksDB memtable of the coins database in the budget (since flushes
 /// are ingested as tables: [`MEMTABLE_SHARE_DIVISOR`]) ...
 pub const MEMTABLE_BYTES_MIN: usize = 1 << 20;
-/// ... and at most, for databases opened with their own options
-/// ([`crate::database::MEMTABLE_BYTES_DEFAULT`]): all of them together
-/// hold at most 128 MiB.
-pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
+/// ... and at most, as for databases opened with their own options: all
+/// of them together hold at most 128 MiB.
+pub const MEMTABLE_BYTES_MAX: usize = MEMTABLE_BYTES_DEFAULT;
 /// One memtable would be `-dbcache` / this if flushes went through the
-/// memtables. They go in as ingested tables ([`crate::database_ingest`]),
+/// memtables. They go in as ingested tables ([`crate::coins::database::ingest`]),
 /// so the memtables hold only `-dbcrashratio`'s batches and are
 /// [`MEMTABLE_BYTES_MIN`], their memory given to the UTXO maps.
 ///
@@ -75,7 +91,7 @@ pub const MEMTABLE_BYTES_MAX: usize = (128 << 20) / MEMTABLE_COUNT_MAX;
 /// 48.8-49.4 s, a 16th 46.9 and 48.6 s; `docs/utxo-heavy.md`).
 pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// The order a flush sorts its coins in before writing them as a table
-/// ([`crate::database_ingest::sort_in_key_order`]: 32 bytes a dirty coin,
+/// ([`crate::coins::database::key_order::sort_in_key_order`]: 32 bytes a dirty coin,
 /// a number and two pointers) may take `-dbcache` / this. A flush of the
 /// `utxo-heavy` chain at `-dbcache=100` writes ~330,000 changed coins from
 /// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
@@ -86,7 +102,7 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// A background flush is written as one table for each this much of
 /// `-dbcache` (at least one, at most [`FLUSH_TABLE_COUNT_MAX`]): its
 /// frozen map's shards in that many groups of neighbouring key ranges,
-/// each group freed once its table is in ([`crate::background`]).
+/// each group freed once its table is in ([`crate::coins::background`]).
 ///
 /// # Why
 /// Written as one table, a flush holds the whole frozen map until the table is
@@ -97,10 +113,10 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// and 11.2 s of 45.2 s at 100 (119 waits). More tables free memory sooner but
 /// make more level-0 files, each one whose key range a read's key falls in
 /// probed by the read, and each counted by the compaction trigger (scaled by
-/// the count: [`crate::database_levels`]). The first and the last table of a
+/// the count: [`crate::coins::database::levels`]). The first and the last table of a
 /// flush must not hold both the `'B'` and `'H'` records, which sort below and
 /// above the coins: their ranges would span every coin key and every read would
-/// probe their filters too (see [`crate::database_ingest::TableFlush`]). One
+/// probe their filters too (see [`crate::coins::database::ingest::TableFlush`]). One
 /// run each: at 450, 1 table 40.8 s, 2 31.2, 4 31.7-32.1, 8 27.9-30.9; at 100,
 /// 1 table 45.2 s, 2 40.3-41.5, 4 41.7-43.0, 8 43.9-44.6, 16 52.3-54.6 (a flush
 /// there is ~12 MB, tables of a few MB).
@@ -111,41 +127,14 @@ pub const FLUSH_TABLE_COUNT_MAX: usize = 8;
 /// at least this many shards (`coin_map::SHARD_COUNT_MIN`), so every count up to
 /// it is honoured, and the sort order's share divided by it covers a
 /// table's coins.
-pub const FLUSH_TABLE_COUNT_LIMIT: usize = crate::coin_map::SHARD_COUNT_MIN;
+pub const FLUSH_TABLE_COUNT_LIMIT: usize = SHARD_COUNT_MIN;
 /// A flush batch is at most a memtable / this (and `-dbbatchsize`).
 pub const FLUSH_BATCH_MEMTABLE_DIVISOR: usize = 4;
-/// Memtables of the coins database at once, the one being filled included
-/// (RocksDB's `max_write_buffer_number`): writes wait for the older ones
-/// to reach disk rather than grow memory.
-pub const MEMTABLE_COUNT_MAX: usize = 3;
-/// Full memtables RocksDB writes to one level-0 table together (its
-/// `min_write_buffer_number_to_merge`): one memtable fills while the two
-/// before it wait to be written as one.
-///
-/// # Why
-/// Each level-0 table holds twice as much, so a compaction of level 0
-/// carries more (the trigger counts tables:
-/// [`crate::database_levels::level0_file_triggers`]); a coin written by
-/// one flush and erased by the next is dropped when both land in the same
-/// table; and young coins stay readable from memory for two to three
-/// memtables' lives instead of one to two. The profile by quarter shows
-/// the saving in compaction (1.3 CPU s against 2.3 unmerged in the first
-/// quarter, 9.5 against 11.9 in the last), not on the
-/// connecting thread, whose reads cost the same. Measured on
-/// the `utxo-heavy` chain to height 2,000, scripts skipped,
-/// `-reindex-chainstate`, Ibex alone, three alternating runs each
-/// (docs/utxo-heavy.md): at `-dbcache=100`, three memtables
-/// of 11.1 MiB merged two at a time took 49.1, 50.2 and 50.7 s (93.2 CPU s
-/// on average) against two of 16.7 MiB at 55.1, 52.8 and 53.6 s (100.5 CPU
-/// s); at `-dbcache=450` (three of 42.7 MiB against two of 64) 46.6 s
-/// against 46.9 s. Their size was measured again with the merge
-/// ([`MEMTABLE_SHARE_DIVISOR`]).
-pub const MEMTABLES_MERGED_PER_FLUSH: usize = 2;
 /// The coins database's block cache, at least ...
 pub const BLOCK_CACHE_BYTES_MIN: usize = 256 << 10;
 /// ... and at most (a 64th of `-dbcache` in between; Core gives LevelDB
 /// half of its 8 MiB coins-database share).
-pub const BLOCK_CACHE_BYTES_MAX: usize = 4 << 20;
+pub const BLOCK_CACHE_BYTES_MAX: usize = BLOCK_CACHE_BYTES_DEFAULT;
 /// Memory for blocks read ahead of validation, at least (one largest
 /// block, 4 MB serialised, prepared) ...
 pub const INCOMING_BLOCKS_BYTES_MIN: usize = 8 << 20;
@@ -159,55 +148,6 @@ pub const COINS_BYTES_MIN: usize = 1 << 20;
 /// From this `-dbcache` up the parts add up to it exactly; below it they
 /// take at most this much.
 pub const FLOOR_BYTES: usize = 24 << 20;
-
-/// The coins database's (RocksDB's) share of memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CoinsDatabaseMemory {
-    /// One memtable (`write_buffer_size`); [`MEMTABLE_COUNT_MAX`] of them,
-    /// written [`MEMTABLES_MERGED_PER_FLUSH`] to a level-0 table.
-    pub memtable_bytes: usize,
-    /// The largest write batch of a flush: it lands whole in one memtable,
-    /// so each may hold this much beyond its size.
-    pub flush_batch_bytes_max: usize,
-    /// The block cache.
-    pub block_cache_bytes: usize,
-    /// One table's coins of a flush in key order
-    /// ([`FLUSH_ORDER_SHARE_DIVISOR`], divided among the tables).
-    pub flush_order_bytes: usize,
-    /// Tables a flush is written as ([`DBCACHE_BYTES_PER_FLUSH_TABLE`]).
-    pub flush_table_count: usize,
-}
-
-impl CoinsDatabaseMemory {
-    /// Everything together: the memtables with a batch landed in each,
-    /// the batch being built and the block cache.
-    pub fn total_bytes(&self) -> usize {
-        MEMTABLE_COUNT_MAX * (self.memtable_bytes + self.flush_batch_bytes_max)
-            + self.flush_batch_bytes_max
-            + self.block_cache_bytes
-            + self.flush_order_bytes
-    }
-
-    fn for_dbcache(
-        dbcache_bytes: usize,
-        batch_bytes_max: usize,
-        flush_table_count: usize,
-    ) -> CoinsDatabaseMemory {
-        let memtable_bytes = MEMTABLE_BYTES_MIN;
-        CoinsDatabaseMemory {
-            memtable_bytes,
-            // Keys are uniform, so each group of shards holds about its
-            // share of the changed coins (a miner grinding txids into one
-            // range brings back at most the one table's order).
-            flush_order_bytes: dbcache_bytes / FLUSH_ORDER_SHARE_DIVISOR / flush_table_count,
-            flush_table_count,
-            flush_batch_bytes_max: batch_bytes_max
-                .clamp(1, memtable_bytes / FLUSH_BATCH_MEMTABLE_DIVISOR),
-            block_cache_bytes: (dbcache_bytes / 64)
-                .clamp(BLOCK_CACHE_BYTES_MIN, BLOCK_CACHE_BYTES_MAX),
-        }
-    }
-}
 
 /// How `-dbcache` is shared (see the [module docs](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +164,7 @@ pub struct MemoryBudget {
     /// readers together.
     pub coins_bytes: usize,
     /// Table-reader bytes left outside `coins_bytes`
-    /// ([`crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX`] unless a test
+    /// ([`TABLE_READERS_UNCOUNTED_BYTES_MAX`] unless a test
     /// changes it).
     pub table_readers_uncounted_bytes: usize,
 }
@@ -254,7 +194,7 @@ impl MemoryBudget {
     ) -> MemoryBudget {
         let block_index_database_bytes = (dbcache_bytes / 8).min(BLOCK_INDEX_DATABASE_BYTES_MAX);
         let coins_database =
-            CoinsDatabaseMemory::for_dbcache(dbcache_bytes, batch_bytes_max, flush_table_count);
+            coins_database_memory(dbcache_bytes, batch_bytes_max, flush_table_count);
         let incoming_blocks_bytes =
             (dbcache_bytes / 8).clamp(INCOMING_BLOCKS_BYTES_MIN, INCOMING_BLOCKS_BYTES_MAX);
         let others =
@@ -265,7 +205,7 @@ impl MemoryBudget {
             coins_database,
             incoming_blocks_bytes,
             coins_bytes: dbcache_bytes.saturating_sub(others).max(COINS_BYTES_MIN),
-            table_readers_uncounted_bytes: crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX,
+            table_readers_uncounted_bytes: TABLE_READERS_UNCOUNTED_BYTES_MAX,
         }
     }
 
@@ -292,6 +232,27 @@ impl MemoryBudget {
     /// Serialised bytes of blocks read or downloaded ahead of validation.
     pub fn incoming_blocks_serialised_bytes(&self) -> usize {
         self.incoming_blocks_bytes / PREPARED_BLOCK_MEMORY_FACTOR
+    }
+}
+
+/// The coins database's share of `dbcache_bytes` (see the module docs),
+/// flushes written as `flush_table_count` tables.
+fn coins_database_memory(
+    dbcache_bytes: usize,
+    batch_bytes_max: usize,
+    flush_table_count: usize,
+) -> CoinsDatabaseMemory {
+    let memtable_bytes = MEMTABLE_BYTES_MIN;
+    CoinsDatabaseMemory {
+        memtable_bytes,
+        // Keys are uniform, so each group of shards holds about its
+        // share of the changed coins (a miner grinding txids into one
+        // range brings back at most the one table's order).
+        flush_order_bytes: dbcache_bytes / FLUSH_ORDER_SHARE_DIVISOR / flush_table_count,
+        flush_table_count,
+        flush_batch_bytes_max: batch_bytes_max
+            .clamp(1, memtable_bytes / FLUSH_BATCH_MEMTABLE_DIVISOR),
+        block_cache_bytes: (dbcache_bytes / 64).clamp(BLOCK_CACHE_BYTES_MIN, BLOCK_CACHE_BYTES_MAX),
     }
 }
 

@@ -22,10 +22,10 @@ use ibex_primitives::{Amount, BlockView, OutPoint, TransactionView, Txid};
 
 use rayon::prelude::*;
 
-use crate::bip30_reader::Bip30Reader;
-use crate::cache::CoinsCache;
-use crate::coin::Coin;
-use crate::coin_reads::CoinReadCounts;
+use crate::coins::bip30_reader::Bip30Reader;
+use crate::coins::cache::CoinsCache;
+use crate::coins::coin::Coin;
+use crate::coins::coin_reads::CoinReadCounts;
 use crate::disconnect::{restore_spent_coins, spend_outputs_again};
 use crate::error::ChainstateError;
 use crate::scripts::ScriptThreads;
@@ -90,7 +90,7 @@ pub struct ConnectedBlock {
     /// Inputs (excluding the coinbase's).
     pub input_count: u64,
     /// Where its spent coins were found, by age, and its BIP30 lookups
-    /// ([`crate::coin_reads`]).
+    /// ([`crate::coins::coin_reads`]).
     pub coin_reads: CoinReadCounts,
 }
 

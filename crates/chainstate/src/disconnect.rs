@@ -11,8 +11,8 @@ use ibex_primitives::params::is_bip30_unspendable;
 use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{BlockHash, BlockView, OutPoint, TransactionView, Txid};
 
-use crate::cache::CoinsCache;
-use crate::coin::Coin;
+use crate::coins::cache::CoinsCache;
+use crate::coins::coin::Coin;
 use crate::error::ChainstateError;
 use crate::undo::BlockUndo;
 

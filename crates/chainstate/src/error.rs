@@ -1,4 +1,6 @@
-//! The crate's one error type.
+//! The crate's one error type, and the reasons its variants carry (kept
+//! here, beside it, so that every module can return it without importing
+//! the modules that fail).
 
 use ibex_primitives::{BlockHash, DecodeError, OutPoint};
 
@@ -89,7 +91,7 @@ pub enum ChainstateError {
         /// The block.
         hash: BlockHash,
         /// What is wrong.
-        reason: crate::undo::UndoDecodeError,
+        reason: UndoDecodeError,
     },
     /// A stored block could not be decoded.
     #[error("stored block {hash} is corrupt: {reason}")]
@@ -135,7 +137,7 @@ pub enum ChainstateError {
         /// Its height.
         height: u32,
         /// Why.
-        reason: crate::engine::fixed_point::CandidateLeft,
+        reason: CandidateLeft,
     },
     /// A block's scripts could not be judged (a broken invariant; the
     /// block is left neither valid nor invalid).
@@ -144,7 +146,7 @@ pub enum ChainstateError {
         /// The block.
         hash: BlockHash,
         /// What broke.
-        reason: crate::scripts::ScriptCheckBroken,
+        reason: ScriptCheckBroken,
     },
     /// The script thread pool could not be started.
     #[error("cannot start script threads: {source}")]
@@ -344,4 +346,135 @@ pub enum CoinDecodeError {
         /// The decoded index.
         vout: u64,
     },
+}
+
+/// Why a block undo payload could not be decoded (untrusted bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UndoDecodeError {
+    /// The transaction count is malformed or more than the bytes can hold.
+    #[error("block undo transaction count: {0}")]
+    TransactionCount(DecodeError),
+    /// A transaction's coin count is malformed or more than the bytes can hold.
+    #[error("transaction undo {transaction_index}: coin count: {source}")]
+    CoinCount {
+        /// Position of the transaction undo (0 is the block's second transaction).
+        transaction_index: usize,
+        /// What is wrong with the count.
+        source: DecodeError,
+    },
+    /// A spent coin is malformed.
+    #[error("transaction undo {transaction_index}, coin {input_index}: {source}")]
+    Coin {
+        /// Position of the transaction undo.
+        transaction_index: usize,
+        /// Position of the coin (the spending input's index).
+        input_index: usize,
+        /// What is wrong with the coin.
+        source: CoinDecodeError,
+    },
+    /// A spent coin's dummy version does not fit 32 bits (Core reads it as `unsigned int`).
+    #[error(
+        "transaction undo {transaction_index}, coin {input_index}: version {value} above 32 bits"
+    )]
+    VersionDummyOutOfRange {
+        /// Position of the transaction undo.
+        transaction_index: usize,
+        /// Position of the coin.
+        input_index: usize,
+        /// The value read.
+        value: u64,
+    },
+    /// Bytes were left after the last transaction undo.
+    #[error("{count} trailing bytes after the block undo at byte {offset}")]
+    TrailingBytes {
+        /// Where the trailing bytes start.
+        offset: usize,
+        /// How many bytes are left.
+        count: usize,
+    },
+}
+
+/// Why a block's scripts could not be judged: a broken invariant of the
+/// engine (the block, its transaction ids and its undo data do not fit
+/// together), never a verdict on the block. The check fails closed: the
+/// block is neither valid nor invalid, and the caller stops with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptCheckBroken {
+    /// The undo data has another number of records than the block has
+    /// transactions after the coinbase.
+    #[error("{records} undo records for {transactions} transactions after the coinbase")]
+    UndoRecordCount {
+        /// Undo records.
+        records: usize,
+        /// Transactions after the coinbase.
+        transactions: usize,
+    },
+    /// Another number of transaction ids than transactions.
+    #[error("{txids} transaction ids for {transactions} transactions")]
+    TxidCount {
+        /// Transaction ids.
+        txids: usize,
+        /// Transactions.
+        transactions: usize,
+    },
+    /// A transaction could not be read from the block.
+    #[error("transaction {index} cannot be read")]
+    MissingTransaction {
+        /// Its index in the block.
+        index: usize,
+    },
+    /// A transaction's undo record has another number of spent coins than
+    /// it has inputs.
+    #[error("transaction {index} has {inputs} inputs but {spent} spent coins")]
+    SpentCoinCount {
+        /// Its index in the block.
+        index: usize,
+        /// Its inputs.
+        inputs: usize,
+        /// Spent coins in its undo record.
+        spent: usize,
+    },
+    /// The verdict never came back from the script threads (the job was
+    /// dropped or its thread died).
+    #[error("the script verdict was lost")]
+    VerdictLost,
+}
+
+/// Why a block with more work than the tip was left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateLeft {
+    /// `-stopatheight` was reached first.
+    StopHeight {
+        /// The stop height.
+        stop_height: u32,
+    },
+    /// An ancestor's block data is missing (its header is known).
+    MissingAncestorData {
+        /// The lowest ancestor above the active chain without data.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+    },
+    /// Blocks are connected but their scripts are not settled yet.
+    ScriptsPending,
+    /// Nothing stopped it: it was never tried (a broken invariant).
+    NotTried,
+}
+
+impl std::fmt::Display for CandidateLeft {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CandidateLeft::StopHeight { stop_height } => {
+                write!(formatter, "-stopatheight={stop_height} reached")
+            }
+            CandidateLeft::MissingAncestorData { hash, height } => {
+                write!(formatter, "block data of its ancestor {hash} at height {height} is missing")
+            }
+            CandidateLeft::ScriptsPending => {
+                write!(formatter, "the scripts of the last blocks are still being checked")
+            }
+            CandidateLeft::NotTried => write!(formatter, "it was not tried"),
+        }
+    }
 }

@@ -7,59 +7,50 @@
 //! input (keeping the coins for undo data) and [`CoinsCache::add`] per output;
 //! when [`CoinsCache::is_full`] or periodically, [`CoinsCache::flush`] writes
 //! the dirty coins to the [`CoinsDatabase`] in bounded batches, recording the
-//! blocks it covers so a crash mid-flush is detected and replayed.
+//! blocks it covers so a crash mid-flush is detected and replayed. The
+//! coins live in [`coins`], in layers (its module docs); the block index in
+//! [`index`]; the engine that drives both in [`engine`] and its [`stages`].
 
-pub mod background;
-pub mod bip30_reader;
 mod block_read_ahead;
 pub mod budget;
-pub mod cache;
-pub mod coin;
-mod coin_map;
-pub mod coin_reads;
-mod coin_script;
-mod coin_shard;
-pub mod compress;
+pub mod coins;
 pub mod connect;
-pub mod database;
-pub mod database_ingest;
-pub mod database_io;
-pub mod database_levels;
 pub mod disconnect;
 pub mod engine;
 pub mod error;
-mod frozen_map;
-pub mod hasher;
-pub mod heap;
 pub mod import;
 pub mod import_diagnosis;
 pub mod import_plan;
 pub mod import_reader;
 pub mod index;
 pub mod metrics;
-mod position_table;
-pub mod prefetch;
 pub mod prepared;
 pub mod scripts;
 pub mod stages;
-pub mod table_writer;
 #[cfg(test)]
 mod test_chain;
-pub mod txoutset;
 pub mod undo;
 
-pub use budget::{CoinsDatabaseMemory, MemoryBudget};
-pub use cache::{CoinsCache, FlushMode, OutputsLookup};
-pub use coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
-pub use coin_reads::{
+pub use budget::MemoryBudget;
+pub use coins::bip30_reader::OutputsLookup;
+pub use coins::cache::{CoinsCache, FlushMode};
+pub use coins::coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
+pub use coins::coin_reads::{
     CoinReadCounts, CoinSource, COIN_AGE_RANGES, COIN_AGE_RANGE_HIGHS_BLOCKS, COIN_AGE_RANGE_NAMES,
     COIN_SOURCES,
 };
-pub use database::{
-    CoinBatches, CoinsDatabase, DatabaseOptions, FlushStats, FlushWriter, HeadBlocks,
-    FLUSH_BATCH_BYTES_DEFAULT,
+pub use coins::database::io::{CoinsDatabaseIo, GibibyteText, WriteAmplification, DATABASE_LEVELS};
+pub use coins::database::{
+    CoinBatches, CoinsDatabase, CoinsDatabaseMemory, DatabaseOptions, FlushStats, FlushWriter,
+    HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
 };
-pub use database_io::{CoinsDatabaseIo, GibibyteText, WriteAmplification, DATABASE_LEVELS};
+pub use coins::heap::bound_heap_retention;
+pub use coins::prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
+pub use coins::txoutset::{txoutset_stats, txoutset_stats_with_pending, PendingCoin};
+// The coins' modules at the crate root, where other crates (the fuzz
+// checks, the node's docs) name them.
+pub use coins::database::{ingest as database_ingest, io as database_io};
+pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
 pub use engine::tips::ChainTip;
 pub use engine::{
@@ -71,7 +62,6 @@ pub use engine::{
     READ_QUERIES_WAITING_MAX,
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
-pub use heap::bound_heap_retention;
 pub use ibex_consensus::BlockRejection;
 pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
@@ -80,8 +70,6 @@ pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
 pub use metrics::{
     ChainMetrics, ChainMetricsReading, FlushDurationReading, QueueGauge, FLUSH_DURATION_BUCKETS_MS,
 };
-pub use prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
-pub use txoutset::{txoutset_stats, txoutset_stats_with_pending, PendingCoin};
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

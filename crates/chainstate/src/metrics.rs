@@ -7,7 +7,7 @@
 //! readers (after each settled block, each disconnected block, each new
 //! best header) and after each flush. The two read-ahead queues count
 //! their bytes and blocks here as they take and give back their budget
-//! ([`QueueGauge`]). The coins database's I/O ([`crate::database_io`]) is
+//! ([`QueueGauge`]). The coins database's I/O ([`crate::coins::database::io`]) is
 //! not copied: a reader asks RocksDB for it when it wants it
 //! ([`ChainMetrics::coins_database_io`]), through a weak reference that
 //! keeps nothing open once the chainstate is gone.
@@ -15,7 +15,7 @@
 //! # Napkin math
 //! A publish sums the cache's bytes and coins over its 16 shards (as each
 //! `UpdateTip` already does) and stores 39 values with relaxed ordering
-//! (26 of them the coin reads by age: [`crate::coin_reads`]): uncontended
+//! (26 of them the coin reads by age: [`crate::coins::coin_reads`]): uncontended
 //! stores to lines no other thread writes. Together ~100-200 ns, against
 //! the 0.1-8 ms a block takes to connect (at most a thousandth). A
 //! read-ahead queue adds one atomic add when it takes a block's bytes and
@@ -30,9 +30,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use crate::coin_reads::{CoinReadCounts, COIN_AGE_RANGES, COIN_SOURCES};
-use crate::database::CoinsDatabase;
-use crate::database_io::CoinsDatabaseIo;
+use crate::coins::coin_reads::{CoinReadCounts, COIN_AGE_RANGES, COIN_SOURCES};
+use crate::coins::database::io::CoinsDatabaseIo;
+use crate::coins::database::CoinsDatabase;
 
 /// Upper bounds of the flush duration histogram's buckets, milliseconds
 /// (a flush of a few MiB takes tens of milliseconds, a mainnet flush of a
@@ -257,7 +257,7 @@ impl ChainMetrics {
     }
 
     /// The coins database's I/O and shape now, asked of RocksDB (tens of
-    /// microseconds: see [`crate::database_io`]); `None` before the
+    /// microseconds: see [`crate::coins::database::io`]); `None` before the
     /// chainstate opened it or once it closed it.
     pub fn coins_database_io(&self) -> Option<CoinsDatabaseIo> {
         let database = self.coins_database.get()?.upgrade()?;

@@ -19,6 +19,7 @@ use ibex_script::{
 use rayon::prelude::*;
 
 use crate::error::ChainstateError;
+pub use crate::error::ScriptCheckBroken;
 use crate::undo::BlockUndo;
 use ibex_consensus::BlockRejection;
 
@@ -56,52 +57,6 @@ impl ScriptThreads {
     pub fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
         self.pool.install(work)
     }
-}
-
-/// Why a block's scripts could not be judged: a broken invariant of the
-/// engine (the block, its transaction ids and its undo data do not fit
-/// together), never a verdict on the block. The check fails closed: the
-/// block is neither valid nor invalid, and the caller stops with an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ScriptCheckBroken {
-    /// The undo data has another number of records than the block has
-    /// transactions after the coinbase.
-    #[error("{records} undo records for {transactions} transactions after the coinbase")]
-    UndoRecordCount {
-        /// Undo records.
-        records: usize,
-        /// Transactions after the coinbase.
-        transactions: usize,
-    },
-    /// Another number of transaction ids than transactions.
-    #[error("{txids} transaction ids for {transactions} transactions")]
-    TxidCount {
-        /// Transaction ids.
-        txids: usize,
-        /// Transactions.
-        transactions: usize,
-    },
-    /// A transaction could not be read from the block.
-    #[error("transaction {index} cannot be read")]
-    MissingTransaction {
-        /// Its index in the block.
-        index: usize,
-    },
-    /// A transaction's undo record has another number of spent coins than
-    /// it has inputs.
-    #[error("transaction {index} has {inputs} inputs but {spent} spent coins")]
-    SpentCoinCount {
-        /// Its index in the block.
-        index: usize,
-        /// Its inputs.
-        inputs: usize,
-        /// Spent coins in its undo record.
-        spent: usize,
-    },
-    /// The verdict never came back from the script threads (the job was
-    /// dropped or its thread died).
-    #[error("the script verdict was lost")]
-    VerdictLost,
 }
 
 /// What stops a block's script check.
@@ -174,7 +129,7 @@ pub fn verify_block_scripts(
 fn verify_transaction(
     index: usize,
     transaction: &TransactionView<'_>,
-    spent: &[crate::coin::Coin],
+    spent: &[crate::coins::coin::Coin],
     flags: VerifyFlags,
 ) -> Result<(), TransactionFailure> {
     let input_count = transaction.inputs().len();
@@ -236,9 +191,13 @@ mod tests {
 
     /// Undo records with `spent(index, inputs)` coins for transaction `index`.
     fn undo_for(block: &BlockView<'_>, spent: impl Fn(usize, usize) -> usize) -> BlockUndo {
-        let coin =
-            crate::coin::Coin::new(ibex_primitives::Amount::from_sat(1).unwrap(), [0x51], 1, false)
-                .unwrap();
+        let coin = crate::coins::coin::Coin::new(
+            ibex_primitives::Amount::from_sat(1).unwrap(),
+            [0x51],
+            1,
+            false,
+        )
+        .unwrap();
         let transactions = (1..block.transaction_count())
             .map(|index| {
                 let inputs = block.transaction(index).unwrap().inputs().len();

@@ -24,9 +24,10 @@
 use ibex_primitives::encode::{compact_size_len, varint_len, write_compact_size, Reader};
 use ibex_primitives::{Amount, DecodeError, Field};
 
-use crate::coin::Coin;
-use crate::compress::{compress_amount, read_amount, read_script, script_encoded_bytes};
+use crate::coins::coin::Coin;
+use crate::coins::compress::{compress_amount, read_amount, read_script, script_encoded_bytes};
 use crate::error::CoinDecodeError;
+pub use crate::error::UndoDecodeError;
 
 /// Fewest bytes a spent coin takes: a height code of height 0 (no dummy),
 /// a 1-byte amount and the 1-byte code of an empty script.
@@ -47,53 +48,6 @@ pub struct TransactionUndo {
 pub struct BlockUndo {
     /// The transactions' undo records.
     pub transactions: Vec<TransactionUndo>,
-}
-
-/// Why a block undo payload could not be decoded (untrusted bytes).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum UndoDecodeError {
-    /// The transaction count is malformed or more than the bytes can hold.
-    #[error("block undo transaction count: {0}")]
-    TransactionCount(DecodeError),
-    /// A transaction's coin count is malformed or more than the bytes can hold.
-    #[error("transaction undo {transaction_index}: coin count: {source}")]
-    CoinCount {
-        /// Position of the transaction undo (0 is the block's second transaction).
-        transaction_index: usize,
-        /// What is wrong with the count.
-        source: DecodeError,
-    },
-    /// A spent coin is malformed.
-    #[error("transaction undo {transaction_index}, coin {input_index}: {source}")]
-    Coin {
-        /// Position of the transaction undo.
-        transaction_index: usize,
-        /// Position of the coin (the spending input's index).
-        input_index: usize,
-        /// What is wrong with the coin.
-        source: CoinDecodeError,
-    },
-    /// A spent coin's dummy version does not fit 32 bits (Core reads it as `unsigned int`).
-    #[error(
-        "transaction undo {transaction_index}, coin {input_index}: version {value} above 32 bits"
-    )]
-    VersionDummyOutOfRange {
-        /// Position of the transaction undo.
-        transaction_index: usize,
-        /// Position of the coin.
-        input_index: usize,
-        /// The value read.
-        value: u64,
-    },
-    /// Bytes were left after the last transaction undo.
-    #[error("{count} trailing bytes after the block undo at byte {offset}")]
-    TrailingBytes {
-        /// Where the trailing bytes start.
-        offset: usize,
-        /// How many bytes are left.
-        count: usize,
-    },
 }
 
 impl BlockUndo {

@@ -92,7 +92,7 @@ fn figures_from_rocksdb_are_known_and_agree() {
     // Counted exactly, by the database itself.
     assert_eq!(io.user_written_bytes, written.batch_bytes);
     assert!(io.user_written_bytes > 15 << 20, "{context}");
-    // Nothing goes through the write-ahead log (`crate::database`'s docs).
+    // Nothing goes through the write-ahead log (`coins::database`'s docs).
     let wal = io.wal_written.expect("WAL bytes known");
     assert_eq!(wal.bytes(), 0, "{context}");
     // Memtables went to level 0, and level 0 was compacted below.

@@ -8,7 +8,7 @@ use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::block_read_ahead::{
     read_ahead_bytes, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
 };
-use crate::cache::FlushMode;
+use crate::coins::cache::FlushMode;
 use crate::connect::{Bip30Check, ConnectContext, ConnectError, ConnectedBlock};
 use crate::disconnect::DisconnectResult;
 use crate::error::ChainstateError;
@@ -371,7 +371,7 @@ impl Chainstate {
 
     /// Flushes when the cache is full or the periodic interval passed, and
     /// waits while a background flush has not freed enough for the live
-    /// map to grow (see [`crate::background`]).
+    /// map to grow (see [`crate::coins::background`]).
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
         self.collect_background_flush(super::flush::Collect::Poll)?;
         self.count_table_readers()?;

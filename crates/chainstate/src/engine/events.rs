@@ -3,8 +3,8 @@
 
 use ibex_primitives::BlockHash;
 
-use crate::database::FlushStats;
-use crate::database_io::CoinsDatabaseIo;
+use crate::coins::database::io::CoinsDatabaseIo;
+use crate::coins::database::FlushStats;
 use crate::import_diagnosis::FileWithoutBlocks;
 use crate::import_plan::ImportPlan;
 
@@ -96,7 +96,7 @@ pub enum ChainEvent {
         /// Bytes of the cache being written.
         cache_bytes: usize,
         /// Whether it is written by the writer thread while validation goes
-        /// on (see [`crate::background`]), rather than with validation stopped.
+        /// on (see [`crate::coins::background`]), rather than with validation stopped.
         background: bool,
     },
     /// The coins and index were written.
@@ -113,14 +113,14 @@ pub enum ChainEvent {
         reason: FlushReason,
     },
     /// What the coins database did since it was opened, and its shape now
-    /// (RocksDB's figures, [`crate::database_io`]): sent after each
+    /// (RocksDB's figures, [`crate::coins::database::io`]): sent after each
     /// [`ChainEvent::Flushed`] (boxed: ~500 bytes, once a flush).
     CoinsDatabaseMeasured(Box<CoinsDatabaseIo>),
     /// The coins database's table readers passed
     /// 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`](crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR)
     /// of the UTXO cache's share of `-dbcache`: tables written from now on
     /// filter on transaction ids only
-    /// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]).
+    /// ([`crate::coins::database::CoinsDatabase::drop_whole_key_filters`]).
     WholeKeyFiltersDropped {
         /// What the table readers held, in bytes.
         table_readers_bytes: usize,

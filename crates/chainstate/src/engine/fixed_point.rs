@@ -19,6 +19,7 @@
 use ibex_primitives::{BlockHash, ChainWork};
 
 use super::Chainstate;
+pub use crate::error::CandidateLeft;
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 
@@ -42,27 +43,6 @@ pub enum BestCandidateCheck {
     },
 }
 
-/// Why a block with more work than the tip was left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CandidateLeft {
-    /// `-stopatheight` was reached first.
-    StopHeight {
-        /// The stop height.
-        stop_height: u32,
-    },
-    /// An ancestor's block data is missing (its header is known).
-    MissingAncestorData {
-        /// The lowest ancestor above the active chain without data.
-        hash: BlockHash,
-        /// Its height.
-        height: u32,
-    },
-    /// Blocks are connected but their scripts are not settled yet.
-    ScriptsPending,
-    /// Nothing stopped it: it was never tried (a broken invariant).
-    NotTried,
-}
-
 impl BestCandidateCheck {
     /// Whether activation left nothing it should have tried.
     pub fn is_fixed_point(&self) -> bool {
@@ -74,23 +54,6 @@ impl BestCandidateCheck {
                     CandidateLeft::StopHeight { .. } | CandidateLeft::MissingAncestorData { .. }
                 )
             }
-        }
-    }
-}
-
-impl std::fmt::Display for CandidateLeft {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CandidateLeft::StopHeight { stop_height } => {
-                write!(formatter, "-stopatheight={stop_height} reached")
-            }
-            CandidateLeft::MissingAncestorData { hash, height } => {
-                write!(formatter, "block data of its ancestor {hash} at height {height} is missing")
-            }
-            CandidateLeft::ScriptsPending => {
-                write!(formatter, "the scripts of the last blocks are still being checked")
-            }
-            CandidateLeft::NotTried => write!(formatter, "it was not tried"),
         }
     }
 }

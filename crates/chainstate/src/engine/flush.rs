@@ -3,7 +3,7 @@
 //! 1. block and undo files are synced, so everything the index will name exists;
 //! 2. the changed block index records are written (synced);
 //! 3. the coins are flushed: the head-blocks record first, then the coins in
-//!    bounded batches, then the new best block (see [`crate::database`]).
+//!    bounded batches, then the new best block (see [`crate::coins::database`]).
 //!
 //! A crash between any two steps leaves a state the next open repairs:
 //! before 3 the coins still name the old tip (blocks after it are connected
@@ -11,7 +11,7 @@
 //! The coins skip RocksDB's write-ahead log, so a crash keeps a prefix of
 //! their batches, possibly ending before the last flushes: the same two
 //! cases. A shutdown or periodic flush waits for them to be durable
-//! ([`crate::database::CoinsDatabase::persist_memtables`]); a cache-full one does not.
+//! ([`crate::coins::database::CoinsDatabase::persist_memtables`]); a cache-full one does not.
 //!
 //! Step 3 is reported twice: [`ChainEvent::FlushStarted`] when it begins
 //! (what it will write) and [`ChainEvent::Flushed`] once it is written, so
@@ -21,17 +21,17 @@
 use std::time::{Duration, Instant};
 
 use super::{ChainEvent, Chainstate, FlushReason};
-use crate::cache::FlushMode;
-use crate::database::FlushStats;
+use crate::coins::cache::FlushMode;
+use crate::coins::database::FlushStats;
 use crate::error::ChainstateError;
 use crate::stages::persistence::BackgroundFlushInfo;
 
 /// Once the coins database's table readers (filters and indexes) take more than
 /// 1/this of the UTXO cache's share of `-dbcache` from the maps (what they hold
 /// beyond
-/// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)),
+/// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`](crate::coins::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX)),
 /// tables written from then on filter on transaction ids only
-/// ([`crate::database::CoinsDatabase::drop_whole_key_filters`]): the memory
+/// ([`crate::coins::database::CoinsDatabase::drop_whole_key_filters`]): the memory
 /// goes back to the maps. Measured on the `utxo-heavy` chain to height 2,000
 /// (26 M coins, scripts skipped): whole-key filters won by 4.7 % at
 /// `-dbcache=450`, where the readers reached a fifth of the share (45 of 212
@@ -86,7 +86,7 @@ impl Chainstate {
     }
 
     /// Starts a coins flush on the writer thread (see
-    /// [`crate::background`]): validation goes on while it is written.
+    /// [`crate::coins::background`]): validation goes on while it is written.
     /// Files and the block index are made durable first, synchronously.
     pub fn flush_in_background(
         &mut self,
@@ -191,7 +191,7 @@ impl Chainstate {
     }
 
     /// Makes the coins database's writes durable unless `reason` is a full
-    /// cache (see [`crate::database`], "No write-ahead log"): a shutdown
+    /// cache (see [`crate::coins::database`], "No write-ahead log"): a shutdown
     /// or a periodic flush promises what it wrote survives a crash; a
     /// flush that only frees memory does not wait for the disk, and a
     /// crash after it replays the blocks its unwritten memtables held.
@@ -234,15 +234,15 @@ impl Chainstate {
     }
 
     /// The coins database's I/O since open, after a flush: RocksDB's
-    /// properties, read in tens of microseconds ([`crate::database_io`]).
+    /// properties, read in tens of microseconds ([`crate::coins::database::io`]).
     fn emit_database_measured(&mut self) {
         let io = Box::new(self.coins_database_io());
         self.emit(ChainEvent::CoinsDatabaseMeasured(io));
     }
 
     /// The coins database's I/O since open and its shape now (RocksDB's
-    /// figures: [`crate::database_io`]).
-    pub fn coins_database_io(&self) -> crate::database_io::CoinsDatabaseIo {
+    /// figures: [`crate::coins::database::io`]).
+    pub fn coins_database_io(&self) -> crate::coins::database::io::CoinsDatabaseIo {
         self.connector.cache().database().io()
     }
 

@@ -61,7 +61,7 @@ pub use service::{
     ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
 };
 
-use crate::cache::CoinsCache;
+use crate::coins::cache::CoinsCache;
 use crate::index::{ActiveChain, BlockIndex};
 use crate::metrics::{ChainMetrics, PublishedLevels};
 use crate::stages::connector::Connector;
@@ -175,9 +175,9 @@ pub struct ChainStatistics {
     /// starved: nothing to connect).
     pub command_wait_ms: u64,
     /// Where the connected blocks' spent coins were found, by age, and
-    /// their BIP30 lookups ([`crate::coin_reads`]): the spends add up to
+    /// their BIP30 lookups ([`crate::coins::coin_reads`]): the spends add up to
     /// [`Self::inputs_connected`].
-    pub coin_reads: crate::coin_reads::CoinReadCounts,
+    pub coin_reads: crate::coins::coin_reads::CoinReadCounts,
 }
 
 impl Chainstate {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions};
-use crate::cache::CoinsCache;
-use crate::database::{CoinsDatabase, DatabaseOptions};
+use crate::coins::cache::CoinsCache;
+use crate::coins::database::{CoinsDatabase, DatabaseOptions};
 use crate::error::{ChainstateError, DatabaseKind};
 use crate::index::ActiveChain;
 use crate::scripts::ScriptThreads;

@@ -13,8 +13,8 @@
 use ibex_primitives::BlockHash;
 
 use super::{ChainEvent, Chainstate};
-use crate::cache::FlushMode;
-use crate::database::HeadBlocks;
+use crate::coins::cache::FlushMode;
+use crate::coins::database::HeadBlocks;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
 

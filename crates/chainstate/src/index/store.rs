@@ -15,7 +15,7 @@ use ibex_primitives::{BlockHash, ChainWork, Header, HEADER_BYTES};
 use rocksdb::{DBCompressionType, Options, WriteBatch, WriteOptions, DB};
 
 use super::{BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
-use crate::database::holds_database_files;
+use crate::coins::database::holds_database_files;
 use crate::error::ChainstateError;
 
 const ENTRY_PREFIX: u8 = b'b';

@@ -38,17 +38,17 @@
 //! ~5.8 ms a block on average. `perf` shows why: each input's first lookup
 //! in the 440 MiB table is a cache miss (~250-280 ns, not the ~100-200 ns
 //! above), and so is each new output's insert; the cache's tables use huge
-//! pages ([`crate::heap::TableAllocator`]) so that at least the TLB does
+//! pages ([`crate::coins::heap::TableAllocator`]) so that at least the TLB does
 //! not add a page walk to each (`docs/benchmarks.md`).
 
 use crate::block_read_ahead::{BlockFiles, BlockReadAhead, BlockToRead};
-use crate::cache::CoinsCache;
+use crate::coins::cache::CoinsCache;
+use crate::coins::prefetch::PrefetchInFlight;
 use crate::connect::ConnectedBlock;
 use crate::connect::{connect_block, roll_forward, rollback, ConnectContext, ConnectError};
 use crate::disconnect::{disconnect_block, DisconnectResult};
 use crate::error::ChainstateError;
 use crate::index::EntryId;
-use crate::prefetch::PrefetchInFlight;
 use crate::prepared::PreparedBlock;
 use crate::undo::BlockUndo;
 

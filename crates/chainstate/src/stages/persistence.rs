@@ -36,7 +36,7 @@ pub(crate) struct BackgroundFlushInfo {
     pub(crate) index_records: usize,
     pub(crate) reason: FlushReason,
     /// Milliseconds validation has waited for the writer to free room so
-    /// far ([`crate::background`]).
+    /// far ([`crate::coins::background`]).
     pub(crate) room_wait_ms: u64,
 }
 

@@ -21,7 +21,7 @@
 //!   later put or erase of a key never overtakes an earlier one.
 //! - Crash: the writer writes the flush as tables ingested one after
 //!   another, the head-blocks record put by the first and erased by the
-//!   last, as a synchronous flush does ([`crate::database_ingest::TableFlush`]);
+//!   last, as a synchronous flush does ([`crate::coins::database::ingest::TableFlush`]);
 //!   on the batch path (`-dbcrashratio`) it brackets its batches with the
 //!   same record. Replay does not care which thread wrote.
 //!
@@ -57,32 +57,17 @@
 //! validation waits only when the writer falls behind.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use crate::coin_map::Entry as MapEntry;
-use ibex_primitives::{BlockHash, OutPoint};
+use ibex_primitives::BlockHash;
 
-use crate::cache::{CacheEntry, CoinsCache, FlushMode};
-use crate::coin::Coin;
-use crate::coin_map::{CoinMap, Shard};
-use crate::database::{CoinsDatabase, FlushStats, FlushWriter};
-use crate::database_ingest::{sorted_dirty_writes, table_shards, TableFlush};
+use crate::coins::cache::flush::{sorted_dirty_writes, table_shards};
+use crate::coins::cache::{BackgroundFlush, CoinsCache, FlushMode, FrozenCoins};
+use crate::coins::coin_map::Shard;
+use crate::coins::database::ingest::TableFlush;
+use crate::coins::database::{CoinsDatabase, FlushStats, FlushWriter};
+use crate::coins::entry::CacheEntry;
+use crate::coins::frozen_map::FrozenMap;
 use crate::error::ChainstateError;
-use crate::frozen_map::FrozenMap;
-
-/// A map being written by a background flush.
-#[derive(Debug)]
-pub(crate) struct FrozenCoins {
-    pub(crate) map: FrozenMap,
-    pub(crate) mode: FlushMode,
-}
-
-/// A background flush in progress.
-#[derive(Debug)]
-pub(crate) struct BackgroundFlush {
-    pub(crate) frozen: Arc<FrozenCoins>,
-    pub(crate) writer: JoinHandle<Result<FlushStats, ChainstateError>>,
-}
 
 /// Writes every dirty entry of `frozen` as the state at `best_block`, a
 /// shard at a time; a flush that empties the cache frees each shard once
@@ -156,6 +141,8 @@ fn write_shard(
         if !entry.is_dirty() {
             continue;
         }
+        // A spent entry here is never FRESH: it is an erasure to write.
+        debug_assert!(entry.is_in_state_table(), "{entry:?}");
         match entry.coin() {
             Some(coin) => writer.put(outpoint, coin)?,
             None => writer.erase(outpoint)?,
@@ -211,55 +198,6 @@ impl CoinsCache {
         }
     }
 
-    /// Waits for the background flush, if any, and drops (or, for
-    /// [`FlushMode::KeepCoins`], takes back as clean entries) its coins.
-    pub fn finish_background_flush(&mut self) -> Result<Option<FlushStats>, ChainstateError> {
-        let Some(flush) = self.background.take() else { return Ok(None) };
-        let stats = flush.writer.join().map_err(|_| ChainstateError::FlushThreadPanicked)??;
-        if let Ok(frozen) = Arc::try_unwrap(flush.frozen) {
-            if frozen.mode == FlushMode::KeepCoins {
-                self.absorb(frozen.map.into_map());
-            }
-        }
-        // The frozen table and the writer's batches are free now: given
-        // back if the process holds more than its bound.
-        crate::heap::release_free_memory();
-        Ok(Some(stats))
-    }
-
-    /// Takes back a written map's unspent coins where the live map has none.
-    fn absorb(&mut self, map: CoinMap) {
-        for (outpoint, entry) in map {
-            let Some(coin) = entry.into_coin() else { continue };
-            if let MapEntry::Vacant(slot) = self.map.entry(outpoint) {
-                self.script_heap_bytes += coin.heap_bytes();
-                slot.insert(CacheEntry::new(Some(coin), 0));
-            }
-        }
-    }
-
-    /// `visit` of the frozen map's entry for `outpoint` (its coin, `None`
-    /// when spent); `None` when the frozen map does not hold it (or there
-    /// is none).
-    pub(crate) fn frozen_lookup<R>(
-        &self,
-        outpoint: &OutPoint,
-        visit: impl FnOnce(Option<&Coin>) -> R,
-    ) -> Option<R> {
-        self.background.as_ref()?.frozen.map.lookup(outpoint, visit)
-    }
-
-    /// Shard releases the running background flush has begun (0 without
-    /// one): see [`FrozenMap::release_count`].
-    pub(crate) fn frozen_release_count(&self) -> usize {
-        self.background.as_ref().map_or(0, |flush| flush.frozen.map.release_count())
-    }
-
-    /// Bytes of the frozen map still held by a background flush.
-    pub(crate) fn frozen_memory_bytes(&self) -> usize {
-        self.background.as_ref().map_or(0, |flush| flush.frozen.map.held_bytes())
-    }
-
     /// Whether validation must wait for the writer: the live map, grown for
     /// the next inserts, and what the writer still holds pass the limit.
     pub fn needs_room(&self) -> bool {
@@ -268,19 +206,12 @@ impl CoinsCache {
     }
 }
 
-impl Drop for CoinsCache {
-    fn drop(&mut self) {
-        // A clean shutdown lets the writer finish; its result is only
-        // lost if it failed, which the next start's replay repairs.
-        let _ = self.finish_background_flush();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::database::DatabaseOptions;
-    use ibex_primitives::{Amount, Txid};
+    use crate::coins::coin::Coin;
+    use crate::coins::database::DatabaseOptions;
+    use ibex_primitives::{Amount, OutPoint, Txid};
 
     /// A cache of `limit_bytes` over a new database in `directory`.
     fn cache_in(directory: &std::path::Path, limit_bytes: usize) -> CoinsCache {

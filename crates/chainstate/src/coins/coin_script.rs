@@ -8,7 +8,7 @@
 //! bytes and a bucket of the coins cache 97. Kept as bytes, the script
 //! takes 35, the coin 48 and the bucket 89 (the entry with its outpoint is
 //! 84 bytes, as the amount is two 4-byte halves, packed in chunks:
-//! [`crate::coin_shard`]): 9 % more coins in the same `-dbcache`. Over 99 %
+//! [`crate::coins::coin_shard`]): 9 % more coins in the same `-dbcache`. Over 99 %
 //! of scripts are inline (every standard output type but bare multisig and
 //! uncompressed P2PK); the rare heap ones pay a pointer read.
 //!

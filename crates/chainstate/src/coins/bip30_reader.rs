@@ -1,5 +1,5 @@
 //! BIP30's lookups for a run of transactions, with one database iterator
-//! kept across them ([`crate::database::CoinPrefixSeeker`]) instead of a
+//! kept across them ([`crate::coins::database::CoinPrefixSeeker`]) instead of a
 //! new one per transaction.
 //!
 //! # Why a kept iterator sees what it must
@@ -18,9 +18,34 @@
 
 use ibex_primitives::{OutPoint, Txid};
 
-use crate::cache::{CoinsCache, OutputsLookup};
-use crate::database::CoinPrefixSeeker;
+use crate::coins::cache::CoinsCache;
+use crate::coins::database::CoinPrefixSeeker;
 use crate::error::ChainstateError;
+
+/// What BIP30's question for a whole transaction found
+/// ([`CoinsCache::has_unspent_output_of`], [`Bip30Reader::has_unspent_output_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputsLookup {
+    /// One of the outputs is an unspent coin already.
+    pub unspent: bool,
+    /// Outputs looked at that neither map had: the database answered for
+    /// them (with one prefix seek, or a point read each).
+    pub answered_by_database: u32,
+}
+
+impl CoinsCache {
+    /// BIP30's question for a whole transaction: whether any of the
+    /// first `output_count` outputs of `txid` is an unspent coin
+    /// ([`Bip30Reader::has_unspent_output_of`]; many questions in a row go
+    /// to one [`Bip30Reader`]).
+    pub fn has_unspent_output_of(
+        &self,
+        txid: &Txid,
+        output_count: u32,
+    ) -> Result<OutputsLookup, ChainstateError> {
+        Bip30Reader::new(self).has_unspent_output_of(txid, output_count)
+    }
+}
 
 /// Answers [`Bip30Reader::has_unspent_output_of`] for one thread's share of
 /// a block.
@@ -104,9 +129,9 @@ mod tests {
     use ibex_primitives::{Amount, BlockHash};
 
     use super::*;
-    use crate::cache::FlushMode;
-    use crate::coin::Coin;
-    use crate::database::{CoinsDatabase, DatabaseOptions};
+    use crate::coins::cache::FlushMode;
+    use crate::coins::coin::Coin;
+    use crate::coins::database::{CoinsDatabase, DatabaseOptions};
 
     fn outpoint(index: u32) -> OutPoint {
         let mut txid = [0u8; 32];

@@ -5,7 +5,7 @@
 //!
 //! # Why by hand
 //! A flush writes its coins as tables that the database then ingests
-//! ([`crate::database_ingest::TableFlush`]). The young
+//! ([`crate::coins::database::ingest::TableFlush`]). The young
 //! coins in it are read again within seconds. With the C API's writer every
 //! table leaves the page cache as it is written, and those reads go to
 //! the disk: on the `utxo-heavy` chain to height 2,000 at `-dbcache=100`

@@ -4,7 +4,7 @@
 
 use rocksdb::Options;
 
-use crate::budget::MEMTABLES_MERGED_PER_FLUSH;
+use super::options::MEMTABLES_MERGED_PER_FLUSH;
 
 /// Level-0 bytes a compaction into the next level starts from, at least,
 /// counted in memtables written (a table holds
@@ -73,7 +73,7 @@ pub struct Level0Triggers {
 /// the three runs that chose the merge (docs/utxo-heavy.md), where 11
 /// tables (the same 256 MiB) gave back most of the gain (52.8 s against
 /// 50.7 s and 53.6 s in one round). Flushes are ingested as one table
-/// each ([`crate::database_ingest`]) and the memtables are 1 MiB, so this
+/// each ([`crate::coins::database::ingest`]) and the memtables are 1 MiB, so this
 /// gives the cap, 24 tables; RocksDB also compacts level 0 once
 /// it holds more bytes than the base level's target (256 MiB), which is
 /// what starts most compactions there (tables of 20-120 MB a flush).
@@ -131,7 +131,7 @@ mod tests {
         };
         // RocksDB's defaults from 33.6 MiB memtables up (`-dbcache=303`).
         assert_eq!(triggers(64 << 20), (4, 20, 36));
-        assert_eq!(triggers(crate::budget::MEMTABLE_BYTES_MAX), (4, 20, 36));
+        assert_eq!(triggers(crate::coins::database::MEMTABLE_BYTES_DEFAULT), (4, 20, 36));
         assert_eq!(triggers(34 << 20), (4, 20, 36));
         assert_eq!(triggers(33 << 20), (5, 20, 36));
         // -dbcache=100: 8.3 MiB memtables, tables of two, 20 of them

@@ -1,4 +1,4 @@
-//! A shard's table of positions ([`crate::coin_shard`]): an open-addressing
+//! A shard's table of positions ([`crate::coins::coin_shard`]): an open-addressing
 //! hash table of `u32` positions in groups of 16, each group's tags and
 //! positions side by side.
 //!
@@ -31,7 +31,7 @@
 //! unless a tag matches (1/128 for each slot in use of the group). 5 bytes a
 //! slot, as hashbrown's `u32` table.
 
-use crate::heap::TableAllocator;
+use crate::coins::heap::TableAllocator;
 
 /// Slots of a group.
 const GROUP_SLOTS: usize = 16;

@@ -26,7 +26,7 @@
 //! ~15 integer properties, each under RocksDB's mutex for microseconds:
 //! ~50-100 us, a few times a minute at most.
 
-use crate::database::CoinsDatabase;
+use super::store::CoinsDatabase;
 
 /// Levels reported: RocksDB's default `num_levels`, which the coins
 /// database keeps.

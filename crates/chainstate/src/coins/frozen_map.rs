@@ -1,4 +1,4 @@
-//! The map a background flush writes ([`crate::background`]): the cache's
+//! The map a background flush writes ([`crate::coins::background`]): the cache's
 //! shards, each behind a lock, so the writer can free a shard as soon as
 //! its coins are in the database while validation still reads the others.
 //!
@@ -28,8 +28,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use ibex_primitives::OutPoint;
 
-use crate::coin::Coin;
-use crate::coin_map::{new_shard, shard_index, CoinMap, Shard};
+use crate::coins::coin::Coin;
+use crate::coins::coin_map::{new_shard, shard_index, CoinMap, Shard};
 
 /// A frozen map; a released shard is `None`.
 #[derive(Debug)]
@@ -68,7 +68,7 @@ impl FrozenMap {
     }
 
     /// Shard releases begun so far. A reader that keeps a database
-    /// iterator across lookups ([`crate::bip30_reader`]) must make a new
+    /// iterator across lookups ([`crate::coins::bip30_reader`]) must make a new
     /// one when this changes: a shard released after the iterator was made
     /// holds writes the iterator's snapshot does not see. The count rises
     /// after the shard's writes reach RocksDB and before the shard is
@@ -140,7 +140,7 @@ impl FrozenMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::CacheEntry;
+    use crate::coins::entry::CacheEntry;
 
     /// Script bytes the coins of `shard` hold on the heap.
     fn script_heap_bytes(shard: &Shard) -> usize {

@@ -6,7 +6,7 @@
 //! memtable is written to a level-0 table later, and that table is
 //! compacted into the levels below. A flush already holds its coins in
 //! memory and can sort them itself (~0.1 us a key): written as a table
-//! (RocksDB's `SstFileWriter`, here [`crate::table_writer`]) and ingested
+//! (RocksDB's `SstFileWriter`, here [`super::table_writer`]) and ingested
 //! (`IngestExternalFile`, the file moved into the database), it skips the
 //! memtable inserts (a fifth of the import's CPU with scripts skipped) and
 //! the memtable flushes, and the memory the memtables held goes to the
@@ -26,51 +26,24 @@
 //! before it, and RocksDB first writes any memtable that holds keys in the
 //! table's range, so what survives a crash is still a prefix of the writes
 //! (the `database` module docs). A table written but not ingested is left
-//! in [`TABLES_DIRECTORY`], which the next open empties.
+//! in [`TABLES_DIRECTORY`](super::TABLES_DIRECTORY), which the next open empties.
 //!
 //! `-dbcrashratio` (tests) keeps the batch path: it crashes between
 //! batches, which a table never has.
 
-use std::ops::Range;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use ibex_primitives::{BlockHash, OutPoint};
 use rocksdb::IngestExternalFileOptions;
 
-use crate::coin::{Coin, CoinKey};
-use crate::coin_map::{CoinMap, Shard};
-use crate::database::{
-    head_blocks_record, CoinsDatabase, FlushStats, BEST_BLOCK_KEY, COIN_TXID_PREFIX_BYTES,
-    HEAD_BLOCKS_KEY,
+use super::key_order::KeyedCoinWrite;
+use super::options::COIN_TXID_PREFIX_BYTES;
+use super::store::{
+    head_blocks_record, CoinsDatabase, FlushStats, BEST_BLOCK_KEY, HEAD_BLOCKS_KEY,
 };
+use super::table_writer::TableWriter;
+use crate::coins::coin::{Coin, CoinKey};
 use crate::error::ChainstateError;
-use crate::table_writer::TableWriter;
-
-/// Directory, inside the coins database's, of tables written and not yet
-/// ingested.
-pub const TABLES_DIRECTORY: &str = "ibex-flush-tables";
-
-/// A coin write (`Some`) or erasure (`None`) of a flush.
-pub type CoinWrite<'a> = (&'a OutPoint, Option<&'a Coin>);
-
-/// The database's key order of two outpoints (`'C' || txid ||
-/// VARINT(vout)`): by transaction id, then by the encoded output index
-/// (Core's VARINT does not sort as the numbers do past 16,511).
-pub fn key_order(left: &OutPoint, right: &OutPoint) -> std::cmp::Ordering {
-    left.txid.0.cmp(&right.txid.0).then_with(|| {
-        if left.vout == right.vout {
-            return std::cmp::Ordering::Equal;
-        }
-        CoinKey::new(left).as_ref().cmp(CoinKey::new(right).as_ref())
-    })
-}
-
-/// A coin write with a number that sorts nearly as its key does: `'C'`, the
-/// first ten bytes of the transaction id and the output index's VARINT
-/// (five bytes at most, zero-padded: the VARINT is prefix-free, so padded
-/// numbers compare as the bytes do).
-pub type KeyedCoinWrite<'a> = (u128, CoinWrite<'a>);
 
 /// How many writes ahead the loop that writes a flush table asks the
 /// CPU for the coin it will encode.
@@ -114,90 +87,6 @@ fn prefetch_entry(outpoint: &OutPoint, coin: Option<&Coin>) {
     let _ = (outpoint, coin);
 }
 
-/// Bytes of the transaction id in a [`KeyedCoinWrite`]'s number.
-const SORT_TXID_BYTES: usize = 10;
-
-/// `write` with its sort number, for [`sort_in_key_order`].
-pub fn keyed(write: CoinWrite<'_>) -> KeyedCoinWrite<'_> {
-    let key = CoinKey::new(write.0);
-    let key = key.padded_bytes();
-    let mut number = [0u8; 16];
-    number[..1 + SORT_TXID_BYTES].copy_from_slice(&key[..1 + SORT_TXID_BYTES]);
-    number[1 + SORT_TXID_BYTES..].copy_from_slice(&key[33..38]);
-    (u128::from_be_bytes(number), write)
-}
-
-/// Sorts `writes` in key order ([`key_order`]).
-///
-/// # Napkin math
-/// The writes point into the UTXO maps, scattered in memory: a comparison
-/// through the pointers is a cache miss (~100 ns), ~20 a write for a sort,
-/// which took 9 s of the flush thread over an import. The
-/// inline numbers decide every comparison but those between transactions
-/// whose ids share their first ten bytes (a chance of 2^-80 a pair, or
-/// made on purpose): a pass over the sorted writes finds those runs and
-/// sorts them again through the pointers.
-pub fn sort_in_key_order(writes: &mut [KeyedCoinWrite<'_>]) {
-    writes.sort_unstable_by_key(|(number, _)| *number);
-    let prefix_of = |number: u128| number >> 40;
-    let mut start = 0;
-    while start < writes.len() {
-        let prefix = prefix_of(writes[start].0);
-        let mut end = start + 1;
-        let mut one_transaction = true;
-        while end < writes.len() && prefix_of(writes[end].0) == prefix {
-            one_transaction &= writes[end].1 .0.txid == writes[start].1 .0.txid;
-            end += 1;
-        }
-        if !one_transaction {
-            writes[start..end]
-                .sort_unstable_by(|(_, (left, _)), (_, (right, _))| key_order(left, right));
-        }
-        start = end;
-    }
-}
-
-/// The shards table `table` of `table_count` holds, among `shard_count`:
-/// neighbouring shards, so neighbouring key ranges
-/// ([`crate::coin_map::shard_index`]).
-pub(crate) fn table_shards(table: usize, table_count: usize, shard_count: usize) -> Range<usize> {
-    let table_count = table_count.max(1);
-    table * shard_count / table_count..(table + 1) * shard_count / table_count
-}
-
-/// The dirty entries of `shards` as writes in key order
-/// ([`sort_in_key_order`]).
-pub(crate) fn sorted_dirty_writes<'a>(
-    shards: impl Iterator<Item = &'a Shard>,
-) -> Vec<KeyedCoinWrite<'a>> {
-    let mut writes: Vec<KeyedCoinWrite<'a>> = shards
-        .flat_map(|shard| shard.iter())
-        .filter(|(_, entry)| entry.is_dirty())
-        .map(|(outpoint, entry)| keyed((outpoint, entry.coin())))
-        .collect();
-    sort_in_key_order(&mut writes);
-    writes
-}
-
-/// Writes the dirty entries of `map` as one flush to `new_tip` in the
-/// database's [`CoinsDatabase::flush_table_count`] tables (a synchronous
-/// flush: the map is kept, and only one table's order is in memory at a
-/// time).
-pub(crate) fn ingest_map(
-    database: &CoinsDatabase,
-    map: &CoinMap,
-    new_tip: BlockHash,
-) -> Result<FlushStats, ChainstateError> {
-    let shards = map.shards();
-    let table_count = database.flush_table_count().clamp(1, shards.len());
-    let mut flush = TableFlush::begin(database, new_tip, table_count)?;
-    for table in 0..table_count {
-        let group = &shards[table_shards(table, table_count, shards.len())];
-        flush.ingest_part(&sorted_dirty_writes(group.iter()))?;
-    }
-    flush.finish()
-}
-
 impl CoinsDatabase {
     /// Whether flushes go in as ingested tables ([`TableFlush`]):
     /// always, except under `-dbcrashratio`, whose crashes fall between
@@ -205,22 +94,6 @@ impl CoinsDatabase {
     /// ([`CoinsDatabase::set_batch_flushes`]).
     pub fn ingests_flushes(&self) -> bool {
         self.crash_ratio() == 0 && !self.batch_flushes.load(Ordering::Relaxed)
-    }
-
-    /// Where tables wait to be ingested.
-    pub(crate) fn tables_directory(&self) -> PathBuf {
-        self.path().join(TABLES_DIRECTORY)
-    }
-
-    /// Empties (or makes) [`TABLES_DIRECTORY`]: a table left there by a
-    /// crash was never ingested.
-    pub(crate) fn prepare_tables_directory(&self) -> Result<(), ChainstateError> {
-        let path = self.tables_directory();
-        let error = |source| ChainstateError::TableDirectory { path: path.clone(), source };
-        if path.exists() {
-            std::fs::remove_dir_all(&path).map_err(error)?;
-        }
-        std::fs::create_dir_all(&path).map_err(error)
     }
 
     /// Writes `writes` as a table and ingests it, with `'B'` and `'H'`
@@ -307,7 +180,7 @@ struct TableEdges<'a> {
 
 /// A flush written as a given number of tables, ingested one after
 /// another, so that a background flush can free each part of the frozen
-/// map as soon as its table is in ([`crate::background`]). The parts come
+/// map as soon as its table is in ([`crate::coins::background`]). The parts come
 /// in descending key order: the first holds the highest coin keys, the
 /// last the lowest.
 ///
@@ -359,7 +232,7 @@ impl<'a> TableFlush<'a> {
     }
 
     /// Writes and ingests the next part, `writes` sorted by
-    /// [`sort_in_key_order`] and below the keys of the parts before it; a
+    /// [`sort_in_key_order`](super::key_order::sort_in_key_order) and below the keys of the parts before it; a
     /// middle part with nothing to write is skipped. A part after the last
     /// is refused.
     pub fn ingest_part(&mut self, writes: &[KeyedCoinWrite<'_>]) -> Result<(), ChainstateError> {
@@ -405,55 +278,11 @@ impl<'a> TableFlush<'a> {
 
 #[cfg(test)]
 mod tests {
-    use ibex_primitives::Txid;
 
     use super::*;
-    use crate::database::DatabaseOptions;
-
-    /// Outpoints whose keys are hard to sort: output indexes across each
-    /// VARINT length (127/128, 16,511/16,512), transaction ids equal in
-    /// their first ten bytes and different after, and ordinary ones.
-    fn awkward_outpoints() -> Vec<OutPoint> {
-        let mut outpoints = Vec::new();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for transaction in 0..40u64 {
-            let mut txid = [0u8; 32];
-            for chunk in txid.chunks_mut(8) {
-                chunk.copy_from_slice(&next().to_le_bytes());
-            }
-            if transaction % 3 == 0 {
-                // The first ten bytes of the transaction before (one run).
-                txid[..10].fill(0x5a);
-            }
-            for vout in [0, 1, 127, 128, 255, 16_511, 16_512, 2_113_663, 2_113_664, u32::MAX] {
-                outpoints.push(OutPoint { txid: Txid(txid), vout });
-            }
-        }
-        outpoints
-    }
-
-    #[test]
-    fn writes_sort_as_their_keys_do() {
-        let outpoints = awkward_outpoints();
-        let mut writes: Vec<KeyedCoinWrite<'_>> =
-            outpoints.iter().rev().map(|outpoint| keyed((outpoint, None))).collect();
-        sort_in_key_order(&mut writes);
-        let sorted: Vec<CoinKey> =
-            writes.iter().map(|(_, (outpoint, _))| CoinKey::new(outpoint)).collect();
-        let mut expected: Vec<CoinKey> = outpoints.iter().map(CoinKey::new).collect();
-        expected.sort_by(|left, right| left.as_ref().cmp(right.as_ref()));
-        assert_eq!(sorted, expected);
-        // The VARINT's order is not the numbers' past 16,511.
-        let low = OutPoint { txid: Txid([1; 32]), vout: 16_511 };
-        let high = OutPoint { txid: Txid([1; 32]), vout: 16_512 };
-        assert_eq!(key_order(&low, &high), std::cmp::Ordering::Greater);
-    }
+    use crate::coins::database::key_order::tests::awkward_outpoints;
+    use crate::coins::database::key_order::{key_order, keyed, sort_in_key_order};
+    use crate::coins::database::DatabaseOptions;
 
     /// Puts of `coin` at `outpoints`, in key order.
     fn sorted_puts<'a>(outpoints: &'a [OutPoint], coin: &'a Coin) -> Vec<KeyedCoinWrite<'a>> {

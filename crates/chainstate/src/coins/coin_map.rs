@@ -1,6 +1,6 @@
-//! The cache's table: 16 to 31 shards ([`crate::coin_shard`]) chosen by
+//! The cache's table: 16 to 31 shards ([`crate::coins::coin_shard`]) chosen by
 //! two bytes of the txid, so that each holds one range of keys and a flush
-//! can write and free it a shard at a time ([`crate::frozen_map`]).
+//! can write and free it a shard at a time ([`crate::coins::frozen_map`]).
 //!
 //! # Why shards
 //! A flush writes the frozen map as a few tables of neighbouring key
@@ -28,9 +28,9 @@
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 
-use crate::cache::CacheEntry;
-pub(crate) use crate::coin_shard::{CoinShard as Shard, Entry};
-use crate::coin_shard::{Slot, CHUNK_ENTRIES_MIN};
+pub(crate) use crate::coins::coin_shard::{CoinShard as Shard, Entry};
+use crate::coins::coin_shard::{Slot, CHUNK_ENTRIES_MIN};
+use crate::coins::entry::CacheEntry;
 
 /// Fewest shards of a table.
 pub const SHARD_COUNT_MIN: usize = 16;
@@ -64,7 +64,7 @@ pub(crate) fn chunk_entries_for(target_bytes: usize) -> usize {
 /// its keyed hash) scaled to the count. The database's keys
 /// start with the txid, so each shard holds one range of keys, in the
 /// shards' order: a flush can write its shards as tables that do not
-/// overlap ([`crate::background`]).
+/// overlap ([`crate::coins::background`]).
 pub(crate) fn shard_index(outpoint: &OutPoint, shard_count: usize) -> usize {
     let bytes = u16::from_be_bytes([outpoint.txid.0[0], outpoint.txid.0[1]]);
     (usize::from(bytes) * shard_count) >> 16
@@ -277,7 +277,7 @@ mod tests {
             let waste = SHARD_COUNT_MAX * map.shards[0].chunk_bytes();
             let at_least_min = chunk_entries == CHUNK_ENTRIES_MIN;
             assert!(waste <= target / CHUNK_WASTE_DIVISOR || at_least_min, "{target_mebibytes}");
-            let at_most_max = chunk_entries == crate::coin_shard::CHUNK_ENTRIES_MAX;
+            let at_most_max = chunk_entries == crate::coins::coin_shard::CHUNK_ENTRIES_MAX;
             assert!(2 * waste > target / CHUNK_WASTE_DIVISOR || at_most_max, "{target_mebibytes}");
         }
     }

@@ -2,7 +2,7 @@
 //! database encoding, byte for byte Bitcoin Core's.
 //!
 //! - Value: `VARINT(height * 2 + is_coinbase)`, `VARINT(compress_amount(value))`,
-//!   compressed script (see [`crate::compress`]).
+//!   compressed script (see [`crate::coins::compress`]).
 //! - Key: `'C' || txid (32 bytes, internal order) || VARINT(vout)`, Core's
 //!   `CoinEntry`, so RocksDB's bytewise order is Core's LevelDB order and
 //!   `hash_serialized_3` can walk the database as Core does.
@@ -13,8 +13,8 @@
 use ibex_primitives::encode::{write_varint, Reader};
 use ibex_primitives::{Amount, OutPoint, PackedAmount, Txid};
 
-use crate::coin_script::CoinScript;
-use crate::compress::{compress_amount, read_amount, read_script, write_script};
+use crate::coins::coin_script::CoinScript;
+use crate::coins::compress::{compress_amount, read_amount, read_script, write_script};
 use crate::error::{ChainstateError, CoinDecodeError};
 
 /// Core's `DB_COIN` key prefix.
@@ -24,7 +24,7 @@ pub const COIN_HEIGHT_MAX: u32 = (1 << 31) - 1;
 /// Longest coin key: prefix, txid and a 5-byte VARINT of a 32-bit index.
 pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
 
-pub use crate::coin_script::INLINE_SCRIPT_BYTES_MAX;
+pub use crate::coins::coin_script::INLINE_SCRIPT_BYTES_MAX;
 
 /// An unspent transaction output as the chainstate keeps it.
 ///
@@ -129,7 +129,7 @@ impl Coin {
     }
 
     /// The coins cache's bits for the entry holding this coin
-    /// ([`crate::cache`]): kept in the byte beside the coinbase flag, which
+    /// ([`crate::coins::cache`]): kept in the byte beside the coinbase flag, which
     /// would otherwise be padding, so that an entry is the coin alone.
     pub(crate) fn cache_bits(&self) -> u8 {
         self.bits >> 1

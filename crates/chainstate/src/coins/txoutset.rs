@@ -18,8 +18,8 @@
 use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher, TxOutSetStats};
 use ibex_primitives::{OutPoint, Txid};
 
-use crate::coin::Coin;
-use crate::database::CoinsDatabase;
+use crate::coins::coin::Coin;
+use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
 
 /// A coin state the database does not hold yet: the coin, or `None` when
@@ -121,7 +121,7 @@ fn add_coin(
     hasher.add_coin(&set_coin).map_err(|source| ChainstateError::CoinOrder { source })
 }
 
-impl crate::cache::CoinsCache {
+impl crate::coins::cache::CoinsCache {
     /// `gettxoutsetinfo` of the coin set this cache and its database hold
     /// now: the database's coins with every entry that differs from them
     /// (DIRTY in the live map, or in a background flush's frozen map and

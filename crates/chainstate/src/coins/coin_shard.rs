@@ -1,4 +1,4 @@
-//! One shard of the cache's table ([`crate::coin_map`]): its entries packed
+//! One shard of the cache's table ([`crate::coins::coin_map`]): its entries packed
 //! in chunks of memory, and a hash table of 4-byte positions into them.
 //!
 //! # Why not a `HashMap` of entries
@@ -12,7 +12,7 @@
 //! (docs/utxo-heavy.md), where Core's node-based map takes ~131.
 //!
 //! Here the hash table holds only a `u32` position (5 bytes a slot with its
-//! tag, [`crate::position_table`]) and the entries sit in chunks of
+//! tag, [`crate::coins::position_table`]) and the entries sit in chunks of
 //! [`CoinShard::chunk_entries`] that fill completely, one after another:
 //! a coin costs its 84 bytes, plus 6-11 bytes of table, plus at most one
 //! chunk not yet full a shard: ~92 bytes, whatever the chain's shape, so the
@@ -42,9 +42,9 @@ use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 use std::hash::BuildHasher;
 
-use crate::cache::CacheEntry;
-use crate::hasher::salted_hash_builder;
-use crate::position_table::PositionTable;
+use crate::coins::entry::CacheEntry;
+use crate::coins::hasher::salted_hash_builder;
+use crate::coins::position_table::PositionTable;
 
 /// An entry with its key, as a chunk holds it.
 pub(crate) type Slot = (OutPoint, CacheEntry);

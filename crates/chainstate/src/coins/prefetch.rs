@@ -19,13 +19,14 @@
 //! scripts are skipped. `MultiGet` batches the index and filter probes, and
 //! chunks of [`PREFETCH_CHUNK_OUTPOINTS`] spread the work on every core.
 
-use crate::coin_map::Entry as MapEntry;
+use crate::coins::coin_map::Entry as MapEntry;
 use ibex_primitives::OutPoint;
 use rayon::prelude::*;
 
-use crate::cache::{CacheEntry, CoinsCache, FROM_DATABASE, FROM_FROZEN};
-use crate::coin::Coin;
-use crate::database::CoinsDatabase;
+use crate::coins::cache::CoinsCache;
+use crate::coins::coin::Coin;
+use crate::coins::database::CoinsDatabase;
+use crate::coins::entry::{CacheEntry, FROM_DATABASE, FROM_FROZEN};
 use crate::error::ChainstateError;
 
 /// Outpoints per parallel `MultiGet` call: large enough to amortise the call,
@@ -113,7 +114,7 @@ impl CoinsCache {
 
     /// Inserts prefetched coins as clean entries where the cache has none,
     /// marked as read from the database (their spends count so:
-    /// [`crate::coin_reads`]). Returns how many were inserted: none if a
+    /// [`crate::coins::coin_reads`]). Returns how many were inserted: none if a
     /// flush happened since the request was made.
     pub fn insert_prefetched(&mut self, prefetched: PrefetchedCoins) -> usize {
         if prefetched.flush_epoch != self.flush_epoch {
@@ -133,7 +134,7 @@ impl CoinsCache {
     /// [`Self::prefetch_request`] in one pass that also copies the
     /// unspent coins only a background flush's frozen map holds into the
     /// live map, clean (the database holds them once the writer ends). The
-    /// writer frees the frozen map a shard at a time ([`crate::frozen_map`]):
+    /// writer frees the frozen map a shard at a time ([`crate::coins::frozen_map`]):
     /// a coin left there when its block's prefetch skips it would be read
     /// from the database, one at a time at the spend, if its shard were
     /// freed before the spend. A frozen spent entry is neither copied nor

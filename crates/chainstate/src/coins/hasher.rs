@@ -1,5 +1,5 @@
 //! The cache's salted hasher: foldhash keyed from the operating system's
-//! randomness (see the napkin math in [`crate::cache`]).
+//! randomness (see the napkin math in [`crate::coins::cache`]).
 
 use std::sync::OnceLock;
 
