@@ -4,14 +4,14 @@
 //! options, data directories and the UTXO set through this library; nothing
 //! here depends on them.
 //!
-//! Layers, each importing only those below it:
+//! Layers, each importing only its own and those below it:
 //!
 //! | layer | modules |
 //! |---|---|
 //! | the run | [`daemon`] (startup lines, the run's summary), [`engine`] (the engine, the import, the P2P side and the servers wired together) |
 //! | servers | [`rpc_start`], [`rpc_backend`], [`rpc_network`], [`rpc_control`], [`metrics`] |
 //! | the node's parts | [`p2p_node`], [`node_observer`], [`progress`], [`logging`], [`txoutset`], [`directory_lock`], [`memory_budget`], [`reindex_marker`], [`database_report`] |
-//! | the bottom | [`options`] (everything `ibexd` is told), [`version`], [`signals`], [`private_files`], [`standard_output`], [`progress_estimate`] |
+//! | the bottom | [`options`] (everything `ibexd` is told), [`version`], [`signals`], [`private_files`], [`standard_output`], [`progress_bar`], [`progress_estimate`] |
 
 pub mod daemon;
 pub mod database_report;

@@ -7,7 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`node`] | [`CommandLine`] and [`NodeOptions`]: the command line parsed, the configuration file read, each option typed for the chain |
-//! | [`file`] | `bitcoin.conf` and its includes into the settings ([`ConfigFileStatus`]) |
+//! | [`file`](mod@file) | `bitcoin.conf` and its includes into the settings ([`ConfigFileStatus`]) |
 //! | [`network`], [`metrics`], [`numeric`] | the P2P and RPC options, `-metrics`, the numeric options, with Core's defaults and interplay |
 //! | [`rules`] | Core's rules for one value: known names, negations, paths, the chain options |
 //! | [`error`] | [`ConfigError`] and [`ConfigWarning`], with Core's messages |
