@@ -1,12 +1,12 @@
 //! The operator's input: `bitcoin.conf` and the command line, read as
-//! Core's `ArgsManager` reads them (`ibex_node::config_file`,
-//! `ibex_node::config`).
+//! Core's `ArgsManager` reads them (`ibex_daemon::options::file_syntax`,
+//! `ibex_daemon::options::node`).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use ibex_node::config::CommandLine;
-use ibex_node::config_file::{interpret_key, parse_config_text, ConfigFileContents};
+use ibex_daemon::options::file_syntax::{interpret_key, parse_config_text, ConfigFileContents};
+use ibex_daemon::options::CommandLine;
 
 /// Core's trim set for configuration lines.
 const TRIMMED: [char; 4] = [' ', '\t', '\r', '\n'];

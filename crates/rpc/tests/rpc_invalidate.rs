@@ -2,7 +2,7 @@
 //! parameter errors, hidden from `help`'s list but described by `help
 //! <name>`, and a backend that takes no engine command (the in-memory one
 //! here) refuses them with an error rather than a silent null. Their
-//! effect on a real chain is tested against `ibexd` (`ibex-node`'s
+//! effect on a real chain is tested against `ibexd` (`ibex-daemon`'s
 //! `ibexd_rpc_invalidate`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
