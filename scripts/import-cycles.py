@@ -167,9 +167,19 @@ def edges_of(path, source_root, modules):
         text = handle.read()
     text = STRING.sub('""', COMMENT.sub("", text))
     found = set()
-    for use in re.finditer(r"\buse\s+((?:crate|super|self)[^;]*);", text):
-        for simple in expand_use_tree(use.group(1)):
+    for use in re.finditer(r"(\bpub(?:\([a-z:]+\))?\s+)?\buse\s+([A-Za-z_][^;]*);", text):
+        if use.group(1):
+            # A re-export is not a use: paths through it are followed to
+            # the file that defines the item (`resolve`).
+            continue
+        for simple in expand_use_tree(use.group(2)):
             names = [name for name in simple.split("::") if name]
+            if names and names[0] not in ("crate", "super", "self"):
+                # A path from a child module (`use batch::Writer` in a
+                # `mod.rs`); paths into other crates resolve to nothing.
+                if current + (names[0],) not in modules:
+                    continue
+                names = ["self"] + names
             names = [name.split(" as ")[0] for name in names]
             target = resolve(names, current, is_directory_module, modules)
             found.add(target)
