@@ -161,11 +161,41 @@ def resolve_prefix(names, current, modules):
     return best
 
 
+INLINE_MODULE = re.compile(r"\bmod\s+[A-Za-z_][A-Za-z0-9_]*\s*\{")
+
+
+def inline_module_depths(text):
+    """For each character, how many inline `mod name { ... }` blocks (a
+    file's `mod tests`) enclose it: a `super` there first leaves those."""
+    starts = {match.end() - 1 for match in INLINE_MODULE.finditer(text)}
+    depths, stack, depth = [0] * len(text), [], 0
+    for position, character in enumerate(text):
+        if character == "{":
+            is_module = position in starts
+            stack.append(is_module)
+            depth += is_module
+        elif character == "}" and stack:
+            depth -= stack.pop()
+        depths[position] = depth
+    return depths
+
+
+def without_inline_supers(names, depth):
+    """`names` with the `super`s that only leave inline modules dropped."""
+    names, dropped = list(names), False
+    while depth > 0 and names and names[0] == "super":
+        names, depth, dropped = names[1:], depth - 1, True
+    if dropped and (not names or names[0] != "super"):
+        names = ["self"] + names
+    return names
+
+
 def edges_of(path, source_root, modules):
     current, is_directory_module = module_of(path, source_root)
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     text = STRING.sub('""', COMMENT.sub("", text))
+    depths = inline_module_depths(text)
     found = set()
     for use in re.finditer(r"(\bpub(?:\([a-z:]+\))?\s+)?\buse\s+([A-Za-z_][^;]*);", text):
         if use.group(1):
@@ -174,6 +204,7 @@ def edges_of(path, source_root, modules):
             continue
         for simple in expand_use_tree(use.group(2)):
             names = [name for name in simple.split("::") if name]
+            names = without_inline_supers(names, depths[use.start()])
             if names and names[0] not in ("crate", "super", "self"):
                 # A path from a child module (`use batch::Writer` in a
                 # `mod.rs`); paths into other crates resolve to nothing.
@@ -185,6 +216,7 @@ def edges_of(path, source_root, modules):
             found.add(target)
     for match in PATH_START.finditer(text):
         names = [match.group(1)] + [name for name in match.group(2).split("::") if name and name != "{"]
+        names = without_inline_supers(names, depths[match.start()])
         target = resolve(names, current, is_directory_module, modules)
         found.add(target)
     return {modules[target] for target in found if target in modules and modules[target] != path}
