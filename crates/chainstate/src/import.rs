@@ -19,34 +19,27 @@
 
 use std::collections::HashMap;
 use std::panic::resume_unwind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 
-use ibex_blockstore::{block_file_path, read_block, Obfuscation, RecordHeaders};
+use ibex_blockstore::{read_block, Obfuscation, RecordHeaders};
 use ibex_primitives::{BlockBuffers, BlockHash, Header};
 
 use crate::engine::accept::AcceptOutcome;
 use crate::engine::{BlockSource, ChainEvent, Chainstate};
 use crate::error::ChainstateError;
-use crate::import_plan::ImportPlan;
+use crate::import_plan::build_import_plan;
 use crate::import_reader::{
     import_queue_bytes, read_source, InFlightBytes, ReaderMessage, ReaderOutput,
     IMPORT_QUEUE_BLOCKS_MAX,
 };
 use crate::prepared::PreparedBlock;
+pub(crate) use crate::vocabulary::source_files;
+pub use crate::vocabulary::ImportSource;
 
 /// Bytes of orphan blocks kept in memory (those without a file position).
 pub const ORPHAN_BYTES_MAX: usize = 256 << 20;
-
-/// Where blocks come from.
-#[derive(Debug, Clone)]
-pub enum ImportSource {
-    /// The node's own blocks directory, from `blk00000.dat` on (`-reindex`).
-    OwnBlockFiles,
-    /// A file of framed, unobfuscated blocks (`-loadblock`).
-    ExternalFile(PathBuf),
-}
 
 /// What an import did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,18 +68,6 @@ enum Orphan {
     },
     /// Kept whole (counted against [`ORPHAN_BYTES_MAX`]).
     InMemory(PreparedBlock),
-}
-
-/// The files of `source`, with their `blk` number when they are the
-/// node's own (then obfuscated with the directory's key).
-pub(crate) fn source_files(source: &ImportSource, directory: &Path) -> Vec<(Option<u32>, PathBuf)> {
-    match source {
-        ImportSource::OwnBlockFiles => (0u32..)
-            .map(|number| (Some(number), block_file_path(directory, number)))
-            .take_while(|(_, path)| path.exists())
-            .collect(),
-        ImportSource::ExternalFile(path) => vec![(None, path.clone())],
-    }
 }
 
 /// Every block header in a block file, read with small reads (no block is
@@ -129,7 +110,7 @@ fn index_headers_first(
     let headers: Vec<Header> = records.iter().map(|(header, _)| *header).collect();
     let added = chainstate.offer_headers(&headers)?;
     drop(headers);
-    if let Some(plan) = ImportPlan::build(chainstate, &records) {
+    if let Some(plan) = build_import_plan(chainstate, &records) {
         chainstate.emit(ChainEvent::ImportPlanned(plan));
     }
     Ok(added)

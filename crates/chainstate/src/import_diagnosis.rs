@@ -8,7 +8,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use ibex_blockstore::Obfuscation;
+use ibex_blockstore::{CutOffRecord, Obfuscation};
 use ibex_primitives::{Network, Params};
 
 /// Bytes read from the start of a file to find the cause.
@@ -149,6 +149,16 @@ fn cause_from_prefix(
             NoBlocksCause::NoMagic { first_bytes, magic, obfuscated: !obfuscation.is_identity() }
         }
     }
+}
+
+/// A block file whose last record the file ends inside: the block in it is
+/// not imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutOffBlockFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The record.
+    pub record: CutOffRecord,
 }
 
 #[cfg(test)]

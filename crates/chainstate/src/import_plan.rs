@@ -11,50 +11,33 @@
 use ibex_primitives::Header;
 
 use crate::engine::Chainstate;
+pub use crate::vocabulary::ImportPlan;
 
-/// The best header chain's blocks an import's files hold, by height.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportPlan {
-    /// The best header's height once the import's headers are indexed.
-    pub best_header_height: u32,
-    /// The height of `block_bytes[0]`: one above the active tip (0 without
-    /// a tip).
-    pub first_height: u32,
-    /// The size in bytes of each block of the best header chain from
-    /// `first_height` to `best_header_height`, as the files' records give it
-    /// (0 for a block the files do not hold).
-    pub block_bytes: Vec<u32>,
-}
-
-impl ImportPlan {
-    /// The plan for `records` (each header with its block's size in bytes)
-    /// against `chainstate`'s index, after the headers were offered. `None`
-    /// when there is no best header or the tip is already at or above it.
-    pub(crate) fn build(chainstate: &Chainstate, records: &[(Header, u32)]) -> Option<ImportPlan> {
-        let index = &chainstate.index;
-        let best = chainstate.selection.best_header()?;
-        let best_header_height = index.entry(best).height;
-        let first_height = chainstate.chain.height().map_or(0, |height| height.saturating_add(1));
-        if first_height > best_header_height {
-            return None;
-        }
-        let length = usize::try_from(best_header_height - first_height).ok()?.checked_add(1)?;
-        let mut block_bytes = vec![0u32; length];
-        for (header, bytes) in records {
-            let Some(id) = index.get(&header.block_hash()) else { continue };
-            let height = index.entry(id).height;
-            if height < first_height || index.ancestor(best, height) != Some(id) {
-                continue;
-            }
-            if let Some(slot) = block_bytes.get_mut((height - first_height) as usize) {
-                *slot = *bytes;
-            }
-        }
-        Some(ImportPlan { best_header_height, first_height, block_bytes })
+/// The plan for `records` (each header with its block's size in bytes)
+/// against `chainstate`'s index, after the headers were offered. `None`
+/// when there is no best header or the tip is already at or above it.
+pub(crate) fn build_import_plan(
+    chainstate: &Chainstate,
+    records: &[(Header, u32)],
+) -> Option<ImportPlan> {
+    let index = &chainstate.index;
+    let best = chainstate.selection.best_header()?;
+    let best_header_height = index.entry(best).height;
+    let first_height = chainstate.chain.height().map_or(0, |height| height.saturating_add(1));
+    if first_height > best_header_height {
+        return None;
     }
-
-    /// Bytes of every block in the plan.
-    pub fn total_bytes(&self) -> u64 {
-        self.block_bytes.iter().map(|&bytes| u64::from(bytes)).sum()
+    let length = usize::try_from(best_header_height - first_height).ok()?.checked_add(1)?;
+    let mut block_bytes = vec![0u32; length];
+    for (header, bytes) in records {
+        let Some(id) = index.get(&header.block_hash()) else { continue };
+        let height = index.entry(id).height;
+        if height < first_height || index.ancestor(best, height) != Some(id) {
+            continue;
+        }
+        if let Some(slot) = block_bytes.get_mut((height - first_height) as usize) {
+            *slot = *bytes;
+        }
     }
+    Some(ImportPlan { best_header_height, first_height, block_bytes })
 }

@@ -23,21 +23,22 @@
 //! block across the worker threads: the reader keeps ahead with blocks to
 //! spare.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use ibex_blockstore::{BlockPosition, CutOffRecord, Obfuscation, OwnedRecord, RecordStream};
+use ibex_blockstore::{BlockPosition, Obfuscation, OwnedRecord, RecordStream};
 use ibex_primitives::{BlockBuffers, Params};
 use rayon::prelude::*;
 
 use crate::budget::MemoryBudget;
 use crate::error::ChainstateError;
-use crate::import::{source_files, ImportSource};
+pub use crate::import_diagnosis::CutOffBlockFile;
 use crate::import_diagnosis::{diagnose, FileWithoutBlocks};
 use crate::metrics::QueueGauge;
 use crate::prepared::PreparedBlock;
+use crate::vocabulary::{source_files, ImportSource};
 
 /// Serialised bytes of blocks read but not yet taken by the connecting
 /// thread, at most: the blocks' share of `-dbcache` in serialised bytes
@@ -178,16 +179,6 @@ pub(crate) struct ReaderReport {
     pub(crate) files_without_blocks: Vec<FileWithoutBlocks>,
     /// Files whose last record is cut off.
     pub(crate) cut_off_records: Vec<CutOffBlockFile>,
-}
-
-/// A block file whose last record the file ends inside: the block in it is
-/// not imported.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CutOffBlockFile {
-    /// The file.
-    pub path: PathBuf,
-    /// The record.
-    pub record: CutOffRecord,
 }
 
 /// The reader thread: `source`'s files in order. Returns what it found

@@ -30,6 +30,7 @@ pub mod stages;
 #[cfg(test)]
 mod test_chain;
 pub mod undo;
+pub mod vocabulary;
 
 pub use budget::MemoryBudget;
 pub use coins::bip30_reader::OutputsLookup;

@@ -224,7 +224,11 @@ pub(crate) struct PublishedLevels {
 
 impl ChainMetrics {
     /// Stores the engine's counters and levels.
-    pub(crate) fn publish(&self, statistics: &crate::ChainStatistics, levels: &PublishedLevels) {
+    pub(crate) fn publish(
+        &self,
+        statistics: &crate::vocabulary::ChainStatistics,
+        levels: &PublishedLevels,
+    ) {
         let store = |target: &AtomicU64, value: u64| target.store(value, Ordering::Relaxed);
         let as_u64 = |value: usize| u64::try_from(value).unwrap_or(u64::MAX);
         store(&self.tip_height_plus_one, height_plus_one(levels.tip_height));
@@ -359,43 +363,6 @@ mod tests {
         let reading = metrics.read();
         assert_eq!((reading.flushes, reading.coins_database_written_bytes), (2, 5_120));
         assert_eq!(metrics.flush_durations.read().count, 2);
-    }
-
-    #[test]
-    fn the_engine_publishes_its_counters_levels_and_flushes() {
-        let root = tempfile::tempdir().unwrap();
-        let (blocks, mut chainstate) = crate::test_chain::accepted_chain(root.path());
-        let metrics = chainstate.metrics();
-        assert_eq!(metrics.read().tip_height, None, "nothing connected yet");
-        let top = u32::try_from(blocks.len() - 1).unwrap();
-        chainstate.activate_best_chain().unwrap();
-        let reading = metrics.read();
-        let statistics = chainstate.statistics();
-        assert_eq!(reading.tip_height, Some(top));
-        assert_eq!(reading.best_header_height, Some(top));
-        assert_eq!(reading.blocks_connected, statistics.blocks_connected);
-        assert_eq!(reading.transactions_connected, statistics.transactions_connected);
-        assert_eq!(reading.inputs_connected, statistics.inputs_connected);
-        assert_eq!(reading.scripts_checked, statistics.scripts_checked);
-        assert!(reading.transactions_connected > u64::from(top));
-        assert_eq!(reading.cache_bytes, chainstate.cache().memory_bytes() as u64);
-        assert_eq!(reading.cache_coins, chainstate.cache().entry_count() as u64);
-        assert_eq!(reading.cache_bytes_max, 1 << 20);
-        assert_eq!(reading.script_pipeline_blocks, 0, "activation settles every block");
-        assert_eq!(reading.coin_reads, statistics.coin_reads);
-        assert_eq!(reading.coin_reads.total_spends(), reading.inputs_connected);
-        let io = metrics.coins_database_io().expect("the chainstate is open");
-        assert_eq!(io.files_per_level.len(), crate::DATABASE_LEVELS);
-        assert_eq!((reading.flushes, metrics.flush_durations.read().count), (0, 0));
-        chainstate.flush(crate::FlushReason::Shutdown, crate::FlushMode::KeepCoins).unwrap();
-        let reading = metrics.read();
-        assert_eq!(reading.flushes, 1);
-        assert_eq!(metrics.flush_durations.read().count, 1);
-        assert!(reading.coins_database_written_bytes > 0);
-        let io = metrics.coins_database_io().unwrap();
-        assert_eq!(io.user_written_bytes, reading.coins_database_written_bytes);
-        drop(chainstate);
-        assert_eq!(metrics.coins_database_io(), None, "nothing kept open");
     }
 
     #[test]

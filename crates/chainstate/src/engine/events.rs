@@ -6,7 +6,8 @@ use ibex_primitives::BlockHash;
 use crate::coins::database::io::CoinsDatabaseIo;
 use crate::coins::database::FlushStats;
 use crate::import_diagnosis::FileWithoutBlocks;
-use crate::import_plan::ImportPlan;
+pub use crate::vocabulary::FlushReason;
+use crate::vocabulary::ImportPlan;
 
 /// The new tip after a block is connected or disconnected (the fields of
 /// Core's `UpdateTip` log line).
@@ -139,21 +140,10 @@ pub enum ChainEvent {
     BlockFileWithoutBlocks(FileWithoutBlocks),
     /// An import read a block file whose last record is cut off: the file
     /// ends inside the block its frame announces, which is not imported.
-    BlockFileCutOff(crate::import_reader::CutOffBlockFile),
+    BlockFileCutOff(crate::import_diagnosis::CutOffBlockFile),
     /// An import indexed its files' headers and is about to read their
     /// blocks: what it will connect, for progress estimates.
     ImportPlanned(ImportPlan),
-}
-
-/// Why a flush happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushReason {
-    /// The cache reached `-dbcache`.
-    CacheFull,
-    /// The periodic interval passed.
-    Periodic,
-    /// Shutdown, or the end of an import.
-    Shutdown,
 }
 
 /// Receives [`ChainEvent`]s.

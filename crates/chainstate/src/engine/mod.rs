@@ -31,6 +31,8 @@ mod activate;
 pub mod api;
 pub mod events;
 pub mod fixed_point;
+#[cfg(test)]
+mod fixture_tests;
 pub mod flush;
 mod headers;
 mod import_activation;
@@ -51,6 +53,7 @@ use std::time::Duration;
 use ibex_blockstore::Obfuscation;
 use ibex_primitives::{BlockHash, Params};
 
+pub use crate::vocabulary::ChainStatistics;
 pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
@@ -136,48 +139,6 @@ impl std::fmt::Debug for Chainstate {
             .field("cache_entries", &self.connector.cache().entry_count())
             .finish()
     }
-}
-
-/// Counters since open.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChainStatistics {
-    /// Blocks connected.
-    pub blocks_connected: u64,
-    /// Blocks disconnected.
-    pub blocks_disconnected: u64,
-    /// Transactions in connected blocks.
-    pub transactions_connected: u64,
-    /// Inputs (excluding coinbases) in connected blocks.
-    pub inputs_connected: u64,
-    /// Inputs whose scripts were checked.
-    pub scripts_checked: u64,
-    /// Blocks found invalid.
-    pub blocks_invalid: u64,
-    /// Coins flushes.
-    pub flushes: u64,
-    /// Longest flush from start to written, in milliseconds.
-    pub longest_flush_ms: u64,
-    /// Longest time validation waited for a flush, in milliseconds (the
-    /// shutdown flush excluded: no block waits for it).
-    pub longest_flush_stall_ms: u64,
-    /// Time validation waited for flushes in all, in milliseconds (the
-    /// shutdown flush excluded).
-    pub flush_stall_ms_total: u64,
-    /// The last shutdown flush, start to synced, in milliseconds.
-    pub shutdown_flush_ms: u64,
-    /// Times a reader's query settled pending blocks before their turn (a
-    /// pipeline bubble each; [`ChainReader::query_unsettled`] makes none).
-    pub reads_settled: u64,
-    /// Times the engine service settled pending blocks because no command
-    /// came for [`EngineService::pause_before_settle`].
-    pub pauses_settled: u64,
-    /// Milliseconds the engine service waited for commands (the engine
-    /// starved: nothing to connect).
-    pub command_wait_ms: u64,
-    /// Where the connected blocks' spent coins were found, by age, and
-    /// their BIP30 lookups ([`crate::coins::coin_reads`]): the spends add up to
-    /// [`Self::inputs_connected`].
-    pub coin_reads: crate::coins::coin_reads::CoinReadCounts,
 }
 
 impl Chainstate {

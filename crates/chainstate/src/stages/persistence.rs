@@ -19,12 +19,12 @@ use ibex_blockstore::{
 use ibex_primitives::{BlockBuffers, BlockHash};
 
 use crate::block_read_ahead::BlockFiles;
-use crate::engine::FlushReason;
 use crate::error::{ChainstateError, DatabaseKind};
 use crate::index::store::IndexStore;
 use crate::index::{BlockIndex, BlockIndexEntry};
 use crate::prepared::PreparedBlock;
 use crate::undo::BlockUndo;
+use crate::vocabulary::FlushReason;
 
 /// The block index directory inside the blocks directory (as Core's).
 pub const INDEX_DIRECTORY: &str = "index";
