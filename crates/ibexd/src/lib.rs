@@ -11,7 +11,7 @@
 //! | the run | [`daemon`] (startup lines, the run's summary), [`engine`] (the engine, the import, the P2P side and the servers wired together) |
 //! | servers | [`rpc_start`], [`rpc_backend`], [`rpc_network`], [`rpc_control`], [`metrics`] |
 //! | the node's parts | [`p2p_node`], [`node_observer`], [`progress`], [`logging`], [`txoutset`], [`directory_lock`], [`memory_budget`], [`reindex_marker`], [`database_report`] |
-//! | the bottom | [`options`] (everything `ibexd` is told), [`version`], [`signals`], [`private_files`], [`standard_output`], [`progress_bar`], [`progress_estimate`] |
+//! | the bottom | [`options`] (everything `ibexd` is told), [`version`], [`signals`], [`private_files`], [`standard_output`], [`progress_estimate`] |
 
 pub mod daemon;
 pub mod database_report;
@@ -25,7 +25,6 @@ pub mod options;
 pub mod p2p_node;
 pub mod private_files;
 pub mod progress;
-pub mod progress_bar;
 pub mod progress_estimate;
 pub mod reindex_marker;
 pub mod rpc_backend;

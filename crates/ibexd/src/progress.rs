@@ -1,5 +1,5 @@
-//! A sync progress display on standard error: a bar
-//! ([`crate::progress_bar`]) when stderr is a terminal (height of target,
+//! A sync progress display on standard error: an `indicatif` bar when
+//! stderr is a terminal (height of target,
 //! blocks/s, transactions/s, cache fill, the time left; in a sync from
 //! peers also the best header's height, the peers and the download rate,
 //! from [`NetworkGauges`]), otherwise one plain line at most every
@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ibex_chainstate::ImportPlan;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::progress_bar::TerminalBar;
 use crate::progress_estimate::{format_duration, ChainPosition, Estimate, SyncEstimator};
 
 /// Milliseconds between bar redraws.
@@ -32,7 +32,7 @@ pub const BAR_INTERVAL_MS: u64 = 100;
 
 /// Where the display goes.
 enum Output {
-    Bar(TerminalBar),
+    Bar(ProgressBar),
     Plain(Mutex<Box<dyn Write + Send>>),
 }
 
@@ -141,7 +141,12 @@ impl Progress {
 
     /// A bar on stderr.
     pub fn bar(estimator: SyncEstimator) -> Progress {
-        Progress::with_output(Output::Bar(TerminalBar::stderr()), estimator, BAR_INTERVAL_MS)
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let template = "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}";
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Progress::with_output(Output::Bar(bar), estimator, BAR_INTERVAL_MS)
     }
 
     /// Plain lines to `writer` at most every `interval_ms`.
@@ -228,7 +233,9 @@ impl Progress {
         let message = format!("{message} ETA {}", eta_text(&estimate));
         match &self.output {
             Output::Bar(bar) => {
-                bar.update(u64::from(tip.height), u64::from(estimate.target_height), message);
+                bar.set_length(u64::from(estimate.target_height));
+                bar.set_position(u64::from(tip.height));
+                bar.set_message(message);
             }
             Output::Plain(writer) => {
                 let line = plain_line(tip.height, estimate.target_height, &message);
