@@ -33,7 +33,9 @@ use crate::metrics::NodeMetrics;
 use crate::node_observer::NodeObserver;
 use crate::options::NodeOptions;
 use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
-use crate::p2p_node::invalid_blocks::{invalid_block_feed, InvalidBlockReceiver};
+use crate::p2p_node::invalid_blocks::{
+    invalid_block_feed, InvalidBlockReceiver, InvalidBlockSender,
+};
 use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::progress_estimate::SyncEstimator;
@@ -222,40 +224,11 @@ pub fn run_engine(
     let warmup_status =
         |status: &str| rpc.iter().for_each(|rpc| rpc.server().set_warmup_status(status));
     warmup_status("Loading block index…");
-    let blocks = &options.blocks_directory;
-    let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
-    let mut reindex_state = read_state(blocks);
-    if let Some(line) = unfinished_reindex_line(reindex_state, options.reindex) {
-        logger.log(line);
-    }
-    if options.reindex || reindex_state == ReindexState::Wiping {
-        marker(ReindexState::Wiping)?;
-        wipe_for_reindex(options, logger)?;
-        marker(ReindexState::Importing)?;
-        reindex_state = ReindexState::Importing;
-    } else if options.reindex_chainstate {
-        wipe_chainstate(options, logger)?;
-    }
-    let chainstate_options = chainstate_options(options);
-    // Freed cache tables and blocks reused, within -dbcache + 192 MiB
-    // resident (see `ibex_chainstate::heap`); before the chainstate
-    // allocates anything.
-    ibex_chainstate::bound_heap_retention(chainstate_options.memory.dbcache_bytes);
+    let reindex_state = prepare_directories(options, logger)?;
     let progress = Arc::new(progress_display(options));
     let (invalid_sender, invalid_blocks) = invalid_block_feed();
-    let observer = NodeObserver::new(
-        logger.clone(),
-        progress.clone(),
-        &options.params,
-        chainstate_options.memory.coins_bytes as u64,
-    )
-    .with_invalid_block_feed(invalid_sender)
-    .with_mock_time(options.mock_time);
     let started = Instant::now();
-    let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
-    chainstate.set_flush_crash_ratio(options.database_crash_ratio);
-    chainstate.set_interrupt(shutdown.clone());
-    chainstate.set_mock_time(options.mock_time);
+    let mut chainstate = open_chainstate(options, logger, &progress, invalid_sender, shutdown)?;
     node_metrics.attach_chain(chainstate.metrics());
     log_loaded(&chainstate, logger);
     if let Some(rpc) = &rpc {
@@ -291,7 +264,8 @@ pub fn run_engine(
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
     let coins_database = chainstate.coins_database_io();
     if reindexing && !import_interrupted {
-        marker(ReindexState::None)?;
+        let blocks = &options.blocks_directory;
+        write_state(blocks, ReindexState::None).map_err(wipe_error(blocks))?;
     }
     let interrupted = network_end?;
     progress.finish();
@@ -302,6 +276,60 @@ pub fn run_engine(
         interrupted,
         coins_database,
     })
+}
+
+/// Opens the chainstate, its events reported to `logger` and `progress`
+/// and its invalid blocks to `invalid_sender`, interrupted by `shutdown`.
+fn open_chainstate(
+    options: &NodeOptions,
+    logger: &Logger,
+    progress: &Arc<Progress>,
+    invalid_sender: InvalidBlockSender,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<Chainstate, EngineError> {
+    let chainstate_options = chainstate_options(options);
+    // Freed cache tables and blocks reused, within -dbcache + 192 MiB
+    // resident (see `ibex_chainstate::heap`); before the chainstate
+    // allocates anything.
+    ibex_chainstate::bound_heap_retention(chainstate_options.memory.dbcache_bytes);
+    let observer = NodeObserver::new(
+        logger.clone(),
+        progress.clone(),
+        &options.params,
+        chainstate_options.memory.coins_bytes as u64,
+    )
+    .with_invalid_block_feed(invalid_sender)
+    .with_mock_time(options.mock_time);
+    let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
+    chainstate.set_flush_crash_ratio(options.database_crash_ratio);
+    chainstate.set_interrupt(shutdown.clone());
+    chainstate.set_mock_time(options.mock_time);
+    Ok(chainstate)
+}
+
+/// Wipes what `-reindex` (or an unfinished one) and `-reindex-chainstate`
+/// rebuild, keeping the reindex marker up to date; the reindex state the
+/// chainstate opens with.
+fn prepare_directories(
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<ReindexState, EngineError> {
+    let blocks = &options.blocks_directory;
+    let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
+    let reindex_state = read_state(blocks);
+    if let Some(line) = unfinished_reindex_line(reindex_state, options.reindex) {
+        logger.log(line);
+    }
+    if options.reindex || reindex_state == ReindexState::Wiping {
+        marker(ReindexState::Wiping)?;
+        wipe_for_reindex(options, logger)?;
+        marker(ReindexState::Importing)?;
+        return Ok(ReindexState::Importing);
+    }
+    if options.reindex_chainstate {
+        wipe_chainstate(options, logger)?;
+    }
+    Ok(reindex_state)
 }
 
 /// Starts the metrics endpoint when `-metrics` asks for it.
