@@ -103,6 +103,9 @@ fn index_headers_first(
         if shutdown.load(Ordering::Relaxed) {
             break;
         }
+        // Readers (the RPC) get a turn between files: mainnet's ~5,000
+        // files take minutes to scan, a file some 10 ms.
+        chainstate.serve_reads()?;
         let key =
             if file_number.is_some() { *chainstate.obfuscation() } else { Obfuscation::default() };
         scan_headers(&path, magic, key, &mut records)?;

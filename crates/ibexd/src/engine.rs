@@ -5,6 +5,12 @@
 //! ([`crate::options::network::NetworkOptions::stays_up_knowing`] the
 //! address manager's file), sync from and
 //! serve peers until a signal or `-stopatheight`; flush, and report.
+//!
+//! A node that stays up starts its RPC server first, as Core does: while
+//! the chainstate opens and its last blocks are verified, calls get -28
+//! with the step ("Loading block index…", "Verifying blocks…"); from the
+//! import on they are answered (the import answers the engine's reads
+//! between blocks, so `getblockchaininfo` follows its height).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -27,13 +33,15 @@ use crate::metrics::NodeMetrics;
 use crate::node_observer::NodeObserver;
 use crate::options::NodeOptions;
 use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
-use crate::p2p_node::invalid_blocks::{invalid_block_feed, InvalidBlockReceiver};
+use crate::p2p_node::invalid_blocks::{
+    invalid_block_feed, InvalidBlockReceiver, InvalidBlockSender,
+};
 use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::progress_estimate::SyncEstimator;
 use crate::reindex_marker::{read_state, write_state, ReindexState};
 use crate::rpc_network::NetworkRpc;
-use crate::rpc_start::{start_rpc_server, RpcStartError};
+use crate::rpc_start::{start_rpc_server, NodeRpc, RpcStartError};
 
 /// Why the engine stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -202,70 +210,62 @@ pub fn run_engine(
     let node_metrics = Arc::new(NodeMetrics::new());
     // Bound before anything is wiped or opened: a port in use stops here.
     let _metrics_server = start_metrics(options, logger, &node_metrics)?;
-    let blocks = &options.blocks_directory;
-    let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
-    let mut reindex_state = read_state(blocks);
-    if let Some(line) = unfinished_reindex_line(reindex_state, options.reindex) {
-        logger.log(line);
-    }
-    if options.reindex || reindex_state == ReindexState::Wiping {
-        marker(ReindexState::Wiping)?;
-        wipe_for_reindex(options, logger)?;
-        marker(ReindexState::Importing)?;
-        reindex_state = ReindexState::Importing;
-    } else if options.reindex_chainstate {
-        wipe_chainstate(options, logger)?;
-    }
-    let chainstate_options = chainstate_options(options);
-    // Freed cache tables and blocks reused, within -dbcache + 192 MiB
-    // resident (see `ibex_chainstate::heap`); before the chainstate
-    // allocates anything.
-    ibex_chainstate::bound_heap_retention(chainstate_options.memory.dbcache_bytes);
+    // The address manager is read first: addresses known from an earlier
+    // run keep the node up to reach them.
+    let addresses = load_addresses(&options.chain_directory, &options.params, &random_seed());
+    let importing =
+        options.reindex || options.reindex_chainstate || !options.load_blocks.is_empty();
+    let stays_up = options.network_options.stays_up_knowing(addresses.book.len(), importing);
+    // A node that stays up serves RPC from before the chainstate opens, as
+    // Core's does: a client gets -28 with what the node is doing (loading,
+    // verifying) instead of a refused connection, then answers during the
+    // whole import and sync.
+    let rpc = if stays_up { start_rpc(options, logger, shutdown)? } else { None };
+    let warmup_status =
+        |status: &str| rpc.iter().for_each(|rpc| rpc.server().set_warmup_status(status));
+    warmup_status("Loading block index…");
+    let reindex_state = prepare_directories(options, logger)?;
     let progress = Arc::new(progress_display(options));
     let (invalid_sender, invalid_blocks) = invalid_block_feed();
-    let observer = NodeObserver::new(
-        logger.clone(),
-        progress.clone(),
-        &options.params,
-        chainstate_options.memory.coins_bytes as u64,
-    )
-    .with_invalid_block_feed(invalid_sender)
-    .with_mock_time(options.mock_time);
     let started = Instant::now();
-    let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
-    chainstate.set_flush_crash_ratio(options.database_crash_ratio);
-    chainstate.set_interrupt(shutdown.clone());
-    chainstate.set_mock_time(options.mock_time);
+    let mut chainstate = open_chainstate(options, logger, &progress, invalid_sender, shutdown)?;
     node_metrics.attach_chain(chainstate.metrics());
     log_loaded(&chainstate, logger);
+    if let Some(rpc) = &rpc {
+        rpc.backend().attach_reader(chainstate.reader());
+    }
     let reindexing = reindex_state == ReindexState::Importing;
     // Core's `VerifyDB`, skipped as Core skips it when the coins are being
     // rebuilt from the block files anyway.
     if !reindexing && !options.reindex_chainstate {
+        warmup_status("Verifying blocks…");
         verify_last_blocks(&chainstate, options, logger)?;
+    }
+    // Core ends warmup before its import thread connects block files: the
+    // RPC answers with the chain as it grows (the import answers the
+    // engine's reads between blocks).
+    if let Some(rpc) = &rpc {
+        rpc.server().finish_warmup();
     }
     let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
-    // in use, say). The address manager is read first: addresses known
-    // from an earlier run keep the node up to reach them.
-    let addresses = (!import_interrupted)
-        .then(|| load_addresses(&options.chain_directory, &options.params, &random_seed()));
-    let importing =
-        options.reindex || options.reindex_chainstate || !options.load_blocks.is_empty();
-    let network_end = match addresses {
-        Some(addresses)
-            if options.network_options.stays_up_knowing(addresses.book.len(), importing) =>
-        {
-            let reporters = Reporters { logger, progress: &progress, metrics: &node_metrics };
-            run_network(&mut chainstate, options, &reporters, shutdown, addresses, invalid_blocks)
-        }
-        _ => Ok(import_interrupted),
+    // in use, say).
+    let network_end = if stays_up && !import_interrupted {
+        let reporters = Reporters { logger, progress: &progress, metrics: &node_metrics };
+        let parts = NetworkParts { addresses, invalid_blocks, rpc: rpc.as_ref() };
+        run_network(&mut chainstate, options, &reporters, shutdown, parts)
+    } else {
+        Ok(import_interrupted)
     };
+    if let Some(rpc) = rpc {
+        stop_rpc(rpc, &mut chainstate)?;
+    }
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
     let coins_database = chainstate.coins_database_io();
     if reindexing && !import_interrupted {
-        marker(ReindexState::None)?;
+        let blocks = &options.blocks_directory;
+        write_state(blocks, ReindexState::None).map_err(wipe_error(blocks))?;
     }
     let interrupted = network_end?;
     progress.finish();
@@ -276,6 +276,60 @@ pub fn run_engine(
         interrupted,
         coins_database,
     })
+}
+
+/// Opens the chainstate, its events reported to `logger` and `progress`
+/// and its invalid blocks to `invalid_sender`, interrupted by `shutdown`.
+fn open_chainstate(
+    options: &NodeOptions,
+    logger: &Logger,
+    progress: &Arc<Progress>,
+    invalid_sender: InvalidBlockSender,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<Chainstate, EngineError> {
+    let chainstate_options = chainstate_options(options);
+    // Freed cache tables and blocks reused, within -dbcache + 192 MiB
+    // resident (see `ibex_chainstate::heap`); before the chainstate
+    // allocates anything.
+    ibex_chainstate::bound_heap_retention(chainstate_options.memory.dbcache_bytes);
+    let observer = NodeObserver::new(
+        logger.clone(),
+        progress.clone(),
+        &options.params,
+        chainstate_options.memory.coins_bytes as u64,
+    )
+    .with_invalid_block_feed(invalid_sender)
+    .with_mock_time(options.mock_time);
+    let mut chainstate = Chainstate::open(chainstate_options, Box::new(observer))?;
+    chainstate.set_flush_crash_ratio(options.database_crash_ratio);
+    chainstate.set_interrupt(shutdown.clone());
+    chainstate.set_mock_time(options.mock_time);
+    Ok(chainstate)
+}
+
+/// Wipes what `-reindex` (or an unfinished one) and `-reindex-chainstate`
+/// rebuild, keeping the reindex marker up to date; the reindex state the
+/// chainstate opens with.
+fn prepare_directories(
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<ReindexState, EngineError> {
+    let blocks = &options.blocks_directory;
+    let marker = |state| write_state(blocks, state).map_err(wipe_error(blocks));
+    let reindex_state = read_state(blocks);
+    if let Some(line) = unfinished_reindex_line(reindex_state, options.reindex) {
+        logger.log(line);
+    }
+    if options.reindex || reindex_state == ReindexState::Wiping {
+        marker(ReindexState::Wiping)?;
+        wipe_for_reindex(options, logger)?;
+        marker(ReindexState::Importing)?;
+        return Ok(ReindexState::Importing);
+    }
+    if options.reindex_chainstate {
+        wipe_chainstate(options, logger)?;
+    }
+    Ok(reindex_state)
 }
 
 /// Starts the metrics endpoint when `-metrics` asks for it.
@@ -309,6 +363,13 @@ const SERVICE_IDLE_POLL: Duration = Duration::from_millis(1);
 /// How long the P2P side gets to stop while the engine answers its reads.
 const NETWORK_STOP_WAIT: Duration = Duration::from_secs(30);
 
+/// What the P2P side starts with, and the RPC server it answers through.
+struct NetworkParts<'a> {
+    addresses: LoadedAddresses,
+    invalid_blocks: InvalidBlockReceiver,
+    rpc: Option<&'a NodeRpc>,
+}
+
 /// Syncs from and serves peers (the P2P side on its threads, the engine's
 /// service on this one) until a signal or `-stopatheight` (or the P2P
 /// side ends on its own). True when a signal or `-stopatheight` ended it.
@@ -317,10 +378,10 @@ fn run_network(
     options: &NodeOptions,
     reporters: &Reporters<'_>,
     shutdown: &Arc<AtomicBool>,
-    addresses: LoadedAddresses,
-    invalid_blocks: InvalidBlockReceiver,
+    parts: NetworkParts<'_>,
 ) -> Result<bool, EngineError> {
     let Reporters { logger, progress, metrics } = *reporters;
+    let NetworkParts { addresses, invalid_blocks, rpc } = parts;
     if let Some(seconds) = options.mock_time {
         crate::p2p_node::engine_view::set_mock_time(seconds);
     }
@@ -345,20 +406,13 @@ fn run_network(
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let network_rpc = NetworkRpc::new(&network, chainstate.reader());
     metrics.attach_network(network_rpc.handle.clone());
-    let rpc_server = start_rpc_server(
-        options,
-        chainstate.reader(),
-        Some(network_rpc),
-        service.control_sender(),
-        shutdown.clone(),
-    )
-    .map_err(EngineError::Rpc)?;
-    if let Some(server) = &rpc_server {
-        crate::rpc_start::rpc_option_warnings(options).iter().for_each(|text| logger.log(text));
-        for address in server.local_addresses() {
-            logger.log(&format!("Binding RPC on address {address}"));
-        }
+    if let Some(rpc) = rpc {
+        rpc.backend().attach_network(network_rpc);
+        rpc.backend().attach_engine_control(service.control_sender());
     }
+    // Core's last line of its start: from here every RPC method answers
+    // (tests wait for it before calling the network's methods).
+    logger.log("init message: Done loading");
     // The service settles what is pending (and reaches the fixed point
     // unless interrupted) before it returns.
     let end = chainstate.run_service(&service, shutdown);
@@ -370,10 +424,36 @@ fn run_network(
         chainstate.wait_and_serve_reads(SERVICE_IDLE_POLL)?;
     }
     network.stop();
-    if let Some(server) = rpc_server {
-        server.shutdown();
-    }
     Ok(end? != ServiceEnd::Stopped)
+}
+
+/// Starts the RPC server when `-server` asks for it, in warmup, and says
+/// where it listens.
+fn start_rpc(
+    options: &NodeOptions,
+    logger: &Logger,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<Option<NodeRpc>, EngineError> {
+    let rpc = start_rpc_server(options, shutdown.clone()).map_err(EngineError::Rpc)?;
+    if let Some(rpc) = &rpc {
+        crate::rpc_start::rpc_option_warnings(options).iter().for_each(|text| logger.log(text));
+        for address in rpc.server().local_addresses() {
+            logger.log(&format!("Binding RPC on address {address}"));
+        }
+    }
+    Ok(rpc)
+}
+
+/// Stops the RPC server while the engine answers the reads its last calls
+/// wait for (the server joins its workers, which may wait for one).
+fn stop_rpc(rpc: NodeRpc, chainstate: &mut Chainstate) -> Result<(), EngineError> {
+    std::thread::scope(|scope| {
+        let stopping = scope.spawn(move || rpc.shutdown());
+        while !stopping.is_finished() {
+            chainstate.wait_and_serve_reads(SERVICE_IDLE_POLL)?;
+        }
+        Ok(())
+    })
 }
 
 /// Checks the active chain's last blocks as `-checkblocks` and

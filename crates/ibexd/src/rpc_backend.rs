@@ -3,7 +3,7 @@
 //! snapshots (no engine work), everything else as one query each, run on
 //! the engine's thread between blocks against a settled state. Commands
 //! that change the chain (`invalidateblock`, `reconsiderblock`) go to the
-//! engine service's operator channel ([`ChainBackend::with_engine_control`],
+//! engine service's operator channel ([`ChainBackend::attach_engine_control`],
 //! see `rpc_control`).
 //!
 //! # Napkin math
@@ -16,7 +16,7 @@
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::sync::mpsc::SyncSender;
@@ -53,9 +53,13 @@ const TIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// download.
 const MAX_TIP_AGE_SECONDS: i64 = 24 * 60 * 60;
 
-/// The node's [`NodeBackend`].
+/// The node's [`NodeBackend`]. The RPC server starts before the
+/// chainstate opens (clients get -28 while it loads, as from Core), so the
+/// engine's reader, the P2P side and the engine service's operator channel
+/// are attached as they come up ([`ChainBackend::attach_reader`] and the
+/// like); until then their methods answer as Core's do without them.
 pub struct ChainBackend {
-    reader: ChainReader,
+    reader: OnceLock<ChainReader>,
     params: Params,
     blocks_directory: std::path::PathBuf,
     shutdown: Arc<AtomicBool>,
@@ -63,10 +67,10 @@ pub struct ChainBackend {
     initial_download_left: AtomicBool,
     /// `-dbcache`'s split, for `getchainstates`.
     memory: MemoryBudget,
-    /// The P2P side, when it runs (`None`: Core's -31 for network methods).
-    network: Option<NetworkRpc>,
-    /// The engine service's operator channel, when the node runs one.
-    engine_control: Option<SyncSender<EngineCommand>>,
+    /// The P2P side, when it runs (unset: Core's -31 for network methods).
+    network: OnceLock<NetworkRpc>,
+    /// The engine service's operator channel, while the node runs one.
+    engine_control: OnceLock<SyncSender<EngineCommand>>,
 }
 
 impl ChainBackend {
@@ -77,8 +81,21 @@ impl ChainBackend {
         blocks_directory: std::path::PathBuf,
         shutdown: Arc<AtomicBool>,
     ) -> ChainBackend {
+        let backend = ChainBackend::unattached(params, blocks_directory, shutdown);
+        backend.attach_reader(reader);
+        backend
+    }
+
+    /// A backend with no chainstate yet (it is still loading): reads
+    /// answer Core's -28 "Loading block index…" until
+    /// [`Self::attach_reader`].
+    pub fn unattached(
+        params: Params,
+        blocks_directory: std::path::PathBuf,
+        shutdown: Arc<AtomicBool>,
+    ) -> ChainBackend {
         ChainBackend {
-            reader,
+            reader: OnceLock::new(),
             params,
             blocks_directory,
             shutdown,
@@ -89,8 +106,8 @@ impl ChainBackend {
                 DBCACHE_MEBIBYTES_DEFAULT,
                 ibex_chainstate::FLUSH_BATCH_BYTES_DEFAULT,
             ),
-            network: None,
-            engine_control: None,
+            network: OnceLock::new(),
+            engine_control: OnceLock::new(),
         }
     }
 
@@ -100,23 +117,31 @@ impl ChainBackend {
         self
     }
 
-    /// The backend answering network methods from the running P2P side.
-    pub fn with_network(mut self, network: NetworkRpc) -> ChainBackend {
-        self.network = Some(network);
-        self
+    /// Reads go through `reader` from now on (the first reader attached
+    /// stays: a chainstate is opened once a run).
+    pub fn attach_reader(&self, reader: ChainReader) {
+        let _ = self.reader.set(reader);
+    }
+
+    /// Network methods answer from the running P2P side from now on.
+    pub fn attach_network(&self, network: NetworkRpc) {
+        let _ = self.network.set(network);
+    }
+
+    /// `invalidateblock` and `reconsiderblock` go to the engine service
+    /// through `control` (its `EngineService::control_sender`) from now on.
+    pub fn attach_engine_control(&self, control: SyncSender<EngineCommand>) {
+        let _ = self.engine_control.set(control);
+    }
+
+    /// The engine's reader, or Core's -28 while the chainstate loads.
+    fn reader(&self) -> Result<&ChainReader, BackendError> {
+        self.reader.get().ok_or(BackendError::NoTip)
     }
 
     /// The P2P side, or Core's "P2P disabled".
     fn network(&self) -> Result<&NetworkRpc, BackendError> {
-        self.network.as_ref().ok_or(BackendError::P2pDisabled)
-    }
-
-    /// The backend sending `invalidateblock` and `reconsiderblock` to the
-    /// engine service through `control` (its
-    /// `EngineService::control_sender`).
-    pub fn with_engine_control(mut self, control: SyncSender<EngineCommand>) -> ChainBackend {
-        self.engine_control = Some(control);
-        self
+        self.network.get().ok_or(BackendError::P2pDisabled)
     }
 
     fn query<R: Send + 'static>(
@@ -131,7 +156,7 @@ impl ChainBackend {
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
         timeout: Duration,
     ) -> Result<R, BackendError> {
-        self.reader.query(read, timeout).map_err(|error| match error {
+        self.reader()?.query(read, timeout).map_err(|error| match error {
             ReadError::Busy => BackendError::Busy,
             ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
             _ => BackendError::Stopped,
@@ -297,13 +322,13 @@ fn size_on_disk_bytes(blocks_directory: &std::path::Path) -> u64 {
 
 impl NodeBackend for ChainBackend {
     fn tip(&self) -> Result<TipRef, BackendError> {
-        let snapshot = self.reader.snapshot();
+        let snapshot = self.reader()?.snapshot();
         let tip = snapshot.tip.as_ref().ok_or(BackendError::NoTip)?;
         Ok(TipRef { hash: tip.hash, height: tip.height })
     }
 
     fn block_hash_at(&self, height: u32) -> Result<Option<BlockHash>, BackendError> {
-        Ok(self.reader.block_hash_at(height))
+        Ok(self.reader()?.block_hash_at(height))
     }
 
     fn block_entry(&self, hash: &BlockHash) -> Result<Option<BlockEntry>, BackendError> {
@@ -322,7 +347,7 @@ impl NodeBackend for ChainBackend {
         let located =
             self.query(move |chainstate| located_block(chainstate, &hash, include_spent_coins))??;
         let Some(LocatedBlock { entry, position, spent_coins }) = located else { return Ok(None) };
-        let bytes = self.reader.read_stored_block(position, &hash).map_err(storage)?;
+        let bytes = self.reader()?.read_stored_block(position, &hash).map_err(storage)?;
         Ok(Some(StoredBlock { entry, bytes, spent_coins }))
     }
 
@@ -536,13 +561,13 @@ impl NodeBackend for ChainBackend {
     }
 
     fn invalidate_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
-        let control = self.engine_control.as_ref().ok_or(BackendError::ChainControlUnavailable)?;
+        let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
         let command = |hash, reply| EngineCommand::InvalidateBlock { hash, reply };
         crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
     }
 
     fn reconsider_block(&self, hash: &BlockHash) -> Result<(), BackendError> {
-        let control = self.engine_control.as_ref().ok_or(BackendError::ChainControlUnavailable)?;
+        let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
         let command = |hash, reply| EngineCommand::ReconsiderBlock { hash, reply };
         crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
     }

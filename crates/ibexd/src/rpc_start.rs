@@ -4,15 +4,11 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use std::sync::mpsc::SyncSender;
-
-use ibex_chainstate::{ChainReader, EngineCommand};
 use ibex_rpc::server::config::ConfigError as RpcConfigError;
 use ibex_rpc::{rpc_bind_addresses, RpcServer, ServerConfig, ServerError, Subnet};
 
 use crate::options::NodeOptions;
 use crate::rpc_backend::ChainBackend;
-use crate::rpc_network::NetworkRpc;
 
 /// Why the RPC server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -70,34 +66,58 @@ pub fn server_config(options: &NodeOptions) -> Result<ServerConfig, RpcStartErro
     Ok(config)
 }
 
-/// Starts the server over `reader` (and the P2P side's `network`, when it
-/// runs) when `-server` is on; `stop` raises `shutdown`, and
-/// `invalidateblock`/`reconsiderblock` go to the engine service through
-/// `engine_control` (its operator channel).
+/// The running RPC server and the backend the node attaches its parts to
+/// as they come up.
+pub struct NodeRpc {
+    server: RpcServer,
+    backend: Arc<ChainBackend>,
+}
+
+impl std::fmt::Debug for NodeRpc {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("NodeRpc").field("server", &self.server).finish_non_exhaustive()
+    }
+}
+
+impl NodeRpc {
+    /// The server (its addresses, its warmup).
+    pub fn server(&self) -> &RpcServer {
+        &self.server
+    }
+
+    /// The backend, to attach the chainstate's reader, the P2P side and
+    /// the engine service's operator channel as they start.
+    pub fn backend(&self) -> &ChainBackend {
+        &self.backend
+    }
+
+    /// Stops the server (see [`RpcServer::shutdown`]).
+    pub fn shutdown(self) {
+        self.server.shutdown();
+    }
+}
+
+/// Starts the server when `-server` is on, before the chainstate opens: it
+/// answers -28 with its warmup status ([`RpcServer::set_warmup_status`])
+/// until [`RpcServer::finish_warmup`], as Core's does from its start, and
+/// reads once the chainstate's reader is attached. `stop` raises
+/// `shutdown`.
 pub fn start_rpc_server(
     options: &NodeOptions,
-    reader: ChainReader,
-    network: Option<NetworkRpc>,
-    engine_control: SyncSender<EngineCommand>,
     shutdown: Arc<AtomicBool>,
-) -> Result<Option<RpcServer>, RpcStartError> {
+) -> Result<Option<NodeRpc>, RpcStartError> {
     if !options.rpc.server {
         return Ok(None);
     }
     let config = server_config(options)?;
-    let mut backend = ChainBackend::new(
-        reader,
-        options.params.clone(),
-        options.blocks_directory.clone(),
-        shutdown,
-    )
-    .with_memory_budget(crate::memory_budget::memory_budget(options))
-    .with_engine_control(engine_control);
-    if let Some(network) = network {
-        backend = backend.with_network(network);
-    }
-    let server = RpcServer::start(config, Arc::new(backend))?;
-    // The chainstate is loaded and imported by the time the server starts.
-    server.finish_warmup();
-    Ok(Some(server))
+    let backend = Arc::new(
+        ChainBackend::unattached(
+            options.params.clone(),
+            options.blocks_directory.clone(),
+            shutdown,
+        )
+        .with_memory_budget(crate::memory_budget::memory_budget(options)),
+    );
+    let server = RpcServer::start(config, backend.clone())?;
+    Ok(Some(NodeRpc { server, backend }))
 }

@@ -66,7 +66,7 @@ fn files_are_private_and_a_planted_cookie_file_is_not_followed() {
         format!("-rpcport={}", free_port()),
     ];
     let mut child = common::spawn_node(&mut ibexd_under_open_umask(&datadir, &options));
-    wait_for_log(&datadir, "Binding RPC on address", &mut child);
+    wait_for_log(&datadir, "init message: Done loading", &mut child);
     let cookie = chain_directory.join(".cookie");
     assert_eq!(mode(&cookie), 0o600, "the cookie is the owner's alone");
     let text = std::fs::read_to_string(&cookie).unwrap();

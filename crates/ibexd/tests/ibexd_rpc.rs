@@ -62,7 +62,7 @@ fn serving_node(root: &Path, extra: &[&str]) -> (std::path::PathBuf, u16, common
     options.extend_from_slice(extra);
     let mut child =
         common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
-    wait_for_log(&datadir, "Binding RPC on address", &mut child);
+    wait_for_log(&datadir, "init message: Done loading", &mut child);
     (datadir, rpc_port, child)
 }
 
@@ -169,7 +169,7 @@ fn bitcoin_cli_waits_for_ibexd_uses_named_arguments_and_stops_it() {
     });
     let mut child =
         common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
-    wait_for_log(&datadir, "Binding RPC on address", &mut child);
+    wait_for_log(&datadir, "init message: Done loading", &mut child);
 
     let hash = post(rpc_port, "bob:hunter2", r#"{"method":"getblockhash","params":[1],"id":1}"#);
     let hash = hash.split("\"result\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();

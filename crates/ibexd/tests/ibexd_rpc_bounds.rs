@@ -68,7 +68,7 @@ impl Node {
             &common::REGTEST_QUIET,
             &arguments,
         ));
-        wait_for_log(&datadir, "Binding RPC on address", &mut process);
+        wait_for_log(&datadir, "init message: Done loading", &mut process);
         let node = Node { datadir, port, process };
         let started = Instant::now();
         while node.call("getblockcount").status != 200 {

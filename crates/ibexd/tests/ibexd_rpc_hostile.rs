@@ -54,7 +54,7 @@ fn start_node(root: &Path, chain: &Path, name: &str, extra: &[&str]) -> Node {
     arguments.extend_from_slice(extra);
     let mut process =
         common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &arguments));
-    wait_for_log(&datadir, "Binding RPC on address", &mut process);
+    wait_for_log(&datadir, "init message: Done loading", &mut process);
     Node { datadir, port, process }
 }
 

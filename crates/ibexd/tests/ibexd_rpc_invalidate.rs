@@ -53,7 +53,7 @@ fn start(datadir: &Path, extra: &[&str]) -> Node {
     let started = Instant::now();
     loop {
         let log = common::log_or_empty(datadir);
-        if log.get(log_before..).is_some_and(|new| new.contains("Binding RPC on address")) {
+        if log.get(log_before..).is_some_and(|new| new.contains("init message: Done loading")) {
             break;
         }
         if let Some(status) = process.try_wait().unwrap() {

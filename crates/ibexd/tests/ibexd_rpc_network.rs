@@ -108,7 +108,7 @@ fn start_node(datadir: &Path, options: &[&str], rpc_port: u16) -> common::NodePr
     all.extend_from_slice(options);
     let mut process =
         common::spawn_node(&mut common::quiet_ibexd(datadir, &common::REGTEST_QUIET, &all));
-    wait_for_log(datadir, "Binding RPC on address", &mut process);
+    wait_for_log(datadir, "init message: Done loading", &mut process);
     process
 }
 

@@ -100,7 +100,7 @@ fn ibexd_on_core_chain(root: &Path) -> (PathBuf, Endpoint, NodeProcess) {
     let arguments: Vec<&str> = options.iter().map(String::as_str).collect();
     let mut process =
         common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &arguments));
-    wait_for_log(&datadir, "Binding RPC on address", &mut process);
+    wait_for_log(&datadir, "init message: Done loading", &mut process);
     (datadir, Endpoint { port }, process)
 }
 

@@ -1,6 +1,8 @@
 //! The node's RPC backend over the engine's reader: every answer agrees
 //! with the chainstate it reads, and the real server answers `getblock`
-//! through it while the engine serves reads on its own thread.
+//! through it while the engine serves reads on its own thread; started
+//! before the chainstate opens, it answers Core's -28 until the reader is
+//! attached.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read, Write};
@@ -16,8 +18,8 @@ use ibex_chainstate::{
 use ibex_daemon::rpc_backend::ChainBackend;
 use ibex_generator::{generate, GeneratorOptions, Profile};
 use ibex_primitives::txoutset::TxOutSetHashType;
-use ibex_primitives::{BlockView, OutPoint, Params};
-use ibex_rpc::backend::{BlockData, ChainTipStatus, NodeBackend};
+use ibex_primitives::{BlockHash, BlockView, OutPoint, Params};
+use ibex_rpc::backend::{BackendError, BlockData, ChainTipStatus, NodeBackend};
 use ibex_rpc::{RpcServer, ServerConfig};
 
 fn imported_chainstate(root: &std::path::Path) -> Chainstate {
@@ -156,6 +158,48 @@ fn the_backend_agrees_with_the_chainstate_and_serves_getblock_over_http() {
     assert_eq!(merged.stats, flushed);
     assert!(merged.stats.txouts > 0);
     // `stop` reaches the node's shutdown flag.
+    backend.request_shutdown();
+    assert!(shutdown.load(Ordering::Acquire));
+    server.shutdown();
+}
+
+#[test]
+fn a_backend_started_before_the_chainstate_answers_loading_until_its_reader_is_attached() {
+    let root = tempfile::tempdir().unwrap();
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let backend = Arc::new(ChainBackend::unattached(
+        Params::regtest(),
+        root.path().join("blocks"),
+        shutdown.clone(),
+    ));
+    let mut config = ServerConfig::new(ibex_primitives::Network::Regtest);
+    config.bind_addresses = vec!["127.0.0.1:0".parse().unwrap()];
+    config.rpc_user = "user".into();
+    config.rpc_password = "password".into();
+    config.cookie_file = None;
+    let server = RpcServer::start(config, backend.clone()).unwrap();
+    let address = server.local_addresses()[0];
+    let count = r#"{"jsonrpc":"2.0","id":1,"method":"getblockcount"}"#;
+    // In warmup: Core's -28 with the status the node sets.
+    server.set_warmup_status("Verifying blocks…");
+    let warming = post(address, count);
+    assert!(warming.contains("-28") && warming.contains("Verifying blocks…"), "{warming}");
+    // Out of warmup with no chainstate yet: still -28, "Loading block index…".
+    server.finish_warmup();
+    let loading = post(address, count);
+    assert!(loading.contains("-28") && loading.contains("Loading block index"), "{loading}");
+    assert!(matches!(backend.tip(), Err(BackendError::NoTip)));
+    assert!(matches!(backend.peers(), Err(BackendError::P2pDisabled)));
+    assert!(matches!(
+        backend.invalidate_block(&BlockHash::ZERO),
+        Err(BackendError::ChainControlUnavailable)
+    ));
+    // The chainstate's reader attached: answered from it.
+    let mut chainstate = imported_chainstate(root.path());
+    let (_, tip_height) = chainstate.tip().unwrap();
+    backend.attach_reader(chainstate.reader());
+    let answered = while_serving(&mut chainstate, move || post(address, count));
+    assert!(answered.contains(&format!("\"result\":{tip_height}")), "{answered}");
     backend.request_shutdown();
     assert!(shutdown.load(Ordering::Acquire));
     server.shutdown();
