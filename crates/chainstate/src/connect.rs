@@ -17,8 +17,8 @@
 //! rule of the block, so the coinbase-amount failure is reported before a
 //! script failure as in Core with parallel script checks.
 
-use ibex_consensus::{output_amount, BlockConnectCheck, BlockRejection, ConnectRules, SpentCoin};
-use ibex_primitives::{Amount, BlockView, OutPoint, TransactionView, Txid};
+use ibex_consensus::{output_amount, BlockConnectCheck, BlockRejection, ConnectRules};
+use ibex_primitives::{Amount, BlockView, OutPoint, SpentCoin, TransactionView, Txid};
 
 use rayon::prelude::*;
 

@@ -138,13 +138,8 @@ fn verify_transaction(
             ScriptCheckBroken::SpentCoinCount { index, inputs: input_count, spent: spent.len() };
         return Err(TransactionFailure::Broken(broken));
     }
-    let spent_outputs: Vec<SpentOutput<'_>> = spent
-        .iter()
-        .map(|coin| SpentOutput {
-            amount: coin.amount().to_sat(),
-            script_pubkey: coin.script_pubkey(),
-        })
-        .collect();
+    let spent_outputs: Vec<SpentOutput<'_>> =
+        spent.iter().map(|coin| SpentOutput::from(coin.as_spent_coin())).collect();
     // Both constructors fail only on counts and indices checked above.
     let broken = || {
         TransactionFailure::Broken(ScriptCheckBroken::SpentCoinCount {

@@ -260,13 +260,7 @@ impl Harness {
     fn check_set_statistics(&mut self) {
         let mut hasher = TxOutSetHasher::new(TxOutSetHashType::HashSerialized3);
         for (outpoint, coin) in &self.model {
-            let set_coin = SetCoin {
-                outpoint: *outpoint,
-                height: coin.height(),
-                is_coinbase: coin.is_coinbase(),
-                value: coin.amount(),
-                script_pubkey: coin.script_pubkey(),
-            };
+            let set_coin = SetCoin::from_spent(*outpoint, coin.as_spent_coin());
             hasher.add_coin(&set_coin).unwrap();
         }
         let expected = hasher.finish();

@@ -15,13 +15,13 @@
 //! Order per transaction, as in Core: `CheckTxInputs`, then the fee total,
 //! then the sequence locks, then the sigop cost.
 
-use ibex_primitives::{Amount, BlockView, Params, TransactionView, Txid};
+use ibex_primitives::{Amount, BlockView, Height, Params, SpentCoin, TransactionView, Txid};
 use ibex_script::VerifyFlags;
 
 use crate::contextual::{check_coinbase_amount, transaction_sigop_cost};
 use crate::error::BlockError;
 use crate::finality::{sequence_locks, sequence_locks_satisfied};
-use crate::inputs::{check_transaction_inputs, SpentCoin};
+use crate::inputs::check_transaction_inputs;
 use crate::limits::BLOCK_SIGOPS_COST_MAX;
 use crate::rejection::BlockRejection;
 
@@ -78,13 +78,13 @@ impl<'a> BlockConnectCheck<'a> {
         spent: &[SpentCoin<'_>],
     ) -> Result<Amount, BlockRejection> {
         let rules = self.rules;
-        let fee = check_transaction_inputs(transaction, spent, rules.height)
+        let fee = check_transaction_inputs(transaction, spent, Height::new(rules.height))
             .map_err(|source| BlockRejection::Transaction { txid: *txid, source })?;
         // Core's `MoneyRange(nFees)` after each addition.
         self.totals.fees =
             self.totals.fees.checked_add(fee).ok_or(BlockRejection::FeesOutOfRange)?;
         if rules.enforce_sequence_locks {
-            let heights: Vec<u32> = spent.iter().map(|coin| coin.height).collect();
+            let heights: Vec<u32> = spent.iter().map(|coin| coin.height.to_u32()).collect();
             let locks = sequence_locks(transaction, true, &heights, rules.median_time_past_at);
             if !sequence_locks_satisfied(locks, rules.height, rules.previous_median_time_past) {
                 return Err(BlockRejection::SequenceLocks { txid: *txid });

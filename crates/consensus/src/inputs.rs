@@ -4,22 +4,7 @@
 use crate::error::TransactionError;
 use crate::limits::COINBASE_MATURITY;
 use crate::transaction::transaction_value_out;
-use ibex_primitives::{Amount, TransactionView};
-
-/// What the rules need to know of a spent coin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpentCoin<'a> {
-    /// Its value. A coin is an output that passed CheckTransaction, so its
-    /// value is in the money range; the storage that hands it in checks
-    /// that when it decodes it.
-    pub value: Amount,
-    /// The locking script.
-    pub script_pubkey: &'a [u8],
-    /// Height of the block that created it.
-    pub height: u32,
-    /// Whether a coinbase created it.
-    pub is_coinbase: bool,
-}
+use ibex_primitives::{Amount, Height, SpentCoin, TransactionView};
 
 /// Core's `CheckTxInputs` for a non-coinbase transaction spent at `spend_height`;
 /// `spent[i]` is the coin input `i` spends. Returns the fee.
@@ -30,7 +15,7 @@ pub struct SpentCoin<'a> {
 pub fn check_transaction_inputs(
     transaction: &TransactionView<'_>,
     spent: &[SpentCoin<'_>],
-    spend_height: u32,
+    spend_height: Height,
 ) -> Result<Amount, TransactionError> {
     if spent.len() != transaction.inputs().len() {
         return Err(TransactionError::MissingOrSpent { input: spent.len() });
@@ -38,7 +23,7 @@ pub fn check_transaction_inputs(
     let mut value_in = Amount::ZERO;
     for (input, coin) in spent.iter().enumerate() {
         if coin.is_coinbase {
-            let depth = spend_height.saturating_sub(coin.height);
+            let depth = spend_height.blocks_since(coin.height);
             if depth < COINBASE_MATURITY {
                 return Err(TransactionError::PrematureCoinbaseSpend { input, depth });
             }
@@ -86,11 +71,15 @@ mod tests {
 
     fn coin(satoshis: i64) -> SpentCoin<'static> {
         let value = Amount::from_sat(satoshis).unwrap();
-        SpentCoin { value, script_pubkey: &[0x51], height: 1, is_coinbase: false }
+        SpentCoin { value, script_pubkey: &[0x51], height: Height::new(1), is_coinbase: false }
     }
 
     fn check(bytes: &[u8], spent: &[SpentCoin<'_>]) -> Result<Amount, TransactionError> {
-        check_transaction_inputs(&ParsedTransaction::parse(bytes).unwrap().view(), spent, 200)
+        check_transaction_inputs(
+            &ParsedTransaction::parse(bytes).unwrap().view(),
+            spent,
+            Height::new(200),
+        )
     }
 
     #[test]
@@ -141,12 +130,12 @@ mod tests {
     #[test]
     fn coinbase_coins_mature_after_one_hundred_blocks() {
         let bytes = spending(1, &[1]);
-        let young = SpentCoin { height: 101, is_coinbase: true, ..coin(COIN) };
+        let young = SpentCoin { height: Height::new(101), is_coinbase: true, ..coin(COIN) };
         assert_eq!(
             check(&bytes, &[young]),
             Err(TransactionError::PrematureCoinbaseSpend { input: 0, depth: 99 })
         );
-        let mature = SpentCoin { height: 100, ..young };
+        let mature = SpentCoin { height: Height::new(100), ..young };
         assert_eq!(check(&bytes, &[mature]), Ok(Amount::from_sat(COIN - 1).unwrap()));
     }
 }

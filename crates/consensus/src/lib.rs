@@ -28,7 +28,7 @@ pub use contextual::{
     transaction_sigop_cost, HeaderContext,
 };
 pub use error::{BlockError, BlockFailureKind, LocatedTransactionError, TransactionError};
-pub use inputs::{check_transaction_inputs, SpentCoin};
+pub use inputs::check_transaction_inputs;
 pub use rejection::BlockRejection;
 pub use script_reason::{script_error_text, script_failure_reason};
 pub use signet::{check_signet_block_solution, SignetError, SignetTransactions, SIGNET_HEADER};

@@ -6,10 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ibex_consensus::limits::SEQUENCE_FINAL;
-use ibex_consensus::{BlockConnectCheck, BlockRejection, BlockTotals, ConnectRules, SpentCoin};
+use ibex_consensus::{BlockConnectCheck, BlockRejection, BlockTotals, ConnectRules};
 use ibex_primitives::{
-    Amount, Block, BlockView, OutPoint, Params, Transaction, TxInput, TxOutput, Txid, COIN,
-    MAX_MONEY,
+    Amount, Block, BlockView, Height, OutPoint, Params, SpentCoin, Transaction, TxInput, TxOutput,
+    Txid, COIN, MAX_MONEY,
 };
 use ibex_script::VerifyFlags;
 
@@ -52,6 +52,7 @@ fn amount(satoshis: i64) -> Amount {
 }
 
 fn spent(value: i64, height: u32) -> SpentCoin<'static> {
+    let height = Height::new(height);
     SpentCoin { value: amount(value), script_pubkey: &P2WPKH, height, is_coinbase: false }
 }
 

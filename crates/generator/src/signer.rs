@@ -95,13 +95,8 @@ impl Signer<'_> {
         let unsigned = transaction.encode_without_witness();
         let parsed = ParsedTransaction::parse(&unsigned).map_err(|_| SigningError::Decode)?;
         let view = parsed.view();
-        let spent_outputs: Vec<SpentOutput<'_>> = spent
-            .iter()
-            .map(|coin| SpentOutput {
-                amount: coin.value.to_sat(),
-                script_pubkey: self.keys.script_pubkey(coin.kind, coin.key_index),
-            })
-            .collect();
+        let spent_outputs: Vec<SpentOutput<'_>> =
+            spent.iter().map(|coin| SpentOutput::from(coin.spent_coin(self.keys))).collect();
         let precomputed = PrecomputedTransactionData::with_force(&view, &spent_outputs, true)
             .map_err(|_| SigningError::Decode)?;
         let data = SighashData {

@@ -23,12 +23,12 @@ use std::sync::mpsc::SyncSender;
 
 use ibex_chainstate::{ChainReader, Chainstate, EngineCommand, EntryId, ReadError};
 use ibex_primitives::txoutset::TxOutSetHashType;
-use ibex_primitives::{BlockHash, OutPoint, Params};
+use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
-    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerInfo, PeerSelector, SpentOutput,
-    StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
+    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerInfo, PeerSelector, StoredBlock, TipRef,
+    TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
@@ -206,16 +206,7 @@ fn located_block(
         BlockData::Stored { have_undo: true } if include_spent_coins => {
             let undo = chainstate.read_undo(id).map_err(storage)?;
             let coins = undo.transactions.iter().flat_map(|record| record.spent.iter());
-            Some(
-                coins
-                    .map(|coin| SpentOutput {
-                        value_satoshis: coin.amount().to_sat(),
-                        script_pubkey: coin.script_pubkey().to_vec(),
-                        height: coin.height(),
-                        is_coinbase: coin.is_coinbase(),
-                    })
-                    .collect(),
-            )
+            Some(coins.map(|coin| coin.as_spent_coin().to_buf()).collect())
         }
         _ => None,
     };
@@ -226,7 +217,7 @@ fn located_block(
 struct LocatedBlock {
     entry: BlockEntry,
     position: ibex_blockstore::BlockPosition,
-    spent_coins: Option<Vec<SpentOutput>>,
+    spent_coins: Option<Vec<SpentCoinBuf>>,
 }
 
 /// A block's ancestors read from the index, by height (collected only when

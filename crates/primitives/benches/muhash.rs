@@ -48,7 +48,7 @@ fn coin_outpoints() -> Vec<OutPoint> {
 fn coin<'a>(outpoint: OutPoint, script: &'a [u8]) -> Coin<'a> {
     Coin {
         outpoint,
-        height: 800_000,
+        height: ibex_primitives::Height::new(800_000),
         is_coinbase: false,
         value: Amount::from_sat(123_456).unwrap(),
         script_pubkey: script,

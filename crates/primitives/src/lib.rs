@@ -1,5 +1,5 @@
 //! Bitcoin's data structures for Ibex: blocks, headers, transactions, hashes,
-//! merkle roots, amounts and network parameters.
+//! merkle roots, amounts, heights, spent coins and network parameters.
 //!
 //! Two representations, one encoding:
 //! - **Views** ([`BlockView`], [`TransactionView`], [`InputView`], [`OutputView`])
@@ -18,6 +18,7 @@ pub mod encode;
 pub mod error;
 pub mod hash;
 pub mod header;
+pub mod height;
 pub mod hex;
 pub mod limits;
 pub mod lock_time;
@@ -25,6 +26,7 @@ pub mod merkle;
 pub mod owned;
 pub mod parsed_block;
 pub mod random;
+pub mod spent_coin;
 pub mod transaction;
 
 pub use amount::{Amount, AmountError, PackedAmount, COIN, MAX_MONEY};
@@ -32,9 +34,11 @@ pub use block::{BlockBuffers, BlockView};
 pub use error::{BlockDecodeError, DecodeError, Field};
 pub use hash::{BlockHash, Hash256, Txid, Wtxid};
 pub use header::{Header, HEADER_BYTES};
+pub use height::Height;
 pub use merkle::{check_witness_commitment, merkle_root, MerkleRoot, WitnessCommitmentError};
 pub use owned::{Block, Transaction, TxInput, TxOutput};
 pub use parsed_block::ParsedBlock;
+pub use spent_coin::{SpentCoin, SpentCoinBuf};
 pub use transaction::{
     InputView, OutPoint, OutputView, ParsedTransaction, TransactionView, WitnessView,
 };

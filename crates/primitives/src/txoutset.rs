@@ -18,7 +18,9 @@
 
 use crate::amount::Amount;
 use crate::encode::write_compact_size;
+use crate::height::Height;
 use crate::limits::SCRIPT_BYTES_MAX;
+use crate::spent_coin::SpentCoin;
 use crate::transaction::OutPoint;
 
 /// `OP_RETURN`: an output script starting with it is provably unspendable.
@@ -27,19 +29,46 @@ const OP_RETURN: u8 = 0x6a;
 /// flag 4, amount 8, script length 2.
 pub const BOGO_SIZE_FIXED_BYTES: u64 = 32 + 4 + 4 + 8 + 2;
 
-/// One unspent output as Core's coins database holds it.
+/// One unspent output as Core's coins database holds it: a
+/// [`SpentCoin`]'s fields with the outpoint that finds it, which the hashes
+/// cover ([`Coin::from_spent`] and [`Coin::spent_coin`] convert).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Coin<'a> {
     /// Where the output is.
     pub outpoint: OutPoint,
     /// Height of the block that created it.
-    pub height: u32,
+    pub height: Height,
     /// Whether a coinbase transaction created it.
     pub is_coinbase: bool,
     /// Its value.
     pub value: Amount,
     /// Its locking script.
     pub script_pubkey: &'a [u8],
+}
+
+impl<'a> Coin<'a> {
+    /// The coin `coin` at `outpoint`.
+    #[inline]
+    pub fn from_spent(outpoint: OutPoint, coin: SpentCoin<'a>) -> Coin<'a> {
+        Coin {
+            outpoint,
+            height: coin.height,
+            is_coinbase: coin.is_coinbase,
+            value: coin.value,
+            script_pubkey: coin.script_pubkey,
+        }
+    }
+
+    /// The coin without its outpoint, as an input spending it sees it.
+    #[inline]
+    pub fn spent_coin(&self) -> SpentCoin<'a> {
+        SpentCoin {
+            value: self.value,
+            script_pubkey: self.script_pubkey,
+            height: self.height,
+            is_coinbase: self.is_coinbase,
+        }
+    }
 }
 
 /// Core's `CScript::IsUnspendable`: an `OP_RETURN` first byte or more than
@@ -58,7 +87,7 @@ pub fn bogo_size(script_pubkey: &[u8]) -> u64 {
 /// then the script with its compact-size length. Appends to `out`.
 pub fn serialize_coin(coin: &Coin<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(&coin.outpoint.to_bytes());
-    let code = (coin.height << 1) | u32::from(coin.is_coinbase);
+    let code = (coin.height.to_u32() << 1) | u32::from(coin.is_coinbase);
     out.extend_from_slice(&code.to_le_bytes());
     out.extend_from_slice(&coin.value.to_sat().to_le_bytes());
     write_compact_size(out, coin.script_pubkey.len() as u64);

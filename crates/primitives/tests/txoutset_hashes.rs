@@ -76,7 +76,7 @@ impl StoredCoin {
     fn coin(&self, outpoint: OutPoint) -> Coin<'_> {
         Coin {
             outpoint,
-            height: self.height,
+            height: self.height.into(),
             is_coinbase: self.is_coinbase,
             value: self.value,
             script_pubkey: &self.script_pubkey,

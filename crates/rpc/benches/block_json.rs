@@ -21,8 +21,8 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use ibex_primitives::{BlockView, ChainWork, Network};
-use ibex_rpc::{write_block_json, write_header_json, BlockContext, BlockVerbosity, SpentCoin};
+use ibex_primitives::{Amount, BlockView, ChainWork, Height, Network, SpentCoin};
+use ibex_rpc::{write_block_json, write_header_json, BlockContext, BlockVerbosity};
 use std::path::PathBuf;
 
 fn mainnet_block() -> Vec<u8> {
@@ -58,9 +58,9 @@ fn synthetic_coins<'a>(block: &BlockView<'_>, scripts: &'a [[u8; 25]]) -> Vec<Sp
         for index in 0..inputs {
             let extra = if index == 0 { (outputs + 1_000) - share * inputs } else { 0 };
             coins.push(SpentCoin {
-                value_satoshis: share + extra,
+                value: Amount::from_sat(share + extra).unwrap(),
                 script_pubkey: &scripts[coins.len()],
-                height: 413_000,
+                height: Height::new(413_000),
                 is_coinbase: false,
             });
         }

@@ -9,10 +9,10 @@
 //! `strippedsize`, `size`, `weight` and `tx`.
 
 use ibex_primitives::pow::CompactTarget;
-use ibex_primitives::{BlockView, Header, Network};
+use ibex_primitives::{BlockView, Header, Network, SpentCoin};
 
 use crate::address::AddressParams;
-use crate::context::{BlockContext, BlockVerbosity, SpentCoin, TransactionVerbosity};
+use crate::context::{BlockContext, BlockVerbosity, TransactionVerbosity};
 use crate::error::RpcJsonError;
 use crate::hex::write_hex;
 use crate::json::{close_object, hash_string, hex_string, key, open_object};

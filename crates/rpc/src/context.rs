@@ -61,20 +61,6 @@ pub struct BlockContext {
     pub transaction_count: u64,
 }
 
-/// The coin an input spends, as Core's undo data keeps it (`Coin`: the
-/// output, the height that created it, whether a coinbase did).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpentCoin<'a> {
-    /// The output's value in satoshis.
-    pub value_satoshis: i64,
-    /// The output's script.
-    pub script_pubkey: &'a [u8],
-    /// Height of the block that created the output.
-    pub height: u32,
-    /// Whether a coinbase transaction created it.
-    pub is_coinbase: bool,
-}
-
 /// Where `getrawtransaction` found a confirmed transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransactionBlockContext {

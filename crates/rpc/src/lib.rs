@@ -20,7 +20,8 @@
 //!
 //! The chain facts a block's bytes do not hold come from the caller:
 //! [`BlockContext`] (height, confirmations, median time, chain work, next
-//! block, `nTx` from the block index) and [`SpentCoin`]s (the undo data
+//! block, `nTx` from the block index) and
+//! [`SpentCoin`](ibex_primitives::SpentCoin)s (the undo data
 //! that gives `fee` and `prevout`). Output follows Core's source:
 //! `blockheaderToJSON` / `blockToJSON` (`rpc/blockchain.cpp`), `TxToUniv`
 //! and `ScriptToUniv` (`core_write.cpp`), `InferDescriptor`
@@ -78,8 +79,7 @@ pub use block_json::{
     write_block_hex_json, write_block_json, write_header_hex_json, write_header_json,
 };
 pub use context::{
-    BlockContext, BlockVerbosity, ChainPosition, SpentCoin, TransactionBlockContext,
-    TransactionVerbosity,
+    BlockContext, BlockVerbosity, ChainPosition, TransactionBlockContext, TransactionVerbosity,
 };
 pub use error::RpcJsonError;
 pub use methods::chainstate::{txoutset_hash_type, write_txoutset_info_json};

@@ -4,10 +4,10 @@
 //! for a block in the index, `confirmations` (0 off the active chain) and
 //! `time` and `blocktime` (in the active chain only).
 
-use ibex_primitives::{Network, TransactionView};
+use ibex_primitives::{Network, SpentCoin, TransactionView};
 
 use crate::address::AddressParams;
-use crate::context::{ChainPosition, SpentCoin, TransactionBlockContext, TransactionVerbosity};
+use crate::context::{ChainPosition, TransactionBlockContext, TransactionVerbosity};
 use crate::error::RpcJsonError;
 use crate::json::{boolean, close_object, hash_string, hex_string, key};
 use crate::number::write_i64;

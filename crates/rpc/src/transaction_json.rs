@@ -10,10 +10,10 @@
 //! `prevout` at the prevout verbosity when spent coins are given, and
 //! `sequence`. An output is `value`, `n`, `scriptPubKey`.
 
-use ibex_primitives::{InputView, OutputView, TransactionView, Txid, MAX_MONEY};
+use ibex_primitives::{InputView, OutputView, SpentCoin, TransactionView, Txid, MAX_MONEY};
 
 use crate::address::AddressParams;
-use crate::context::{SpentCoin, TransactionVerbosity};
+use crate::context::TransactionVerbosity;
 use crate::error::RpcJsonError;
 use crate::json::{boolean, close_object, hash_string, hex_string, key, open_object};
 use crate::number::{write_amount, write_u64};
@@ -60,7 +60,7 @@ pub(crate) fn write_transaction_fields(
         }
         let coin = spent_coins.and_then(|coins| coins.get(index));
         write_input(out, input, is_coinbase, coin.filter(|_| with_prevouts), params);
-        value_in_satoshis += coin.map_or(0, |coin| i128::from(coin.value_satoshis));
+        value_in_satoshis += coin.map_or(0, |coin| i128::from(coin.value.to_sat()));
     }
     out.push(b']');
     key(out, "vout");
@@ -127,7 +127,7 @@ fn write_input(
         key(out, "height");
         write_u64(out, u64::from(coin.height));
         key(out, "value");
-        write_amount(out, coin.value_satoshis);
+        write_amount(out, coin.value.to_sat());
         key(out, "scriptPubKey");
         write_script_pub_key(out, coin.script_pubkey, params);
         close_object(out);
@@ -172,7 +172,7 @@ fn write_fee(out: &mut Vec<u8>, txid: Txid, fee_satoshis: i128) -> Result<(), Rp
 mod tests {
     use super::*;
     use ibex_primitives::hex::decode;
-    use ibex_primitives::{Network, ParsedTransaction};
+    use ibex_primitives::{Amount, Height, Network, ParsedTransaction};
 
     /// A one-input, one-output legacy transaction spending outpoint
     /// (0x11.., 1) with an empty scriptSig, paying 1,000 satoshis to OP_TRUE.
@@ -203,9 +203,9 @@ mod tests {
             plain.contains("\"version\":1,\"size\":61,\"vsize\":61,\"weight\":244,\"locktime\":0")
         );
         let coin = SpentCoin {
-            value_satoshis: 1_500,
+            value: Amount::from_sat_u32(1_500),
             script_pubkey: &[0x51],
-            height: 7,
+            height: Height::new(7),
             is_coinbase: true,
         };
         let with_fee = written(&bytes, Some(&[coin]), TransactionVerbosity::Details).unwrap();
@@ -225,8 +225,12 @@ mod tests {
     #[test]
     fn caller_mistakes_are_errors() {
         let bytes = simple_transaction();
-        let coin =
-            SpentCoin { value_satoshis: 999, script_pubkey: &[], height: 1, is_coinbase: false };
+        let coin = SpentCoin {
+            value: Amount::from_sat_u32(999),
+            script_pubkey: &[],
+            height: Height::new(1),
+            is_coinbase: false,
+        };
         let negative = written(&bytes, Some(&[coin]), TransactionVerbosity::Details);
         assert!(matches!(negative, Err(RpcJsonError::FeeOutOfRange { fee_satoshis: -1, .. })));
         let missing = written(&bytes, Some(&[]), TransactionVerbosity::Details);

@@ -94,7 +94,7 @@ fn expected_stats(chain: &Chain<'_>, height: usize) -> BTreeMap<&'static str, Js
         let mut inputs = 0;
         for _ in transaction.inputs() {
             let coin = spent.next().unwrap();
-            inputs += coin.value_satoshis;
+            inputs += coin.value.to_sat();
             size_change -= coin_bytes(coin.script_pubkey.len());
             actual_change -= coin_bytes(coin.script_pubkey.len());
             ins += 1;

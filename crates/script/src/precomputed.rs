@@ -19,7 +19,7 @@
 //!
 //! [`InputView::previous_output_bytes`]: ibex_primitives::InputView::previous_output_bytes
 
-use ibex_primitives::TransactionView;
+use ibex_primitives::{SpentCoin, TransactionView};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
@@ -31,12 +31,28 @@ const TAPROOT_SCRIPT_PUBKEY_BYTES: usize = 34;
 const OP_1: u8 = 0x51;
 
 /// An output being spent: what BIP143 (amount) and BIP341 (both) sign.
+///
+/// The value and script of a [`SpentCoin`], which converts with [`From`]
+/// (no copy: the script stays borrowed). The amount stays a raw `i64`, not an
+/// [`ibex_primitives::Amount`]: signature hashing, as Core's interpreter,
+/// serialises whatever `CAmount` it is given without a range check, and the
+/// differential fuzz target (`fuzz/fuzz_targets/script_differential.rs`)
+/// feeds amounts up to 2^51 - 1, past MAX_MONEY, to compare with Core's
+/// kernel. Coins from a chain are always in the money range; only callers
+/// testing the interpreter itself write an `i64` here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpentOutput<'a> {
     /// Value in satoshis.
     pub amount: i64,
     /// The locking script.
     pub script_pubkey: &'a [u8],
+}
+
+impl<'a> From<SpentCoin<'a>> for SpentOutput<'a> {
+    #[inline]
+    fn from(coin: SpentCoin<'a>) -> SpentOutput<'a> {
+        SpentOutput { amount: coin.value.to_sat(), script_pubkey: coin.script_pubkey }
+    }
 }
 
 /// Why precomputation was refused.
@@ -206,5 +222,24 @@ impl PrecomputedTransactionData {
     #[inline]
     pub fn bip341(&self) -> Option<&Bip341Hashes> {
         self.bip341.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibex_primitives::{Amount, Height};
+
+    #[test]
+    fn a_spent_coin_gives_the_value_and_script_sighash_signs() {
+        let script = [0x00, 0x14];
+        let coin = SpentCoin {
+            value: Amount::from_sat_u32(70_000),
+            script_pubkey: &script,
+            height: Height::new(9),
+            is_coinbase: true,
+        };
+        let expected = SpentOutput { amount: 70_000, script_pubkey: &script };
+        assert_eq!(SpentOutput::from(coin), expected);
     }
 }

@@ -11,7 +11,7 @@
 //! script: ~30 bytes on disk against 38 bytes for a plain `CTxOut` + height.
 
 use ibex_primitives::encode::{write_varint, Reader};
-use ibex_primitives::{Amount, OutPoint, PackedAmount, Txid};
+use ibex_primitives::{Amount, Height, OutPoint, PackedAmount, SpentCoin, Txid};
 
 use crate::coins::coin_script::CoinScript;
 use crate::coins::compress::{compress_amount, read_amount, read_script, write_script};
@@ -26,7 +26,10 @@ pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
 
 pub use crate::coins::coin_script::INLINE_SCRIPT_BYTES_MAX;
 
-/// An unspent transaction output as the chainstate keeps it.
+/// An unspent transaction output as the chainstate keeps it: a
+/// [`SpentCoin`]'s fields packed for the cache (the amount in halves, the
+/// script inline when short, the coinbase flag beside the cache's bits), and
+/// read back as one with [`Coin::as_spent_coin`] when an input spends it.
 ///
 /// 48 bytes in memory, alignment 4; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
 /// heap allocation (the crate's `coin_script` module). Equality, `Debug` and
@@ -74,12 +77,13 @@ impl std::fmt::Debug for Coin {
 }
 
 impl Coin {
-    /// The coin as consensus's connect rules read it.
-    pub fn as_spent_coin(&self) -> ibex_consensus::SpentCoin<'_> {
-        ibex_consensus::SpentCoin {
+    /// The coin as the rules, sighash and RPC read it (borrows the script).
+    #[inline]
+    pub fn as_spent_coin(&self) -> SpentCoin<'_> {
+        SpentCoin {
             value: self.amount(),
             script_pubkey: self.script_pubkey(),
-            height: self.height(),
+            height: Height::new(self.height),
             is_coinbase: self.is_coinbase(),
         }
     }

@@ -111,13 +111,7 @@ fn add_coin(
     outpoint: &OutPoint,
     coin: &Coin,
 ) -> Result<(), ChainstateError> {
-    let set_coin = SetCoin {
-        outpoint: *outpoint,
-        height: coin.height(),
-        is_coinbase: coin.is_coinbase(),
-        value: coin.amount(),
-        script_pubkey: coin.script_pubkey(),
-    };
+    let set_coin = SetCoin::from_spent(*outpoint, coin.as_spent_coin());
     hasher.add_coin(&set_coin).map_err(|source| ChainstateError::CoinOrder { source })
 }
 

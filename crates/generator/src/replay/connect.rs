@@ -8,16 +8,18 @@
 use std::collections::{HashMap, HashSet};
 
 use ibex_consensus::{
-    block_script_flags, output_amount, BlockConnectCheck, BlockRejection, ConnectRules, SpentCoin,
+    block_script_flags, output_amount, BlockConnectCheck, BlockRejection, ConnectRules,
 };
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockView, OutPoint, Params, TransactionView, Txid};
+use ibex_primitives::{
+    BlockView, Height, OutPoint, Params, SpentCoin, SpentCoinBuf, TransactionView, Txid,
+};
 use ibex_script::{
     verify_script, PrecomputedTransactionData, SpentOutput, TransactionChecker, VerifyFlags,
 };
 
-use super::{BlockChanges, ChainView, Rejection, StoredCoin};
+use super::{BlockChanges, ChainView, Rejection};
 
 /// Verifies every input's script; the first failure as consensus words it
 /// ([`BlockRejection::Script`]). The precomputation and the checker fail
@@ -25,13 +27,11 @@ use super::{BlockChanges, ChainView, Rejection, StoredCoin};
 fn verify_inputs(
     transaction: &TransactionView<'_>,
     txid: Txid,
-    spent: &[&StoredCoin],
+    spent: &[&SpentCoinBuf],
     flags: VerifyFlags,
 ) -> Result<u64, Rejection> {
-    let spent_outputs: Vec<SpentOutput<'_>> = spent
-        .iter()
-        .map(|coin| SpentOutput { amount: coin.value.to_sat(), script_pubkey: &coin.script_pubkey })
-        .collect();
+    let spent_outputs: Vec<SpentOutput<'_>> =
+        spent.iter().map(|coin| SpentOutput::from(coin.as_spent_coin())).collect();
     let precomputed = PrecomputedTransactionData::new(transaction, &spent_outputs)
         .map_err(|error| Rejection::new(error.to_string()))?;
     for (input, (spending, spent_output)) in
@@ -50,11 +50,11 @@ fn verify_inputs(
 /// view, and not spent yet (consensus's verdict when one is not).
 fn find_coins<'a>(
     base: &'a ChainView,
-    created: &'a HashMap<OutPoint, StoredCoin>,
+    created: &'a HashMap<OutPoint, SpentCoinBuf>,
     spent: &HashSet<OutPoint>,
     transaction: &TransactionView<'_>,
     txid: Txid,
-) -> Result<Vec<&'a StoredCoin>, BlockRejection> {
+) -> Result<Vec<&'a SpentCoinBuf>, BlockRejection> {
     transaction
         .inputs()
         .iter()
@@ -71,16 +71,8 @@ fn find_coins<'a>(
 }
 
 /// The coins as consensus's connect rules read them.
-fn spent_coins<'a>(coins: &[&'a StoredCoin]) -> Vec<SpentCoin<'a>> {
-    coins
-        .iter()
-        .map(|coin| SpentCoin {
-            value: coin.value,
-            script_pubkey: &coin.script_pubkey,
-            height: coin.height,
-            is_coinbase: coin.is_coinbase,
-        })
-        .collect()
+fn spent_coins<'a>(coins: &[&'a SpentCoinBuf]) -> Vec<SpentCoin<'a>> {
+    coins.iter().map(|coin| coin.as_spent_coin()).collect()
 }
 
 /// Adds a transaction's spendable outputs to the block's new coins.
@@ -88,7 +80,7 @@ fn add_outputs(
     transaction: &TransactionView<'_>,
     height: u32,
     is_coinbase: bool,
-    created: &mut HashMap<OutPoint, StoredCoin>,
+    created: &mut HashMap<OutPoint, SpentCoinBuf>,
     changes: &mut BlockChanges,
 ) -> Result<(), Rejection> {
     let txid = transaction.txid();
@@ -100,8 +92,8 @@ fn add_outputs(
         // skipped it fails with its reason.
         let value = output_amount(output.value, vout)
             .map_err(|source| BlockRejection::Transaction { txid, source })?;
-        let coin =
-            StoredCoin { value, script_pubkey: output.script_pubkey.to_vec(), height, is_coinbase };
+        let script_pubkey = output.script_pubkey.to_vec();
+        let coin = SpentCoinBuf { value, script_pubkey, height: Height::new(height), is_coinbase };
         let outpoint = OutPoint { txid, vout: vout as u32 };
         created.insert(outpoint, coin.clone());
         changes.created.push((outpoint, coin));
@@ -129,7 +121,7 @@ pub(crate) fn connect(
         median_time_past_at: &median_time_past_at,
     };
     let mut check = BlockConnectCheck::new(&rules);
-    let mut created: HashMap<OutPoint, StoredCoin> = HashMap::new();
+    let mut created: HashMap<OutPoint, SpentCoinBuf> = HashMap::new();
     let mut spent: HashSet<OutPoint> = HashSet::new();
     let mut changes = BlockChanges::default();
     let mut script_failure = None;

@@ -20,22 +20,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ibex_blockstore::files::{block_file_path, read_block_file, read_obfuscation_key};
 use ibex_blockstore::Records;
 use ibex_consensus::{median_time_past, BlockError};
-use ibex_primitives::{Amount, BlockHash, BlockView, OutPoint, Params};
+use ibex_primitives::{BlockHash, BlockView, OutPoint, Params, SpentCoinBuf};
 
 use crate::error::GeneratorError;
-
-/// A coin in the replayed UTXO set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredCoin {
-    /// Its value (checked by CheckTransaction when its block was).
-    pub value: Amount,
-    /// The locking script.
-    pub script_pubkey: Vec<u8>,
-    /// Height of the block that created it.
-    pub height: u32,
-    /// Whether a coinbase created it.
-    pub is_coinbase: bool,
-}
 
 /// The state of the chain ending at one block.
 #[derive(Debug, Clone, Default)]
@@ -48,8 +35,8 @@ pub struct ChainView {
     pub times: Vec<u32>,
     /// nBits by height.
     pub bits: Vec<u32>,
-    /// Unspent outputs.
-    pub coins: HashMap<OutPoint, StoredCoin>,
+    /// Unspent outputs, as the inputs that spend them will see them.
+    pub coins: HashMap<OutPoint, SpentCoinBuf>,
 }
 
 /// Why a block was refused: Core's reject reason.
@@ -83,7 +70,7 @@ impl From<BlockError> for Rejection {
 #[derive(Debug, Default)]
 pub(crate) struct BlockChanges {
     pub(crate) spent: Vec<OutPoint>,
-    pub(crate) created: Vec<(OutPoint, StoredCoin)>,
+    pub(crate) created: Vec<(OutPoint, SpentCoinBuf)>,
     pub(crate) inputs_verified: u64,
 }
 

@@ -7,7 +7,7 @@ use crate::muhash::MuHash3072;
 fn coin(txid_byte: u8, vout: u32, value: i64, script_pubkey: &[u8]) -> Coin<'_> {
     Coin {
         outpoint: OutPoint { txid: Txid([txid_byte; 32]), vout },
-        height: 0x0102_0304,
+        height: crate::Height::new(0x0102_0304),
         is_coinbase: true,
         value: Amount::from_sat(value).unwrap(),
         script_pubkey,

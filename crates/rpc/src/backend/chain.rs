@@ -1,8 +1,8 @@
 //! The chain facts a [`super::NodeBackend`] hands the server.
 
-use ibex_primitives::{BlockHash, ChainWork, Header};
+use ibex_primitives::{BlockHash, ChainWork, Header, SpentCoinBuf};
 
-use crate::context::{BlockContext, SpentCoin};
+use crate::context::BlockContext;
 
 /// A block in the active chain, named by hash and height.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,31 +80,6 @@ impl BlockEntry {
     }
 }
 
-/// A coin a block's input spent, owned (from the block's undo data).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpentOutput {
-    /// The output's value in satoshis.
-    pub value_satoshis: i64,
-    /// The output's script.
-    pub script_pubkey: Vec<u8>,
-    /// Height of the block that created it.
-    pub height: u32,
-    /// Whether a coinbase created it.
-    pub is_coinbase: bool,
-}
-
-impl SpentOutput {
-    /// The borrowed form the JSON writers take.
-    pub fn as_spent_coin(&self) -> SpentCoin<'_> {
-        SpentCoin {
-            value_satoshis: self.value_satoshis,
-            script_pubkey: &self.script_pubkey,
-            height: self.height,
-            is_coinbase: self.is_coinbase,
-        }
-    }
-}
-
 /// A stored block as [`super::NodeBackend::block`] gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredBlock {
@@ -114,7 +89,7 @@ pub struct StoredBlock {
     pub bytes: Vec<u8>,
     /// One coin per input of every transaction after the coinbase, in block
     /// order, when asked for and the undo data is stored.
-    pub spent_coins: Option<Vec<SpentOutput>>,
+    pub spent_coins: Option<Vec<SpentCoinBuf>>,
 }
 
 /// Pruning as `getblockchaininfo` reports it.

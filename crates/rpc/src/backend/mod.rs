@@ -32,7 +32,7 @@ mod state;
 
 pub use chain::{
     BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
-    SpentOutput, StoredBlock, TipRef, UnspentOutput,
+    StoredBlock, TipRef, UnspentOutput,
 };
 pub use state::{CoinsCacheSizes, TotalAmountOverflow, TxOutSetInfo};
 

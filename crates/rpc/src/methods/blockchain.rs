@@ -4,14 +4,14 @@
 //! names, defaults, checks and messages follow Core's; results are written
 //! in Core's key order.
 
-use ibex_primitives::{BlockHash, BlockView, OutPoint, Txid};
+use ibex_primitives::{BlockHash, BlockView, OutPoint, SpentCoin, Txid};
 
 use super::error::{RpcError, RpcErrorCode};
 use super::params::{boolean, hash, integer, ArgType, Params};
 use super::{arg, Method, MethodContext};
 use crate::backend::{BlockchainInfo, StoredBlock};
 use crate::block_json::{difficulty, write_hex_u32_string, write_target};
-use crate::context::{BlockVerbosity, SpentCoin};
+use crate::context::BlockVerbosity;
 use crate::json::{
     boolean as json_bool, close_object, escaped_string, hash_string, hex_string, key, open_object,
     plain_string,

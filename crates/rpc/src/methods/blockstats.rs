@@ -17,13 +17,13 @@ use std::collections::BTreeSet;
 
 use ibex_primitives::params::is_bip30_repeat;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockHash, BlockView, TransactionView, MAX_MONEY};
+use ibex_primitives::{BlockHash, BlockView, SpentCoinBuf, TransactionView, MAX_MONEY};
 use serde_json::Value;
 
 use super::error::{RpcError, RpcErrorCode};
 use super::params::{hash, integer, string, wrong_type, ArgType, Params};
 use super::{arg, Method, MethodContext};
-use crate::backend::{BlockData, SpentOutput};
+use crate::backend::BlockData;
 use crate::json::{close_object, hash_string, key, open_object};
 use crate::number::write_i64;
 
@@ -63,7 +63,7 @@ fn getblockstats(
     })?;
     let height = stored.entry.height;
     // The genesis block has no undo data (Core's `GetUndoChecked`).
-    let spent_coins: &[SpentOutput] = match (&stored.spent_coins, stored.entry.data) {
+    let spent_coins: &[SpentCoinBuf] = match (&stored.spent_coins, stored.entry.data) {
         _ if height == 0 => &[],
         (Some(coins), _) => coins,
         (None, BlockData::Pruned) => {
@@ -191,7 +191,7 @@ fn add_outputs(
 fn add_spending_transaction(
     totals: &mut Totals,
     transaction: &TransactionView<'_>,
-    spent: &[SpentOutput],
+    spent: &[SpentCoinBuf],
     total_out: i64,
 ) -> Result<(), RpcError> {
     totals.inputs += transaction.inputs().len() as i64;
@@ -208,7 +208,7 @@ fn add_spending_transaction(
     }
     let mut total_in = 0;
     for coin in spent {
-        total_in += coin.value_satoshis;
+        total_in += coin.value.to_sat();
         let size = output_utxo_bytes(coin.script_pubkey.len());
         totals.utxo_size_increase -= size;
         totals.utxo_size_increase_actual -= size;
@@ -230,7 +230,7 @@ fn add_spending_transaction(
 /// Every statistic, in Core's order (`ret_all`).
 fn compute(
     block: &BlockView<'_>,
-    spent_coins: &[SpentOutput],
+    spent_coins: &[SpentCoinBuf],
     facts: &BlockFacts,
 ) -> Result<Vec<(&'static str, Stat)>, RpcError> {
     let mut totals = Totals::default();

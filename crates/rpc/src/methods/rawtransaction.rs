@@ -4,13 +4,13 @@
 //! the block's undo data (2). Ibex has no mempool and no `-txindex`, so
 //! without a block hash Core's answer for that case is given (-5).
 
-use ibex_primitives::{BlockHash, BlockView, Txid};
+use ibex_primitives::{BlockHash, BlockView, SpentCoin, Txid};
 
 use super::error::{RpcError, RpcErrorCode};
 use super::params::{hash, integer, ArgType, Params};
 use super::{arg, Method, MethodContext};
 use crate::backend::{BackendError, BlockData, StoredBlock};
-use crate::context::{ChainPosition, SpentCoin, TransactionBlockContext, TransactionVerbosity};
+use crate::context::{ChainPosition, TransactionBlockContext, TransactionVerbosity};
 use crate::{write_transaction_hex_json, write_transaction_json};
 
 pub(super) const GETRAWTRANSACTION: Method = Method {

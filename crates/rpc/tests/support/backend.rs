@@ -17,8 +17,8 @@ use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
     LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
-    NetworkRequestError, NodeAddress, PeerInfo, PeerRelay, PeerSelector, SpentOutput, StoredBlock,
-    TipRef, TxOutSetInfo, UnspentOutput, UploadTarget,
+    NetworkRequestError, NodeAddress, PeerInfo, PeerRelay, PeerSelector, StoredBlock, TipRef,
+    TxOutSetInfo, UnspentOutput, UploadTarget,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
 use ibex_rpc::{BackendError, NodeBackend};
@@ -224,18 +224,8 @@ impl NodeBackend for ChainBackend {
     ) -> Result<Option<StoredBlock>, BackendError> {
         let Some(entry) = self.entry(hash) else { return Ok(None) };
         let has_undo = matches!(entry.data, BlockData::Stored { have_undo: true });
-        let spent_coins = (include_spent_coins && has_undo).then(|| {
-            self.chain
-                .spent_coins(hash)
-                .iter()
-                .map(|coin| SpentOutput {
-                    value_satoshis: coin.value_satoshis,
-                    script_pubkey: coin.script_pubkey.to_vec(),
-                    height: coin.height,
-                    is_coinbase: coin.is_coinbase,
-                })
-                .collect()
-        });
+        let spent_coins = (include_spent_coins && has_undo)
+            .then(|| self.chain.spent_coins(hash).iter().map(|coin| coin.to_buf()).collect());
         let bytes = self.chain.block(hash).bytes().to_vec();
         Ok(Some(StoredBlock { entry, bytes, spent_coins }))
     }
@@ -323,7 +313,7 @@ impl NodeBackend for ChainBackend {
         for (outpoint, coin) in self.chain.unspent_coins() {
             let set_coin = SetCoin {
                 outpoint,
-                height: coin.height,
+                height: coin.height.into(),
                 is_coinbase: coin.is_coinbase,
                 value: Amount::from_sat(coin.value_satoshis).unwrap(),
                 script_pubkey: &coin.script_pubkey,

@@ -5,8 +5,10 @@
 //! indexing the outputs of the active chain's blocks, all in this file).
 
 use ibex_blockstore::{block_file_path, read_block_file, read_obfuscation_key, Records};
-use ibex_primitives::{BlockHash, BlockView, ChainWork, OutPoint, Params, Txid};
-use ibex_rpc::{BlockContext, SpentCoin};
+use ibex_primitives::{
+    Amount, BlockHash, BlockView, ChainWork, Height, OutPoint, Params, SpentCoin, Txid,
+};
+use ibex_rpc::BlockContext;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -239,9 +241,9 @@ impl<'a> Chain<'a> {
             .map(|outpoint| {
                 let coin = &self.coins[&outpoint];
                 SpentCoin {
-                    value_satoshis: coin.value_satoshis,
+                    value: Amount::from_sat(coin.value_satoshis).unwrap(),
                     script_pubkey: &coin.script_pubkey,
-                    height: coin.height,
+                    height: Height::new(coin.height),
                     is_coinbase: coin.is_coinbase,
                 }
             })
