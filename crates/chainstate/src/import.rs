@@ -149,8 +149,8 @@ pub fn import_blocks(
     let obfuscation = *chainstate.obfuscation();
     let (sender, receiver) = sync_channel(IMPORT_QUEUE_BLOCKS_MAX);
     let in_flight = InFlightBytes::with_gauge(
-        import_queue_bytes(&chainstate.options.memory),
-        chainstate.metrics.import_queue.clone(),
+        import_queue_bytes(&chainstate.shared.options.memory),
+        chainstate.shared.metrics.import_queue.clone(),
     );
     std::thread::scope(|scope| {
         let reader_params = &params;

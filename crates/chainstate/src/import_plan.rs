@@ -20,10 +20,11 @@ pub(crate) fn build_import_plan(
     chainstate: &Chainstate,
     records: &[(Header, u32)],
 ) -> Option<ImportPlan> {
-    let index = &chainstate.index;
-    let best = chainstate.selection.best_header()?;
+    let index = &chainstate.shared.index;
+    let best = chainstate.shared.selection.best_header()?;
     let best_header_height = index.entry(best).height;
-    let first_height = chainstate.chain.height().map_or(0, |height| height.saturating_add(1));
+    let first_height =
+        chainstate.active.chain.height().map_or(0, |height| height.saturating_add(1));
     if first_height > best_header_height {
         return None;
     }

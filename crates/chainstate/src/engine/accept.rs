@@ -74,8 +74,8 @@ impl Chainstate {
     /// read from files: a `CheckBlock` failure marks the block unless it may
     /// be a mutation).
     pub fn accept_block(&mut self, block: PreparedBlock) -> Result<AcceptOutcome, ChainstateError> {
-        if let Some(id) = self.index.get(&block.hash()) {
-            let status = self.index.entry(id).status;
+        if let Some(id) = self.shared.index.get(&block.hash()) {
+            let status = self.shared.index.entry(id).status;
             if status.has(BlockStatus::HAVE_DATA) {
                 return Ok(AcceptOutcome::AlreadyKnown(id));
             }
@@ -85,9 +85,12 @@ impl Chainstate {
                 return Ok(self.reject(&block, Some(id), BlockRejection::DuplicateInvalid));
             }
         }
-        let is_genesis = block.hash() == self.options.params.genesis_hash;
-        let parent =
-            if is_genesis { None } else { self.index.get(&block.header().previous_block_hash) };
+        let is_genesis = block.hash() == self.shared.options.params.genesis_hash;
+        let parent = if is_genesis {
+            None
+        } else {
+            self.shared.index.get(&block.header().previous_block_hash)
+        };
         if parent.is_none() && !is_genesis {
             if let Err(error) = &block.check {
                 if *error == BlockError::HighHash {
@@ -106,25 +109,30 @@ impl Chainstate {
         }
         // Core's AcceptBlockHeader: a child of a failed block is refused
         // (`bad-prevblk`) and not indexed.
-        if parent.is_some_and(|parent| self.index.entry(parent).status.is_failed()) {
+        if parent.is_some_and(|parent| self.shared.index.entry(parent).status.is_failed()) {
             return Ok(self.reject(&block, None, BlockRejection::InvalidParent));
         }
-        let id = self.index.insert_header(block.header(), block.hash())?;
+        let id = self.shared.index.insert_header(block.header(), block.hash())?;
         self.consider_best_header(id);
         if let Err(error) = block.check {
             return Ok(self.reject(&block, Some(id), error.into()));
         }
         if let Some(parent) = parent {
-            let params = &self.options.params;
+            let params = &self.shared.options.params;
             let witness_checked = block.witness_checked;
-            let context =
-                check_block_context(&self.index, params, block.view(), parent, witness_checked);
+            let context = check_block_context(
+                &self.shared.index,
+                params,
+                block.view(),
+                parent,
+                witness_checked,
+            );
             if let Err(error) = context {
                 return Ok(self.reject(&block, Some(id), error.into()));
             }
         }
         self.store_block_data(id, &block)?;
-        self.connector.keep_recent(id, block);
+        self.active.connector.keep_recent(id, block);
         Ok(AcceptOutcome::Accepted(id))
     }
 
@@ -134,8 +142,8 @@ impl Chainstate {
         header: &Header,
         parent: EntryId,
     ) -> Result<(), BlockError> {
-        let now = crate::stages::headers::now_seconds(self.mock_time_seconds);
-        check_header_context(&self.index, &self.options.params, header, parent, now)
+        let now = crate::stages::headers::now_seconds(self.shared.mock_time_seconds);
+        check_header_context(&self.shared.index, &self.shared.options.params, header, parent, now)
     }
 
     /// Logs a rejected block and, unless it may be a mutated copy of a valid
@@ -151,10 +159,10 @@ impl Chainstate {
             && rejection != BlockRejection::DuplicateInvalid;
         // A block refused before it is indexed is logged at its parent's
         // height plus one where the parent is known.
-        let parent = || self.index.get(&block.header().previous_block_hash);
+        let parent = || self.shared.index.get(&block.header().previous_block_hash);
         let height = match id {
-            Some(id) => self.index.entry(id).height,
-            None => parent().map_or(0, |parent| self.index.entry(parent).height + 1),
+            Some(id) => self.shared.index.entry(id).height,
+            None => parent().map_or(0, |parent| self.shared.index.entry(parent).height + 1),
         };
         if let (Some(id), true) = (id, marked) {
             self.mark_invalid(id);
@@ -170,13 +178,13 @@ impl Chainstate {
 
     /// Marks `id` failed with its descendants and drops them as candidates.
     pub(crate) fn mark_invalid(&mut self, id: EntryId) {
-        self.statistics.blocks_invalid += 1;
-        self.selection.mark_invalid(&mut self.index, id);
+        self.shared.statistics.blocks_invalid += 1;
+        self.shared.selection.mark_invalid(&mut self.shared.index, id);
     }
 
     /// Makes `id` the best header if it has more work than the current one.
     pub(crate) fn consider_best_header(&mut self, id: EntryId) {
-        self.selection.consider_header(&self.index, id);
+        self.shared.selection.consider_header(&self.shared.index, id);
     }
 
     /// Writes the block to a block file if needed, records its data, and
@@ -188,20 +196,20 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let position = match block.position {
             Some(position) => position,
-            None => self.persistence.append_block(block.bytes())?,
+            None => self.shared.persistence.append_block(block.bytes())?,
         };
-        let entry = self.index.entry_mut(id);
+        let entry = self.shared.index.entry_mut(id);
         entry.block_position = Some(position);
         entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        self.selection.block_data_arrived(&mut self.index, id);
+        self.shared.selection.block_data_arrived(&mut self.shared.index, id);
         Ok(())
     }
 
     /// The hash of the most-work valid header (Core's `m_best_header`).
     pub fn best_header(&self) -> Option<BlockHash> {
-        self.selection.best_header().map(|id| self.index.entry(id).hash)
+        self.shared.selection.best_header().map(|id| self.shared.index.entry(id).hash)
     }
 }
 
@@ -232,7 +240,7 @@ mod tests {
             AcceptOutcome::Invalid(BlockRejection::Block(BlockError::TimeTooNew { .. })) => {}
             other => panic!("{other:?}"),
         }
-        assert!(chainstate.index.get(&first_hash).is_none(), "not indexed, not marked");
+        assert!(chainstate.shared.index.get(&first_hash).is_none(), "not indexed, not marked");
         chainstate.set_mock_time(None);
         let outcome = chainstate.accept_block(prepare(&blocks[1])).unwrap();
         assert!(matches!(outcome, AcceptOutcome::Accepted(_)), "{outcome:?}");

@@ -18,7 +18,7 @@ use crate::stages::script_queue::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
 use crate::undo::BlockUndo;
 
 fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
-    chainstate.index.entry(id).height
+    chainstate.shared.index.entry(id).height
 }
 
 /// Core's assumevalid distance: scripts are skipped only for blocks at
@@ -57,10 +57,10 @@ impl Chainstate {
             if self.reached_stop_height() || self.interrupted() {
                 return Ok(());
             }
-            let Some(best) = self.selection.best() else {
+            let Some(best) = self.shared.selection.best() else {
                 return Ok(());
             };
-            if Some(best) == self.chain.tip() {
+            if Some(best) == self.active.chain.tip() {
                 return Ok(());
             }
             self.activate_step(best)?;
@@ -70,34 +70,35 @@ impl Chainstate {
     /// Disconnects to the fork with `target`'s chain, then connects towards
     /// `target` until it is reached, a block fails, or the stop height.
     pub(super) fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
-        let mut fork = self.chain.find_fork(&self.index, target);
-        if fork != self.chain.tip() {
+        let mut fork = self.active.chain.find_fork(&self.shared.index, target);
+        if fork != self.active.chain.tip() {
             // Disconnecting needs a settled tip; a failed pending block
             // changes the chain, so the caller picks the target again.
             if !self.settle_pending()? {
                 return Ok(());
             }
-            fork = self.chain.find_fork(&self.index, target);
+            fork = self.active.chain.find_fork(&self.shared.index, target);
         }
         let mut disconnected_count = 0u32;
-        while self.chain.tip().is_some() && self.chain.tip() != fork {
+        while self.active.chain.tip().is_some() && self.active.chain.tip() != fork {
             self.disconnect_tip()?;
             disconnected_count += 1;
         }
         if disconnected_count > 0 {
-            let fork_height = fork.map_or(0, |id| self.index.entry(id).height);
-            let new_best = self.index.entry(target).hash;
+            let fork_height = fork.map_or(0, |id| self.shared.index.entry(id).height);
+            let new_best = self.shared.index.entry(target).hash;
             self.emit(ChainEvent::Reorganization { disconnected_count, fork_height, new_best });
         }
-        let start_height = fork.map_or(0, |id| self.index.entry(id).height + 1);
-        let target_height = self.index.entry(target).height;
+        let start_height = fork.map_or(0, |id| self.shared.index.entry(id).height + 1);
+        let target_height = self.shared.index.entry(target).height;
         for height in start_height..=target_height {
             if (height - start_height) % READ_AHEAD_SEGMENT_BLOCKS == 0 {
                 self.start_read_ahead(target, height)?;
             }
-            let Some(id) = self.index.ancestor(target, height) else { break };
-            let next =
-                (height < target_height).then(|| self.index.ancestor(target, height + 1)).flatten();
+            let Some(id) = self.shared.index.ancestor(target, height) else { break };
+            let next = (height < target_height)
+                .then(|| self.shared.index.ancestor(target, height + 1))
+                .flatten();
             if !self.connect_tip(id, next)? || self.reached_stop_height() || self.interrupted() {
                 break;
             }
@@ -107,7 +108,7 @@ impl Chainstate {
                 break;
             }
         }
-        self.connector.stop_read_ahead();
+        self.active.connector.stop_read_ahead();
         self.prune_candidates();
         Ok(())
     }
@@ -122,15 +123,15 @@ impl Chainstate {
         target: EntryId,
         start_height: u32,
     ) -> Result<(), ChainstateError> {
-        self.connector.stop_read_ahead();
-        let target_height = self.index.entry(target).height;
+        self.active.connector.stop_read_ahead();
+        let target_height = self.shared.index.entry(target).height;
         let end_height =
             target_height.min(start_height.saturating_add(READ_AHEAD_SEGMENT_BLOCKS - 1));
-        let recent = self.connector.recent_id();
+        let recent = self.active.connector.recent_id();
         let mut blocks = Vec::new();
         for height in start_height..=end_height {
-            let Some(id) = self.index.ancestor(target, height) else { break };
-            let entry = self.index.entry(id);
+            let Some(id) = self.shared.index.ancestor(target, height) else { break };
+            let entry = self.shared.index.entry(id);
             let Some(position) = entry.block_position else { break };
             if Some(id) != recent {
                 blocks.push(BlockToRead { id, hash: entry.hash, position });
@@ -139,10 +140,10 @@ impl Chainstate {
         if blocks.len() < READ_AHEAD_BLOCKS_MIN {
             return Ok(());
         }
-        let files = self.persistence.block_files();
-        let bytes_max = read_ahead_bytes(&self.options.memory);
-        let gauge = self.metrics.stored_block_read_ahead.clone();
-        self.connector.start_read_ahead(files, blocks, bytes_max, gauge)
+        let files = self.shared.persistence.block_files();
+        let bytes_max = read_ahead_bytes(&self.shared.options.memory);
+        let gauge = self.shared.metrics.stored_block_read_ahead.clone();
+        self.active.connector.start_read_ahead(files, blocks, bytes_max, gauge)
     }
 
     /// Drops candidates worse than the settled tip (Core's
@@ -156,27 +157,27 @@ impl Chainstate {
     /// pending one: candidates that would be worth trying if every pending
     /// block failed stay.
     pub(crate) fn prune_candidates(&mut self) {
-        let settled_tip = match self.scripts.oldest() {
-            Some(oldest) => self.index.entry(oldest).parent,
-            None => self.chain.tip(),
+        let settled_tip = match self.active.scripts.oldest() {
+            Some(oldest) => self.shared.index.entry(oldest).parent,
+            None => self.active.chain.tip(),
         };
         let Some(tip) = settled_tip else { return };
-        self.selection.prune_worse_than(&self.index, tip);
+        self.shared.selection.prune_worse_than(&self.shared.index, tip);
     }
 
     /// The block `id`'s bytes and ids: from the connector when it is ready
     /// in memory (the block accepted last, or read ahead), else read from
     /// its block file.
     pub(crate) fn load_block(&mut self, id: EntryId) -> Result<PreparedBlock, ChainstateError> {
-        if let Some(ready) = self.connector.take_ready(id) {
+        if let Some(ready) = self.active.connector.take_ready(id) {
             return ready;
         }
-        self.persistence.read_block(self.index.entry(id))
+        self.shared.persistence.read_block(self.shared.index.entry(id))
     }
 
     /// The undo data of block `id`.
     pub(crate) fn load_undo(&self, id: EntryId) -> Result<BlockUndo, ChainstateError> {
-        self.persistence.read_undo(self.index.entry(id))
+        self.shared.persistence.read_undo(self.shared.index.entry(id))
     }
 
     /// Connects block `id` on the tip, reading the coins of `next` (the
@@ -185,25 +186,25 @@ impl Chainstate {
     fn connect_tip(&mut self, id: EntryId, next: Option<EntryId>) -> Result<bool, ChainstateError> {
         let block = self.load_block(id)?;
         let view = block.view();
-        if self.index.entry(id).parent.is_none() {
+        if self.shared.index.entry(id).parent.is_none() {
             // Core never connects the genesis block's transactions: its
             // coinbase is not spendable.
             let (transaction_count, input_count) = (view.transaction_count(), view.input_count());
             self.finish_genesis(id, transaction_count, input_count);
             return Ok(true);
         }
-        self.connector.prefetch_inputs(id, &block)?;
+        self.active.connector.prefetch_inputs(id, &block)?;
         if let Some(next) = next {
-            self.connector.start_next_prefetch(next, &block);
+            self.active.connector.start_next_prefetch(next, &block);
         }
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
-            block_script_flags(&self.options.params, view_height(self, id), &block.hash())
+            block_script_flags(&self.shared.options.params, view_height(self, id), &block.hash())
         });
         match self.connect_with_context(id, &block) {
             Ok(connected) => {
-                self.chain.push(id);
+                self.active.chain.push(id);
                 let no_scripts = script_flags.is_none();
-                self.scripts.start(id, ScriptJob { block, connected }, script_flags);
+                self.active.scripts.start(id, ScriptJob { block, connected }, script_flags);
                 // Earlier blocks' scripts were checked while this one
                 // connected; if one failed, it and everything above it
                 // (this block included) were rolled back.
@@ -214,7 +215,7 @@ impl Chainstate {
                 // A flush settles the blocks just started: if their scripts
                 // failed, they were rolled back and nothing may follow them.
                 self.flush_if_needed()?;
-                Ok(self.chain.tip() == Some(id))
+                Ok(self.active.chain.tip() == Some(id))
             }
             Err(ConnectError::Invalid(rejection)) => {
                 // A failure of an earlier block comes first: this one is
@@ -230,10 +231,10 @@ impl Chainstate {
 
     /// Makes the genesis block the tip (no coins, no undo data).
     fn finish_genesis(&mut self, id: EntryId, transaction_count: usize, input_count: usize) {
-        self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
-        self.chain.push(id);
-        self.statistics.blocks_connected += 1;
-        self.statistics.transactions_connected += transaction_count as u64;
+        self.shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        self.active.chain.push(id);
+        self.shared.statistics.blocks_connected += 1;
+        self.shared.statistics.transactions_connected += transaction_count as u64;
         let update = self.tip_update_for(id, input_count);
         self.emit(ChainEvent::TipUpdated(update));
         self.publish(Some(id));
@@ -247,14 +248,15 @@ impl Chainstate {
         block: &PreparedBlock,
     ) -> Result<ConnectedBlock, ConnectError> {
         let hash = block.hash();
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         let height = entry.height;
         let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash })?;
-        let params = &self.options.params;
+        let params = &self.shared.options.params;
         let bip34_ancestor = self
+            .shared
             .index
             .ancestor(parent, params.bip34_height)
-            .map(|ancestor| self.index.entry(ancestor).hash);
+            .map(|ancestor| self.shared.index.entry(ancestor).hash);
         let bip30 = if !params.bip30_check_required(height, &hash, bip34_ancestor.as_ref()) {
             Bip30Check::Skip
         } else if params.bip34_from_first_block() {
@@ -262,8 +264,8 @@ impl Chainstate {
         } else {
             Bip30Check::BeforeConnect
         };
-        let index = &self.index;
-        let chain = &self.chain;
+        let index = &self.shared.index;
+        let chain = &self.active.chain;
         let median_time_past_at =
             |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
         let context = ConnectContext {
@@ -277,9 +279,9 @@ impl Chainstate {
                 median_time_past_at: &median_time_past_at,
             },
             bip30,
-            threads: self.scripts.threads(),
+            threads: self.active.scripts.threads(),
         };
-        self.connector.connect(block, &context)
+        self.active.connector.connect(block, &context)
     }
 
     /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
@@ -287,20 +289,24 @@ impl Chainstate {
     /// block and of the best header, the best header has the minimum chain
     /// work, and the best header is at least two weeks of work past it.
     fn assume_valid_covers(&self, id: EntryId) -> bool {
-        let Some(assumed) = self.options.assume_valid.and_then(|hash| self.index.get(&hash)) else {
+        let Some(assumed) =
+            self.shared.options.assume_valid.and_then(|hash| self.shared.index.get(&hash))
+        else {
             return false;
         };
-        let Some(best) = self.selection.best_header() else { return false };
-        let params = &self.options.params;
-        let best_entry = self.index.entry(best);
-        if !self.index.is_ancestor(id, assumed)
-            || !self.index.is_ancestor(id, best)
+        let Some(best) = self.shared.selection.best_header() else { return false };
+        let params = &self.shared.options.params;
+        let best_entry = self.shared.index.entry(best);
+        if !self.shared.index.is_ancestor(id, assumed)
+            || !self.shared.index.is_ancestor(id, best)
             || best_entry.chain_work < params.minimum_chain_work
         {
             return false;
         }
-        let work_above =
-            best_entry.chain_work.to_u256().wrapping_sub(self.index.entry(id).chain_work.to_u256());
+        let work_above = best_entry
+            .chain_work
+            .to_u256()
+            .wrapping_sub(self.shared.index.entry(id).chain_work.to_u256());
         let tip_proof = ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(
             best_entry.header.bits,
         ));
@@ -313,7 +319,7 @@ impl Chainstate {
 
     /// Marks a block that failed to connect and logs why.
     pub(crate) fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
         self.mark_invalid(id);
         self.emit(ChainEvent::BlockInvalid {
@@ -326,35 +332,38 @@ impl Chainstate {
 
     /// Disconnects the tip with its undo data.
     pub(super) fn disconnect_tip(&mut self) -> Result<(), ChainstateError> {
-        let Some(id) = self.chain.tip() else { return Ok(()) };
-        let entry = self.index.entry(id);
+        let Some(id) = self.active.chain.tip() else { return Ok(()) };
+        let entry = self.shared.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
         let block = self.load_block(id)?;
         let undo = self.load_undo(id)?;
-        let result = self.connector.disconnect(&block, &undo, height)?;
+        let result = self.active.connector.disconnect(&block, &undo, height)?;
         if result != DisconnectResult::Clean {
             return Err(ChainstateError::ReplayFailed { hash });
         }
-        self.chain.pop();
-        self.statistics.blocks_disconnected += 1;
+        self.active.chain.pop();
+        self.shared.statistics.blocks_disconnected += 1;
         // The disconnected block stays a valid candidate should the new
         // branch fail (unless `invalidateblock` marked it failed).
-        if !self.index.entry(id).status.is_failed() {
-            self.selection.insert(&self.index, id);
+        if !self.shared.index.entry(id).status.is_failed() {
+            self.shared.selection.insert(&self.shared.index, id);
         }
-        if let Some(tip) = self.chain.tip() {
+        if let Some(tip) = self.active.chain.tip() {
             let update = self.tip_update_for(tip, 0);
             self.emit(ChainEvent::TipUpdated(update));
         }
-        self.publish(self.chain.tip());
+        self.publish(self.active.chain.tip());
         Ok(())
     }
 
     /// The `UpdateTip` fields for block `id` as the tip.
     pub(crate) fn tip_update_for(&self, id: EntryId, input_count: usize) -> TipUpdate {
-        let entry = self.index.entry(id);
-        let best_header_height =
-            self.selection.best_header().map_or(entry.height, |best| self.index.entry(best).height);
+        let entry = self.shared.index.entry(id);
+        let best_header_height = self
+            .shared
+            .selection
+            .best_header()
+            .map_or(entry.height, |best| self.shared.index.entry(best).height);
         TipUpdate {
             hash: entry.hash,
             height: entry.height,
@@ -362,8 +371,8 @@ impl Chainstate {
             log2_work: entry.chain_work.log2(),
             chain_transaction_count: entry.chain_transaction_count,
             time: entry.header.time,
-            cache_bytes: self.connector.cache().memory_bytes(),
-            cache_coin_count: self.connector.cache().entry_count(),
+            cache_bytes: self.active.connector.cache().memory_bytes(),
+            cache_coin_count: self.active.connector.cache().entry_count(),
             input_count,
             best_header_height,
         }
@@ -375,12 +384,14 @@ impl Chainstate {
     fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
         self.collect_background_flush(super::flush::Collect::Poll)?;
         self.count_table_readers()?;
-        let cache = self.connector.cache();
+        let cache = self.active.connector.cache();
         if cache.is_full() {
             self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
         } else if cache.needs_room() {
             self.wait_for_flush_room()?;
-        } else if self.persistence.last_flush.elapsed() >= self.options.periodic_flush_interval {
+        } else if self.active.flush_schedule.last_flush.elapsed()
+            >= self.shared.options.periodic_flush_interval
+        {
             // Keeping the coins frees nothing until the write ends: only
             // while the live map can grow as much meanwhile.
             let half_full = cache.memory_bytes() <= cache.limit_bytes() / 2;

@@ -80,18 +80,18 @@ impl Chainstate {
     /// invalid, with more work than the tip, and says why it is not the
     /// tip (see the module docs).
     pub fn check_best_candidate(&self) -> BestCandidateCheck {
-        let tip_work = self.chain.tip().map(|tip| self.index.entry(tip).chain_work);
+        let tip_work = self.active.chain.tip().map(|tip| self.shared.index.entry(tip).chain_work);
         let Some(best) = self.best_block_with_data(tip_work) else {
             return BestCandidateCheck::Reached { tip: self.tip() };
         };
-        let entry = self.index.entry(best);
+        let entry = self.shared.index.entry(best);
         let reason = if let Some((hash, height)) = self.missing_ancestor_data(best) {
             CandidateLeft::MissingAncestorData { hash, height }
         } else if let Some(stop_height) =
-            self.options.stop_at_height.filter(|_| self.reached_stop_height())
+            self.shared.options.stop_at_height.filter(|_| self.reached_stop_height())
         {
             CandidateLeft::StopHeight { stop_height }
-        } else if !self.scripts.is_empty() {
+        } else if !self.active.scripts.is_empty() {
             CandidateLeft::ScriptsPending
         } else {
             CandidateLeft::NotTried
@@ -115,10 +115,10 @@ impl Chainstate {
         // Count only what chain selection can use: candidates better than
         // the tip (the rest are pruned again at once).
         self.prune_candidates();
-        let before = self.selection.candidate_count();
-        self.selection.insert_from_index(&self.index);
+        let before = self.shared.selection.candidate_count();
+        self.shared.selection.insert_from_index(&self.shared.index);
         self.prune_candidates();
-        let restored = self.selection.candidate_count().saturating_sub(before);
+        let restored = self.shared.selection.candidate_count().saturating_sub(before);
         self.activate_best_chain()?;
         let check = self.check_best_candidate();
         match check {
@@ -132,16 +132,17 @@ impl Chainstate {
     /// The most-work block with data, not marked invalid, with more work
     /// than `tip_work`; on equal work the first met (Core's order).
     fn best_block_with_data(&self, tip_work: Option<ChainWork>) -> Option<EntryId> {
-        self.index
+        self.shared
+            .index
             .ids()
             .filter(|&id| {
-                let entry = self.index.entry(id);
+                let entry = self.shared.index.entry(id);
                 entry.status.has(BlockStatus::HAVE_DATA)
                     && !entry.status.is_failed()
                     && tip_work.is_none_or(|work| entry.chain_work > work)
             })
             .max_by_key(|&id| {
-                let entry = self.index.entry(id);
+                let entry = self.shared.index.entry(id);
                 (entry.chain_work, std::cmp::Reverse(entry.sequence), std::cmp::Reverse(id))
             })
     }
@@ -152,7 +153,7 @@ impl Chainstate {
         let mut lowest = None;
         let mut current = Some(id);
         while let Some(at) = current {
-            let entry = self.index.entry(at);
+            let entry = self.shared.index.entry(at);
             // Chain data (a chain transaction count) means every ancestor
             // has its data.
             if entry.has_chain_data() {
@@ -186,7 +187,7 @@ mod tests {
         let (blocks, mut chainstate) = accepted_chain(root.path());
         // What a bug in the candidate set would leave: blocks with data
         // that chain selection no longer sees.
-        chainstate.selection.clear_candidates();
+        chainstate.shared.selection.clear_candidates();
         let check = chainstate.check_best_candidate();
         let top = hash_of(&blocks[5]);
         assert_eq!(

@@ -20,11 +20,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::coins_chain::BackgroundFlushInfo;
 use super::{ChainEvent, Chainstate, FlushReason};
 use crate::coins::cache::FlushMode;
 use crate::coins::database::FlushStats;
 use crate::error::ChainstateError;
-use crate::stages::persistence::BackgroundFlushInfo;
 
 /// Once the coins database's table readers (filters and indexes) take more than
 /// 1/this of the UTXO cache's share of `-dbcache` from the maps (what they hold
@@ -68,13 +68,13 @@ impl Chainstate {
         let Some(target) = self.prepare_flush()? else { return self.persist_for(reason) };
         let started_event = self.flush_started_event(reason, &target, false);
         self.emit(started_event);
-        let stats = self.connector.cache_mut().flush(target.hash, mode)?;
+        let stats = self.active.connector.cache_mut().flush(target.hash, mode)?;
         self.persist_for(reason)?;
         let index_records = target.index_records;
         let duration_ms = elapsed_ms(started);
         // A shutdown flush holds up no validation; the others stop it whole.
         let stall_ms = if shutdown {
-            self.statistics.shutdown_flush_ms = duration_ms;
+            self.shared.statistics.shutdown_flush_ms = duration_ms;
             0
         } else {
             duration_ms
@@ -98,11 +98,11 @@ impl Chainstate {
         let Some(target) = self.prepare_flush()? else { return Ok(()) };
         // Taken before the map is frozen: the live map starts empty.
         let started_event = self.flush_started_event(reason, &target, true);
-        self.connector.cache_mut().start_background_flush(target.hash, mode)?;
+        self.active.connector.cache_mut().start_background_flush(target.hash, mode)?;
         let stall_ms = elapsed_ms(started);
         self.emit(started_event);
         let index_records = target.index_records;
-        self.persistence.background_flush =
+        self.active.flush_schedule.background_flush =
             Some(BackgroundFlushInfo { started, index_records, reason, room_wait_ms: 0 });
         self.note_stall(stall_ms);
         Ok(())
@@ -113,9 +113,9 @@ impl Chainstate {
     /// it). The wait counts as one for a flush.
     pub(crate) fn wait_for_flush_room(&mut self) -> Result<(), ChainstateError> {
         let started = Instant::now();
-        while self.connector.cache().needs_room() {
-            if self.connector.cache().background_flush_finished() {
-                if let Some(info) = self.persistence.background_flush.as_mut() {
+        while self.active.connector.cache().needs_room() {
+            if self.active.connector.cache().background_flush_finished() {
+                if let Some(info) = self.active.flush_schedule.background_flush.as_mut() {
                     info.room_wait_ms += elapsed_ms(started);
                 }
                 self.collect_background_flush(Collect::Wait)?;
@@ -124,7 +124,7 @@ impl Chainstate {
             std::thread::sleep(FLUSH_ROOM_POLL_INTERVAL);
         }
         let stall_ms = elapsed_ms(started);
-        if let Some(info) = self.persistence.background_flush.as_mut() {
+        if let Some(info) = self.active.flush_schedule.background_flush.as_mut() {
             // Reported with the flush when it is collected.
             info.room_wait_ms += stall_ms;
         } else {
@@ -139,7 +139,7 @@ impl Chainstate {
     /// more than 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`] of the share from
     /// the maps ([`crate::CoinsCache::table_readers_take_more_than`]).
     pub(crate) fn count_table_readers(&mut self) -> Result<(), ChainstateError> {
-        let cache = self.connector.cache_mut();
+        let cache = self.active.connector.cache_mut();
         let bytes = cache.database().table_readers_bytes()?;
         cache.set_table_readers_bytes(bytes);
         let share_bytes = cache.cache_bytes_max();
@@ -163,14 +163,14 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         let waited = Instant::now();
         let stats = if collect == Collect::Poll {
-            self.connector.cache_mut().poll_background_flush()?
+            self.active.connector.cache_mut().poll_background_flush()?
         } else {
-            self.connector.cache_mut().finish_background_flush()?
+            self.active.connector.cache_mut().finish_background_flush()?
         };
         // Take the report only with the statistics: a poll that finds the
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
-        let Some(info) = self.persistence.background_flush.take() else { return Ok(()) };
+        let Some(info) = self.active.flush_schedule.background_flush.take() else { return Ok(()) };
         self.persist_for(info.reason)?;
         let duration_ms = elapsed_ms(info.started);
         // The waits for room and the wait for the end, counted as one.
@@ -199,7 +199,7 @@ impl Chainstate {
         if reason == FlushReason::CacheFull {
             return Ok(());
         }
-        self.connector.cache().database().persist_memtables()
+        self.active.connector.cache().database().persist_memtables()
     }
 
     /// Settles the pipeline, syncs block and undo files and writes the block
@@ -208,10 +208,10 @@ impl Chainstate {
     fn prepare_flush(&mut self) -> Result<Option<FlushTarget>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
         self.settle_pending()?;
-        let index_records = self.persistence.write_index(&mut self.index)?;
-        self.persistence.last_flush = Instant::now();
-        Ok(self.chain.tip().map(|tip| {
-            let entry = self.index.entry(tip);
+        let index_records = self.shared.persistence.write_index(&mut self.shared.index)?;
+        self.active.flush_schedule.last_flush = Instant::now();
+        Ok(self.active.chain.tip().map(|tip| {
+            let entry = self.shared.index.entry(tip);
             FlushTarget { hash: entry.hash, height: entry.height, index_records }
         }))
     }
@@ -223,7 +223,7 @@ impl Chainstate {
         target: &FlushTarget,
         background: bool,
     ) -> ChainEvent {
-        let cache = self.connector.cache();
+        let cache = self.active.connector.cache();
         ChainEvent::FlushStarted {
             reason,
             height: target.height,
@@ -243,27 +243,32 @@ impl Chainstate {
     /// The coins database's I/O since open and its shape now (RocksDB's
     /// figures: [`crate::coins::database::io`]).
     pub fn coins_database_io(&self) -> crate::coins::database::io::CoinsDatabaseIo {
-        self.connector.cache().database().io()
+        self.active.connector.cache().database().io()
     }
 
     fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
-        self.statistics.flushes += 1;
-        self.statistics.longest_flush_ms = self.statistics.longest_flush_ms.max(duration_ms);
+        self.shared.statistics.flushes += 1;
+        self.shared.statistics.longest_flush_ms =
+            self.shared.statistics.longest_flush_ms.max(duration_ms);
         self.note_stall(stall_ms);
-        self.metrics.flush_finished(self.statistics.flushes, duration_ms, stats.batch_bytes);
+        self.shared.metrics.flush_finished(
+            self.shared.statistics.flushes,
+            duration_ms,
+            stats.batch_bytes,
+        );
     }
 
     /// Counts a wait of validation for a flush.
     fn note_stall(&mut self, stall_ms: u64) {
-        self.statistics.longest_flush_stall_ms =
-            self.statistics.longest_flush_stall_ms.max(stall_ms);
-        self.statistics.flush_stall_ms_total += stall_ms;
+        self.shared.statistics.longest_flush_stall_ms =
+            self.shared.statistics.longest_flush_stall_ms.max(stall_ms);
+        self.shared.statistics.flush_stall_ms_total += stall_ms;
     }
 
     /// Writes only the block index (and syncs the files it names): cheap,
     /// used while importing so found blocks survive a crash.
     pub fn flush_index(&mut self) -> Result<usize, ChainstateError> {
-        self.persistence.write_index(&mut self.index)
+        self.shared.persistence.write_index(&mut self.shared.index)
     }
 }
 

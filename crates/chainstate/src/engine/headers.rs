@@ -20,11 +20,11 @@ impl Chainstate {
     /// descendants (their blocks are judged, and logged, when read).
     /// Returns how many were added.
     pub fn accept_headers(&mut self, headers: &[Header]) -> Result<usize, ChainstateError> {
-        let genesis_hash = self.options.params.genesis_hash;
-        if self.index.get(&genesis_hash).is_none() {
+        let genesis_hash = self.shared.options.params.genesis_hash;
+        if self.shared.index.get(&genesis_hash).is_none() {
             if let Some(genesis) = headers.iter().find(|header| header.block_hash() == genesis_hash)
             {
-                let id = self.index.insert_header(genesis, genesis_hash)?;
+                let id = self.shared.index.insert_header(genesis, genesis_hash)?;
                 self.consider_best_header(id);
             }
         }
@@ -32,24 +32,30 @@ impl Chainstate {
         let mut ready = VecDeque::new();
         for header in headers {
             let hash = header.block_hash();
-            if self.index.get(&hash).is_some() {
+            if self.shared.index.get(&hash).is_some() {
                 continue;
             }
-            if self.index.get(&header.previous_block_hash).is_some() {
+            if self.shared.index.get(&header.previous_block_hash).is_some() {
                 ready.push_back((hash, header));
             } else {
                 children.entry(header.previous_block_hash).or_default().push((hash, header));
             }
         }
         let mut added = 0;
-        let now = crate::stages::headers::now_seconds(self.mock_time_seconds);
+        let now = crate::stages::headers::now_seconds(self.shared.mock_time_seconds);
         while let Some((hash, header)) = ready.pop_front() {
-            if self.index.get(&hash).is_some()
-                || !header_acceptable(&self.index, &self.options.params, header, &hash, now)
+            if self.shared.index.get(&hash).is_some()
+                || !header_acceptable(
+                    &self.shared.index,
+                    &self.shared.options.params,
+                    header,
+                    &hash,
+                    now,
+                )
             {
                 continue;
             }
-            let id = self.index.insert_header(header, hash)?;
+            let id = self.shared.index.insert_header(header, hash)?;
             self.consider_best_header(id);
             added += 1;
             ready.extend(children.remove(&hash).unwrap_or_default());

@@ -56,13 +56,13 @@ impl Chainstate {
     /// The highest block of the best header's chain above its fork with the
     /// active chain whose chain's data is all here and not marked invalid.
     fn best_header_frontier(&self) -> Option<EntryId> {
-        let best_header = self.selection.best_header()?;
-        let fork = self.chain.find_fork(&self.index, best_header);
-        let start_height = fork.map_or(0, |id| self.index.entry(id).height + 1);
+        let best_header = self.shared.selection.best_header()?;
+        let fork = self.active.chain.find_fork(&self.shared.index, best_header);
+        let start_height = fork.map_or(0, |id| self.shared.index.entry(id).height + 1);
         let mut frontier = None;
-        for height in start_height..=self.index.entry(best_header).height {
-            let Some(id) = self.index.ancestor(best_header, height) else { break };
-            let entry = self.index.entry(id);
+        for height in start_height..=self.shared.index.entry(best_header).height {
+            let Some(id) = self.shared.index.ancestor(best_header, height) else { break };
+            let entry = self.shared.index.entry(id);
             // Chain data on a block means every ancestor has its data.
             if !entry.has_chain_data() || entry.status.is_failed() {
                 break;
@@ -77,8 +77,8 @@ impl Chainstate {
     /// activation at the end, which orders equal work as Core does (the
     /// block whose data came first).
     fn has_more_work_than_tip(&self, id: EntryId) -> bool {
-        self.chain
-            .tip()
-            .is_none_or(|tip| self.index.entry(id).chain_work > self.index.entry(tip).chain_work)
+        self.active.chain.tip().is_none_or(|tip| {
+            self.shared.index.entry(id).chain_work > self.shared.index.entry(tip).chain_work
+        })
     }
 }

@@ -67,18 +67,19 @@ impl Chainstate {
     /// the best valid chain left (see the module docs). The marks are
     /// durable before any coin moves.
     pub fn invalidate_block(&mut self, hash: &BlockHash) -> Result<(), ChainControlError> {
-        let id = self.index.get(hash).ok_or(ChainControlError::UnknownBlock { hash: *hash })?;
-        let height = self.index.entry(id).height;
-        if self.index.entry(id).parent.is_none() {
+        let id =
+            self.shared.index.get(hash).ok_or(ChainControlError::UnknownBlock { hash: *hash })?;
+        let height = self.shared.index.entry(id).height;
+        if self.shared.index.entry(id).parent.is_none() {
             return Err(ChainControlError::GenesisBlock { hash: *hash });
         }
         // Only settled blocks are disconnected; a pending one that fails is
         // marked (and rolled back) by its own verdict first.
         self.settle_pending()?;
-        self.selection.mark_invalid(&mut self.index, id);
-        self.persistence.write_index(&mut self.index)?;
+        self.shared.selection.mark_invalid(&mut self.shared.index, id);
+        self.shared.persistence.write_index(&mut self.shared.index)?;
         let mut disconnected_count = 0u32;
-        while self.chain.contains(id, height) {
+        while self.active.chain.contains(id, height) {
             self.disconnect_tip()?;
             disconnected_count += 1;
             // A deep invalidation keeps readers answered between blocks
@@ -87,7 +88,7 @@ impl Chainstate {
         }
         self.restore_candidates();
         self.emit(ChainEvent::BlockInvalidated { hash: *hash, height, disconnected_count });
-        self.publish(self.chain.tip());
+        self.publish(self.active.chain.tip());
         self.activate_best_chain()?;
         Ok(())
     }
@@ -97,15 +98,16 @@ impl Chainstate {
     /// activates the best valid chain (Core's `reconsiderblock`). The
     /// cleared marks are durable before any coin moves.
     pub fn reconsider_block(&mut self, hash: &BlockHash) -> Result<(), ChainControlError> {
-        let id = self.index.get(hash).ok_or(ChainControlError::UnknownBlock { hash: *hash })?;
-        let height = self.index.entry(id).height;
+        let id =
+            self.shared.index.get(hash).ok_or(ChainControlError::UnknownBlock { hash: *hash })?;
+        let height = self.shared.index.entry(id).height;
         self.settle_pending()?;
-        let cleared = self.index.reset_failure_flags(id);
-        self.selection.reconsider(&self.index, &cleared, self.chain.tip());
-        self.persistence.write_index(&mut self.index)?;
+        let cleared = self.shared.index.reset_failure_flags(id);
+        self.shared.selection.reconsider(&self.shared.index, &cleared, self.active.chain.tip());
+        self.shared.persistence.write_index(&mut self.shared.index)?;
         let cleared_count = cleared.len();
         self.emit(ChainEvent::BlockReconsidered { hash: *hash, height, cleared_count });
-        self.publish(self.chain.tip());
+        self.publish(self.active.chain.tip());
         self.activate_best_chain()?;
         Ok(())
     }
@@ -114,7 +116,7 @@ impl Chainstate {
     /// than the tip (Core's last pass of `InvalidateBlock`): blocks pruned
     /// against a tip that is gone may beat the new one.
     fn restore_candidates(&mut self) {
-        self.selection.insert_from_index(&self.index);
+        self.shared.selection.insert_from_index(&self.shared.index);
         self.prune_candidates();
     }
 }
@@ -134,23 +136,24 @@ mod tests {
         let (tip, tip_height) = chainstate.tip().unwrap();
         assert!(tip_height >= 3, "the test chain is too short");
         let middle_height = tip_height / 2 + 1;
-        let above: Vec<_> =
-            (middle_height..=tip_height).map(|at| chainstate.chain.at(at).unwrap()).collect();
-        let middle = chainstate.index.entry(above[0]).hash;
-        let parent = chainstate.chain.at(middle_height - 1).unwrap();
+        let above: Vec<_> = (middle_height..=tip_height)
+            .map(|at| chainstate.active.chain.at(at).unwrap())
+            .collect();
+        let middle = chainstate.shared.index.entry(above[0]).hash;
+        let parent = chainstate.active.chain.at(middle_height - 1).unwrap();
 
         chainstate.invalidate_block(&middle).unwrap();
-        assert_eq!(chainstate.chain.tip(), Some(parent));
+        assert_eq!(chainstate.active.chain.tip(), Some(parent));
         let statuses: Vec<BlockStatus> =
-            above.iter().map(|&id| chainstate.index.entry(id).status).collect();
+            above.iter().map(|&id| chainstate.shared.index.entry(id).status).collect();
         assert!(statuses[0].has(BlockStatus::FAILED_VALID));
         assert!(statuses[1..].iter().all(|status| status.has(BlockStatus::FAILED_CHILD)));
-        assert_eq!(chainstate.selection.best(), Some(parent));
-        assert_eq!(chainstate.best_header(), Some(chainstate.index.entry(parent).hash));
+        assert_eq!(chainstate.shared.selection.best(), Some(parent));
+        assert_eq!(chainstate.best_header(), Some(chainstate.shared.index.entry(parent).hash));
 
         chainstate.reconsider_block(&middle).unwrap();
         assert_eq!(chainstate.tip(), Some((tip, tip_height)));
-        assert!(above.iter().all(|&id| !chainstate.index.entry(id).status.is_failed()));
+        assert!(above.iter().all(|&id| !chainstate.shared.index.entry(id).status.is_failed()));
         assert_eq!(chainstate.best_header(), Some(tip));
     }
 }

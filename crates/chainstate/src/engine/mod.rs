@@ -29,6 +29,7 @@
 pub mod accept;
 mod activate;
 pub mod api;
+pub(crate) mod coins_chain;
 pub mod events;
 pub mod fixed_point;
 #[cfg(test)]
@@ -42,6 +43,7 @@ pub mod reader;
 pub mod recovery;
 pub mod service;
 pub mod settle;
+pub(crate) mod shared;
 pub mod tips;
 pub mod verify;
 
@@ -67,10 +69,8 @@ pub use service::{
 use crate::coins::cache::CoinsCache;
 use crate::index::{ActiveChain, BlockIndex};
 use crate::metrics::{ChainMetrics, PublishedLevels};
-use crate::stages::connector::Connector;
-use crate::stages::persistence::Persistence;
-use crate::stages::script_queue::ScriptQueue;
-use crate::stages::selection::ChainSelection;
+pub(crate) use coins_chain::CoinsChain;
+pub(crate) use shared::Shared;
 
 /// Core's `DATABASE_WRITE_INTERVAL_MIN`: flush the coins at least this often
 /// when nothing else forces it (Core picks 50-70 minutes at random).
@@ -100,43 +100,26 @@ pub struct ChainstateOptions {
     pub stop_at_height: Option<u32>,
 }
 
-/// The chainstate: the block index and active chain, and the stages.
+/// The engine (Core's `ChainstateManager`): what every chainstate shares
+/// ([`Shared`]: the block index, the block and undo files, the best header)
+/// and the active chainstate ([`CoinsChain`]: the chain, its coins, its
+/// candidates). The name is the one callers know; a second chainstate is a
+/// second [`CoinsChain`] over the same [`Shared`].
 pub struct Chainstate {
-    pub(crate) options: ChainstateOptions,
-    /// Every known block header and its state (shared record).
-    pub(crate) index: BlockIndex,
-    /// The blocks connected, genesis to tip (shared record).
-    pub(crate) chain: ActiveChain,
-    /// Headers and chain selection: candidates, blocks waiting for a
-    /// parent, the best header, invalid marks.
-    pub(crate) selection: ChainSelection,
-    /// Connect: the UTXO cache and the blocks ready ahead of the tip.
-    pub(crate) connector: Connector,
-    /// Scripts: the threads and the blocks pending on them.
-    pub(crate) scripts: ScriptQueue,
-    /// Block and undo files, the index database, the flush schedule.
-    pub(crate) persistence: Persistence,
-    pub(crate) observer: Box<dyn ChainObserver>,
-    pub(crate) statistics: ChainStatistics,
-    /// Snapshots published for readers and their queries.
-    pub(crate) reads: reader::ReadService,
-    /// Counters and levels published for monitoring.
-    pub(crate) metrics: Arc<ChainMetrics>,
-    /// Set by the node on shutdown: connecting stops between two blocks
-    /// ([`Chainstate::set_interrupt`]).
-    pub(crate) interrupt: Option<Arc<AtomicBool>>,
-    /// The clock's reading for header checks, when the node pretends the
-    /// time (`-mocktime`, [`Chainstate::set_mock_time`]).
-    pub(crate) mock_time_seconds: Option<i64>,
+    /// The block index, the files, the best header, the script threads,
+    /// the observer and what is published to readers and monitoring.
+    pub(crate) shared: Shared,
+    /// The active chainstate: the chain the node serves and its coins.
+    pub(crate) active: CoinsChain,
 }
 
 impl std::fmt::Debug for Chainstate {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("Chainstate")
-            .field("height", &self.chain.height())
-            .field("index_entries", &self.index.len())
-            .field("cache_entries", &self.connector.cache().entry_count())
+            .field("height", &self.active.chain.height())
+            .field("index_entries", &self.shared.index.len())
+            .field("cache_entries", &self.active.connector.cache().entry_count())
             .finish()
     }
 }
@@ -144,17 +127,17 @@ impl std::fmt::Debug for Chainstate {
 impl Chainstate {
     /// The block index.
     pub fn index(&self) -> &BlockIndex {
-        &self.index
+        &self.shared.index
     }
 
     /// The active chain.
     pub fn chain(&self) -> &ActiveChain {
-        &self.chain
+        &self.active.chain
     }
 
     /// The UTXO cache.
     pub fn cache(&self) -> &CoinsCache {
-        self.connector.cache()
+        self.active.connector.cache()
     }
 
     /// The unspent coin at `outpoint` as of the tip the cache is at (the
@@ -163,7 +146,7 @@ impl Chainstate {
         &self,
         outpoint: &ibex_primitives::OutPoint,
     ) -> Result<Option<crate::Coin>, crate::ChainstateError> {
-        self.connector.cache().coin(outpoint)
+        self.active.connector.cache().coin(outpoint)
     }
 
     /// The stored block `id`, read back from its block file and parsed.
@@ -171,7 +154,7 @@ impl Chainstate {
         &self,
         id: crate::EntryId,
     ) -> Result<crate::PreparedBlock, crate::ChainstateError> {
-        self.persistence.read_block(self.index.entry(id))
+        self.shared.persistence.read_block(self.shared.index.entry(id))
     }
 
     /// The undo data of the connected block `id`, read back from its undo file.
@@ -179,57 +162,61 @@ impl Chainstate {
         &self,
         id: crate::EntryId,
     ) -> Result<crate::BlockUndo, crate::ChainstateError> {
-        self.persistence.read_undo(self.index.entry(id))
+        self.shared.persistence.read_undo(self.shared.index.entry(id))
     }
 
     /// Network parameters.
     pub fn params(&self) -> &Params {
-        &self.options.params
+        &self.shared.options.params
     }
 
     /// Counters since open.
     pub fn statistics(&self) -> ChainStatistics {
-        self.statistics
+        self.shared.statistics
     }
 
     /// The counters and levels this engine publishes for other threads
     /// (see [`crate::metrics`]).
     pub fn metrics(&self) -> Arc<ChainMetrics> {
-        self.metrics.clone()
+        self.shared.metrics.clone()
     }
 
     /// Copies the counters and levels to [`Self::metrics`], with the
     /// settled tip at `tip_height` (a few relaxed stores: see
     /// [`crate::metrics`]).
     pub(crate) fn publish_metrics(&self, tip_height: Option<u32>) {
-        let cache = self.connector.cache();
+        let cache = self.active.connector.cache();
         let levels = PublishedLevels {
             tip_height,
-            best_header_height: self.selection.best_header().map(|id| self.index.entry(id).height),
+            best_header_height: self
+                .shared
+                .selection
+                .best_header()
+                .map(|id| self.shared.index.entry(id).height),
             cache_bytes: cache.memory_bytes(),
             cache_coins: cache.entry_count(),
             cache_bytes_max: cache.cache_bytes_max(),
-            script_pipeline_blocks: self.scripts.len(),
+            script_pipeline_blocks: self.active.scripts.len(),
         };
-        self.metrics.publish(&self.statistics, &levels);
+        self.shared.metrics.publish(&self.shared.statistics, &levels);
     }
 
     /// The tip's hash and height.
     pub fn tip(&self) -> Option<(BlockHash, u32)> {
-        let id = self.chain.tip()?;
-        let entry = self.index.entry(id);
+        let id = self.active.chain.tip()?;
+        let entry = self.shared.index.entry(id);
         Some((entry.hash, entry.height))
     }
 
     /// Core's `-dbcrashratio` (crash tests): see
     /// [`CoinsDatabase::set_crash_ratio`](crate::CoinsDatabase::set_crash_ratio).
     pub fn set_flush_crash_ratio(&self, ratio: u64) {
-        self.connector.cache().database().set_crash_ratio(ratio);
+        self.active.connector.cache().database().set_crash_ratio(ratio);
     }
 
     /// Changes the `-stopatheight` height.
     pub fn set_stop_at_height(&mut self, height: Option<u32>) {
-        self.options.stop_at_height = height;
+        self.shared.options.stop_at_height = height;
     }
 
     /// Makes connecting stop between two blocks once `flag` is set (the
@@ -237,24 +224,24 @@ impl Chainstate {
     /// shutdown between steps: a long activation (the stored blocks of a
     /// `-reindex-chainstate`) ends at the next block, the chain consistent.
     pub fn set_interrupt(&mut self, flag: Arc<AtomicBool>) {
-        self.interrupt = Some(flag);
+        self.shared.interrupt = Some(flag);
     }
 
     /// Header times are checked against `seconds` (Unix time) instead of
     /// the clock: Core's `-mocktime`, which sets the `NodeClock` its
     /// `time-too-new` rule reads. `None` goes back to the clock.
     pub fn set_mock_time(&mut self, seconds: Option<i64>) {
-        self.mock_time_seconds = seconds;
+        self.shared.mock_time_seconds = seconds;
     }
 
     /// Whether the flag given to [`Self::set_interrupt`] is set.
     pub fn interrupted(&self) -> bool {
-        self.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
+        self.shared.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 
     /// Whether `-stopatheight` has been reached.
     pub fn reached_stop_height(&self) -> bool {
-        match (self.options.stop_at_height, self.chain.height()) {
+        match (self.shared.options.stop_at_height, self.active.chain.height()) {
             (Some(stop), Some(height)) => height >= stop,
             _ => false,
         }
@@ -262,16 +249,16 @@ impl Chainstate {
 
     /// The blocks directory's obfuscation key.
     pub fn obfuscation(&self) -> &Obfuscation {
-        self.persistence.obfuscation()
+        self.shared.persistence.obfuscation()
     }
 
     /// The blocks directory.
     pub fn blocks_directory(&self) -> &std::path::Path {
-        self.persistence.blocks_directory()
+        self.shared.persistence.blocks_directory()
     }
 
     pub(crate) fn emit(&mut self, event: ChainEvent) {
-        self.observer.on_event(&event);
+        self.shared.observer.on_event(&event);
     }
 }
 
@@ -283,6 +270,6 @@ impl Chainstate {
         &self,
         hash_type: ibex_primitives::txoutset::TxOutSetHashType,
     ) -> Result<ibex_primitives::txoutset::TxOutSetStats, crate::ChainstateError> {
-        self.connector.cache().txoutset_stats(hash_type)
+        self.active.connector.cache().txoutset_stats(hash_type)
     }
 }

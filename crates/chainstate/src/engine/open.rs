@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions};
+use super::coins_chain::FlushSchedule;
+use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, CoinsChain, Shared};
 use crate::coins::cache::CoinsCache;
 use crate::coins::database::{CoinsDatabase, DatabaseOptions};
 use crate::error::{ChainstateError, DatabaseKind};
@@ -35,13 +36,10 @@ impl Chainstate {
         let mut cache = CoinsCache::new(Arc::new(database), options.memory.coins_bytes);
         cache.set_table_readers_uncounted_bytes(options.memory.table_readers_uncounted_bytes);
         let scripts = ScriptQueue::new(ScriptThreads::new(options.script_threads)?);
-        let mut chainstate = Chainstate {
+        let shared = Shared {
             options,
             index,
-            chain: ActiveChain::default(),
             selection,
-            connector: Connector::new(cache),
-            scripts,
             persistence,
             observer,
             statistics: ChainStatistics::default(),
@@ -50,9 +48,19 @@ impl Chainstate {
             interrupt: None,
             mock_time_seconds: None,
         };
-        chainstate.metrics.watch_coins_database(chainstate.connector.cache().database());
+        let active = CoinsChain {
+            chain: ActiveChain::default(),
+            connector: Connector::new(cache),
+            scripts,
+            flush_schedule: FlushSchedule::new(),
+        };
+        let mut chainstate = Chainstate { shared, active };
+        chainstate
+            .shared
+            .metrics
+            .watch_coins_database(chainstate.active.connector.cache().database());
         chainstate.recover()?;
-        chainstate.publish(chainstate.chain.tip());
+        chainstate.publish(chainstate.active.chain.tip());
         Ok(chainstate)
     }
 }
@@ -61,8 +69,8 @@ impl Chainstate {
     /// Indexes and connects the genesis block if the index lacks it (Core's
     /// `LoadGenesisBlock`), writing it to a block file.
     pub fn ensure_genesis(&mut self) -> Result<(), ChainstateError> {
-        let params = &self.options.params;
-        if self.index.get(&params.genesis_hash).is_some() {
+        let params = &self.shared.options.params;
+        if self.shared.index.get(&params.genesis_hash).is_some() {
             return Ok(());
         }
         let bytes = params.genesis.encode();

@@ -262,42 +262,43 @@ impl Chainstate {
     /// A handle for other threads to read this chainstate (see
     /// [`crate::engine::reader`]).
     pub fn reader(&self) -> ChainReader {
-        self.reads.reader()
+        self.shared.reads.reader()
     }
 
     /// Publishes the settled tip `tip` (the active chain's hashes are made
     /// to end at it) and the best header.
     pub(crate) fn publish(&mut self, tip: Option<EntryId>) {
-        self.reads.sequence += 1;
+        self.shared.reads.sequence += 1;
         let tip_summary = tip.map(|id| {
-            let entry = self.index.entry(id);
+            let entry = self.shared.index.entry(id);
             TipSummary {
                 hash: entry.hash,
                 height: entry.height,
                 time: entry.header.time,
-                median_time_past: self.index.median_time_past(id),
+                median_time_past: self.shared.index.median_time_past(id),
                 chain_transaction_count: entry.chain_transaction_count,
             }
         });
-        let best_header = self.selection.best_header().map(|id| {
-            let entry = self.index.entry(id);
+        let best_header = self.shared.selection.best_header().map(|id| {
+            let entry = self.shared.index.entry(id);
             (entry.hash, entry.height)
         });
         let snapshot = Arc::new(ChainSnapshot {
             tip: tip_summary,
             best_header,
-            index_entries: self.index.len(),
-            sequence: self.reads.sequence,
+            index_entries: self.shared.index.len(),
+            sequence: self.shared.reads.sequence,
         });
-        let mut published = self.reads.published.write().unwrap_or_else(PoisonError::into_inner);
-        let length = tip.map_or(0, |id| self.index.entry(id).height as usize + 1);
+        let mut published =
+            self.shared.reads.published.write().unwrap_or_else(PoisonError::into_inner);
+        let length = tip.map_or(0, |id| self.shared.index.entry(id).height as usize + 1);
         published.active_hashes.truncate(length);
         // Walk down from the tip to where the list agrees (one block for a
         // new tip, the branch after a reorganisation, all at open).
         let mut missing = Vec::new();
         let mut walk = tip;
         while let Some(id) = walk {
-            let entry = self.index.entry(id);
+            let entry = self.shared.index.entry(id);
             let at = entry.height as usize;
             if published.active_hashes.get(at) == Some(&entry.hash) {
                 break;
@@ -310,14 +311,14 @@ impl Chainstate {
         published.active_hashes.extend(missing.into_iter().rev());
         published.snapshot = snapshot;
         drop(published);
-        self.publish_metrics(tip.map(|id| self.index.entry(id).height));
+        self.publish_metrics(tip.map(|id| self.shared.index.entry(id).height));
     }
 
     /// Publishes again with the same settled tip (a new best header).
     pub(crate) fn publish_headers(&mut self) {
-        let settled = match self.scripts.oldest() {
-            Some(oldest) => self.index.entry(oldest).parent,
-            None => self.chain.tip(),
+        let settled = match self.active.scripts.oldest() {
+            Some(oldest) => self.shared.index.entry(oldest).parent,
+            None => self.active.chain.tip(),
         };
         self.publish(settled);
     }
@@ -330,7 +331,7 @@ impl Chainstate {
         let mut settled = false;
         // Bounded: the channel holds at most READ_QUERIES_WAITING_MAX.
         for _ in 0..READ_QUERIES_WAITING_MAX {
-            let Some(query) = self.reads.next_query() else { break };
+            let Some(query) = self.shared.reads.next_query() else { break };
             unchanged &= self.run_query(query, &mut settled)?;
         }
         Ok(unchanged)
@@ -346,8 +347,8 @@ impl Chainstate {
     ) -> Result<bool, crate::ChainstateError> {
         let mut unchanged = true;
         if query.settled && !*settled {
-            if !self.scripts.is_empty() {
-                self.statistics.reads_settled += 1;
+            if !self.active.scripts.is_empty() {
+                self.shared.statistics.reads_settled += 1;
             }
             unchanged = self.settle_pending()?;
             *settled = true;
@@ -362,7 +363,7 @@ impl Chainstate {
         &mut self,
         timeout: Duration,
     ) -> Result<bool, crate::ChainstateError> {
-        let Some(first) = self.reads.wait_query(timeout) else { return Ok(false) };
+        let Some(first) = self.shared.reads.wait_query(timeout) else { return Ok(false) };
         let mut settled = false;
         self.run_query(first, &mut settled)?;
         self.serve_reads()?;
@@ -395,7 +396,7 @@ mod tests {
             accept(&mut chainstate, bytes);
             chainstate.advance_best_chain().unwrap();
         }
-        let pending = chainstate.scripts.len();
+        let pending = chainstate.active.scripts.len();
         assert!(pending > 0, "the chain left no block pending");
         let top = u32::try_from(blocks.len() - 1).unwrap();
 
@@ -406,7 +407,7 @@ mod tests {
         });
         // The unsettled read sees the chain with its pending blocks.
         assert_eq!(answer(&mut chainstate, asker).unwrap(), Some(top));
-        assert_eq!(chainstate.scripts.len(), pending);
+        assert_eq!(chainstate.active.scripts.len(), pending);
         assert_eq!(chainstate.statistics().reads_settled, 0);
         // The published (settled) tip is below the pending blocks.
         let settled_height = chainstate.reader().snapshot().tip.as_ref().map(|tip| tip.height);
@@ -414,7 +415,7 @@ mod tests {
 
         let reader = chainstate.reader();
         let asker = std::thread::spawn(move || {
-            reader.query(|chainstate| chainstate.scripts.len(), Duration::from_secs(10))
+            reader.query(|chainstate| chainstate.active.scripts.len(), Duration::from_secs(10))
         });
         assert_eq!(answer(&mut chainstate, asker).unwrap(), 0, "a settled read saw pending blocks");
         assert_eq!(chainstate.statistics().reads_settled, 1);

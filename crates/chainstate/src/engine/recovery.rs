@@ -22,22 +22,22 @@ impl Chainstate {
     /// Replays an interrupted flush if there was one, then sets the active
     /// chain to the coins' best block.
     pub(crate) fn recover(&mut self) -> Result<(), ChainstateError> {
-        let database = self.connector.cache().database().clone();
+        let database = self.active.connector.cache().database().clone();
         if let Some(heads) = database.head_blocks()? {
             self.replay(heads)?;
         }
         let tip = match database.best_block()? {
             None => None,
-            Some(hash) => {
-                Some(self.index.get(&hash).ok_or(ChainstateError::UnknownBestBlock { hash })?)
-            }
+            Some(hash) => Some(
+                self.shared.index.get(&hash).ok_or(ChainstateError::UnknownBestBlock { hash })?,
+            ),
         };
-        self.chain.set_tip(&self.index, tip);
+        self.active.chain.set_tip(&self.shared.index, tip);
         Ok(())
     }
 
     fn entry_for(&self, hash: &BlockHash) -> Result<EntryId, ChainstateError> {
-        self.index.get(hash).ok_or(ChainstateError::UnknownBestBlock { hash: *hash })
+        self.shared.index.get(hash).ok_or(ChainstateError::UnknownBestBlock { hash: *hash })
     }
 
     /// Core's `ReplayBlocks`.
@@ -57,52 +57,53 @@ impl Chainstate {
             }
             self.roll_back(id)?;
             rolled_back += 1;
-            walk = self.index.entry(id).parent;
+            walk = self.shared.index.entry(id).parent;
         }
-        let start = fork.map_or(0, |id| self.index.entry(id).height + 1);
+        let start = fork.map_or(0, |id| self.shared.index.entry(id).height + 1);
         let mut rolled_forward = 0;
-        for height in start..=self.index.entry(new_tip).height {
-            let Some(id) = self.index.ancestor(new_tip, height) else { break };
+        for height in start..=self.shared.index.entry(new_tip).height {
+            let Some(id) = self.shared.index.ancestor(new_tip, height) else { break };
             self.roll_forward(id)?;
             rolled_forward += 1;
         }
-        self.connector.cache_mut().flush(heads.new_tip, FlushMode::EmptyCache)?;
+        self.active.connector.cache_mut().flush(heads.new_tip, FlushMode::EmptyCache)?;
         self.emit(ChainEvent::Replayed { rolled_back, rolled_forward });
         Ok(())
     }
 
     fn last_common_ancestor(&self, first: EntryId, second: EntryId) -> Option<EntryId> {
-        let height = self.index.entry(first).height.min(self.index.entry(second).height);
-        let mut a = self.index.ancestor(first, height)?;
-        let mut b = self.index.ancestor(second, height)?;
+        let height =
+            self.shared.index.entry(first).height.min(self.shared.index.entry(second).height);
+        let mut a = self.shared.index.ancestor(first, height)?;
+        let mut b = self.shared.index.ancestor(second, height)?;
         while a != b {
-            a = self.index.entry(a).parent?;
-            b = self.index.entry(b).parent?;
+            a = self.shared.index.entry(a).parent?;
+            b = self.shared.index.entry(b).parent?;
         }
         Some(a)
     }
 
     /// Disconnects block `id` during replay, tolerating mismatches.
     fn roll_back(&mut self, id: EntryId) -> Result<(), ChainstateError> {
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         let height = entry.height;
         if entry.parent.is_none() {
             return Ok(());
         }
         let block = self.load_block(id)?;
         let undo = self.load_undo(id)?;
-        self.connector.disconnect(&block, &undo, height)?;
+        self.active.connector.disconnect(&block, &undo, height)?;
         Ok(())
     }
 
     /// Applies block `id`'s coin changes without checks (Core's `RollforwardBlock`).
     fn roll_forward(&mut self, id: EntryId) -> Result<(), ChainstateError> {
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         let height = entry.height;
         if entry.parent.is_none() {
             return Ok(());
         }
         let block = self.load_block(id)?;
-        self.connector.roll_forward(&block, height)
+        self.active.connector.roll_forward(&block, height)
     }
 }

@@ -242,7 +242,7 @@ impl Chainstate {
                     let wait_started = Instant::now();
                     let received = service.commands.recv_timeout(service.idle_poll);
                     command_wait += wait_started.elapsed();
-                    self.statistics.command_wait_ms =
+                    self.shared.statistics.command_wait_ms =
                         u64::try_from(command_wait.as_millis()).unwrap_or(u64::MAX);
                     received
                 }
@@ -253,10 +253,10 @@ impl Chainstate {
                 Err(RecvTimeoutError::Timeout) => {
                     // A pause in the stream: settle what is pending once it
                     // lasts, and answer readers at every poll.
-                    if !self.scripts.is_empty()
+                    if !self.active.scripts.is_empty()
                         && last_command_at.elapsed() >= service.pause_before_settle
                     {
-                        self.statistics.pauses_settled += 1;
+                        self.shared.statistics.pauses_settled += 1;
                         self.activate_best_chain()?;
                     }
                     self.serve_reads()?;

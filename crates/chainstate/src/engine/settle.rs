@@ -21,7 +21,7 @@ impl Chainstate {
     /// False when one failed (then it and every block above it were rolled
     /// back, and it was marked invalid).
     pub(crate) fn settle_pending_to(&mut self, left: usize) -> Result<bool, ChainstateError> {
-        while self.scripts.len() > left {
+        while self.active.scripts.len() > left {
             if !self.settle_oldest()? {
                 return Ok(false);
             }
@@ -39,7 +39,7 @@ impl Chainstate {
     /// the pending blocks above it (newest first) and it, and marks it
     /// invalid. True when it was valid.
     fn settle_oldest(&mut self) -> Result<bool, ChainstateError> {
-        let Some((pending, verdict)) = self.scripts.next_verdict() else { return Ok(true) };
+        let Some((pending, verdict)) = self.active.scripts.next_verdict() else { return Ok(true) };
         match verdict {
             Ok(scripts_checked) => {
                 self.finalize_connected(pending.id, &pending.job, scripts_checked)?;
@@ -49,13 +49,13 @@ impl Chainstate {
                 // Neither valid nor invalid: stop. The block stays
                 // unverified (no undo data, no tip announcement, nothing
                 // flushed: every flush settles first).
-                let hash = self.index.entry(pending.id).hash;
+                let hash = self.shared.index.entry(pending.id).hash;
                 Err(ChainstateError::ScriptCheckBroken { hash, reason })
             }
             Err(ScriptCheckError::Rejected(rejection)) => {
                 // Their scripts may still be running: only their shared
                 // copies are read there, so rolling back is safe.
-                while let Some(above) = self.scripts.take_newest() {
+                while let Some(above) = self.active.scripts.take_newest() {
                     self.roll_back_connected(&above)?;
                 }
                 self.roll_back_connected(&pending)?;
@@ -67,11 +67,11 @@ impl Chainstate {
 
     /// Undoes a connected block's coins and takes it off the chain.
     fn roll_back_connected(&mut self, pending: &PendingBlock) -> Result<(), ChainstateError> {
-        let height = self.index.entry(pending.id).height;
-        self.connector.roll_back(&pending.job.block, &pending.job.connected, height)?;
+        let height = self.shared.index.entry(pending.id).height;
+        self.active.connector.roll_back(&pending.job.block, &pending.job.connected, height)?;
         // Pending blocks are the chain's top, newest last.
-        assert_eq!(self.chain.tip(), Some(pending.id), "rolled back block is not the tip");
-        self.chain.pop();
+        assert_eq!(self.active.chain.tip(), Some(pending.id), "rolled back block is not the tip");
+        self.active.chain.pop();
         Ok(())
     }
 
@@ -84,12 +84,12 @@ impl Chainstate {
         scripts_checked: u64,
     ) -> Result<(), ChainstateError> {
         self.write_undo(id, &job.connected)?;
-        self.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
-        self.statistics.blocks_connected += 1;
-        self.statistics.transactions_connected += job.block.txids().len() as u64;
-        self.statistics.inputs_connected += job.connected.input_count;
-        self.statistics.coin_reads += &job.connected.coin_reads;
-        self.statistics.scripts_checked += scripts_checked;
+        self.shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        self.shared.statistics.blocks_connected += 1;
+        self.shared.statistics.transactions_connected += job.block.txids().len() as u64;
+        self.shared.statistics.inputs_connected += job.connected.input_count;
+        self.shared.statistics.coin_reads += &job.connected.coin_reads;
+        self.shared.statistics.scripts_checked += scripts_checked;
         let update = self.tip_update_for(id, job.block.input_count());
         self.emit(ChainEvent::TipUpdated(update));
         self.publish(Some(id));
@@ -102,12 +102,12 @@ impl Chainstate {
         id: EntryId,
         connected: &crate::connect::ConnectedBlock,
     ) -> Result<(), ChainstateError> {
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         if entry.undo_position.is_some() {
             return Ok(());
         }
-        let position = self.persistence.append_undo(entry, &connected.undo)?;
-        let entry = self.index.entry_mut(id);
+        let position = self.shared.persistence.append_undo(entry, &connected.undo)?;
+        let entry = self.shared.index.entry_mut(id);
         entry.undo_position = Some(position);
         entry.status.set_have_undo();
         Ok(())
@@ -138,14 +138,14 @@ mod tests {
             accept(&mut chainstate, bytes);
             chainstate.advance_best_chain().unwrap();
         }
-        assert!(!chainstate.scripts.is_empty());
+        assert!(!chainstate.active.scripts.is_empty());
         // The script job's sender is gone before it answered.
         let (sender, receiver) = sync_channel(1);
         drop(sender);
-        let oldest = chainstate.scripts.oldest_mut().unwrap();
+        let oldest = chainstate.active.scripts.oldest_mut().unwrap();
         oldest.verdict = Some(receiver);
         let id = oldest.id;
-        let hash = chainstate.index.entry(id).hash;
+        let hash = chainstate.shared.index.entry(id).hash;
         let error = chainstate.settle().unwrap_err();
         assert!(
             matches!(
@@ -156,7 +156,7 @@ mod tests {
             "{error}"
         );
         // Neither valid nor invalid: no undo data, scripts not marked checked.
-        let entry = chainstate.index.entry(id);
+        let entry = chainstate.shared.index.entry(id);
         assert!(entry.undo_position.is_none());
         assert!(!entry.status.is_valid(BlockStatus::VALID_SCRIPTS));
         assert!(!entry.status.is_failed());

@@ -22,23 +22,25 @@ impl Chainstate {
     /// Every block without children, plus the active tip; highest first
     /// (Core's `getchaintips`).
     pub fn chain_tips(&self) -> Vec<ChainTip> {
-        let mut has_child = vec![false; self.index.len()];
-        for id in self.index.ids() {
-            if let Some(parent) = self.index.entry(id).parent {
+        let mut has_child = vec![false; self.shared.index.len()];
+        for id in self.shared.index.ids() {
+            if let Some(parent) = self.shared.index.entry(id).parent {
                 has_child[parent.index()] = true;
             }
         }
         let mut tips: Vec<ChainTip> = self
+            .shared
             .index
             .ids()
-            .filter(|id| !has_child[id.index()] || Some(*id) == self.chain.tip())
+            .filter(|id| !has_child[id.index()] || Some(*id) == self.active.chain.tip())
             .map(|id| {
-                let entry = self.index.entry(id);
+                let entry = self.shared.index.entry(id);
                 let fork_height = self
+                    .active
                     .chain
-                    .find_fork(&self.index, id)
-                    .map_or(0, |fork| self.index.entry(fork).height);
-                let status = if self.chain.contains(id, entry.height) {
+                    .find_fork(&self.shared.index, id)
+                    .map_or(0, |fork| self.shared.index.entry(fork).height);
+                let status = if self.active.chain.contains(id, entry.height) {
                     "active"
                 } else if entry.status.is_failed() {
                     "invalid"

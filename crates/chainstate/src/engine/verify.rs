@@ -129,7 +129,7 @@ impl Chainstate {
         level: u32,
     ) -> Result<CheckedBlocks, BlockCheckError> {
         let mut checked = CheckedBlocks::default();
-        let Some(tip_height) = self.chain.height() else { return Ok(checked) };
+        let Some(tip_height) = self.active.chain.height() else { return Ok(checked) };
         if depth == 0 {
             return Ok(checked);
         }
@@ -139,7 +139,7 @@ impl Chainstate {
                 checked.interrupted = true;
                 break;
             }
-            let Some(id) = self.chain.at(height) else { break };
+            let Some(id) = self.active.chain.at(height) else { break };
             checked.transactions += self.verify_block(id, level)?;
             checked.blocks += 1;
         }
@@ -148,7 +148,7 @@ impl Chainstate {
 
     /// Levels 0 to `level` (at most 2) for block `id`; its transaction count.
     fn verify_block(&self, id: EntryId, level: u32) -> Result<u64, BlockCheckError> {
-        let entry = self.index.entry(id);
+        let entry = self.shared.index.entry(id);
         let (height, hash) = (entry.height, entry.hash);
         let block = match self.read_block(id) {
             Ok(block) => block,
@@ -190,8 +190,8 @@ impl Chainstate {
     /// bytes; `None` when it cannot be read or its bytes fit no one key.
     pub fn stored_obfuscation_key(&self) -> Option<[u8; KEY_BYTES]> {
         let params = self.params();
-        let id = self.index.get(&params.genesis_hash)?;
-        let position = self.index.entry(id).block_position?;
+        let id = self.shared.index.get(&params.genesis_hash)?;
+        let position = self.shared.index.entry(id).block_position?;
         let path = block_file_path(self.blocks_directory(), position.file_number);
         let mut stored = [0u8; GENESIS_PROBE_BYTES];
         std::fs::File::open(path).ok()?.read_exact_at(&mut stored, position.data_offset).ok()?;

@@ -1,8 +1,8 @@
 //! Persistence, the stage that owns what is on disk beside the coins: the
 //! block files (`blk?????.dat`), the undo files (`rev?????.dat`), their
-//! obfuscation key and the block index database (`blocks/index`), with the
-//! flush schedule (when the last flush was, the coins flush being written
-//! in the background).
+//! obfuscation key and the block index database (`blocks/index`). Every
+//! chainstate shares them; each keeps its own coins flush schedule
+//! ([`crate::engine::coins_chain::FlushSchedule`]).
 //!
 //! It touches no coins and decides nothing: the engine tells it to append a
 //! block, write a block's undo data once its scripts passed, read a block or
@@ -10,7 +10,6 @@
 //! (Core's order, see [`crate::engine::flush`]).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use ibex_blockstore::{
     block_file_path, read_block, read_obfuscation_key, read_undo, write_obfuscation_key,
@@ -24,24 +23,11 @@ use crate::index::store::IndexStore;
 use crate::index::{BlockIndex, BlockIndexEntry};
 use crate::prepared::PreparedBlock;
 use crate::undo::BlockUndo;
-use crate::vocabulary::FlushReason;
 
 /// The block index directory inside the blocks directory (as Core's).
 pub const INDEX_DIRECTORY: &str = "index";
 
-/// A coins flush being written on the writer thread, for its report.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BackgroundFlushInfo {
-    pub(crate) started: Instant,
-    pub(crate) index_records: usize,
-    pub(crate) reason: FlushReason,
-    /// Milliseconds validation has waited for the writer to free room so
-    /// far ([`crate::coins::background`]).
-    pub(crate) room_wait_ms: u64,
-}
-
-/// Block files, undo files, the block index database and the flush
-/// schedule.
+/// Block files, undo files and the block index database.
 pub(crate) struct Persistence {
     blocks_directory: PathBuf,
     magic: [u8; 4],
@@ -51,10 +37,6 @@ pub(crate) struct Persistence {
     undo_writer: UndoFileWriter,
     /// Reused for every block's serialised undo data.
     undo_buffer: Vec<u8>,
-    /// When the files, index and coins were last made durable.
-    pub(crate) last_flush: Instant,
-    /// The coins flush being written on the writer thread.
-    pub(crate) background_flush: Option<BackgroundFlushInfo>,
 }
 
 impl Persistence {
@@ -86,8 +68,6 @@ impl Persistence {
             block_writer,
             undo_writer,
             undo_buffer: Vec::new(),
-            last_flush: Instant::now(),
-            background_flush: None,
         };
         Ok((persistence, index))
     }
