@@ -176,10 +176,10 @@ impl Chainstate {
         AcceptOutcome::Invalid(rejection)
     }
 
-    /// Marks `id` failed with its descendants and drops them as candidates.
+    /// Marks `id` failed with its descendants and drops them as the active
+    /// chainstate's candidates.
     pub(crate) fn mark_invalid(&mut self, id: EntryId) {
-        self.shared.statistics.blocks_invalid += 1;
-        self.shared.selection.mark_invalid(&mut self.shared.index, id);
+        self.shared.mark_invalid(&mut self.active.candidates, id);
     }
 
     /// Makes `id` the best header if it has more work than the current one.
@@ -188,7 +188,8 @@ impl Chainstate {
     }
 
     /// Writes the block to a block file if needed, records its data, and
-    /// links it (and any blocks waiting on it) into chain selection.
+    /// links it (and any blocks waiting on it) into chain selection: the
+    /// active chainstate's candidates.
     fn store_block_data(
         &mut self,
         id: EntryId,
@@ -203,7 +204,8 @@ impl Chainstate {
         entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        self.shared.selection.block_data_arrived(&mut self.shared.index, id);
+        let candidates = &mut self.active.candidates;
+        self.shared.selection.block_data_arrived(&mut self.shared.index, candidates, id);
         Ok(())
     }
 

@@ -1,10 +1,18 @@
 //! Moving the tip to the most-work valid chain (Core's `ActivateBestChain`,
 //! `ConnectTip`, `DisconnectTip`).
+//!
+//! The loop is the engine's ([`Chainstate::activate_step`]): between two
+//! blocks it answers the readers, who read the whole engine. The steps it
+//! runs (connect a block, disconnect the tip, flush when due) are a
+//! chainstate's ([`CoinsChain`]), each given the [`Shared`] record, so the
+//! same loop moves the active chainstate or one beside it
+//! ([`ChainRole`]).
 
 use ibex_consensus::{block_script_flags, BlockRejection, ConnectRules};
 use ibex_primitives::params::BuriedDeployment;
 
-use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
+use super::coins_chain::ChainRole;
+use super::{ChainEvent, Chainstate, CoinsChain, FlushReason, Shared, TipUpdate};
 use crate::block_read_ahead::{
     read_ahead_bytes, BlockToRead, READ_AHEAD_BLOCKS_MIN, READ_AHEAD_SEGMENT_BLOCKS,
 };
@@ -15,10 +23,14 @@ use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::stages::script_queue::{ScriptJob, SCRIPT_PIPELINE_BLOCKS};
-use crate::undo::BlockUndo;
 
-fn view_height(chainstate: &Chainstate, id: EntryId) -> u32 {
-    chainstate.shared.index.entry(id).height
+/// Where a chainstate stands against a target after disconnecting.
+enum ToFork {
+    /// Disconnected down to the fork (`None`: no block in common).
+    Reached(Option<EntryId>),
+    /// A pending block failed while settling: the chain changed, so the
+    /// caller picks the target again.
+    ChainChanged,
 }
 
 /// Core's assumevalid distance: scripts are skipped only for blocks at
@@ -37,9 +49,19 @@ impl Chainstate {
     /// block valid (done) or marks one invalid (finitely many), so it
     /// terminates.
     pub fn activate_best_chain(&mut self) -> Result<(), ChainstateError> {
+        self.activate_best_chain_of(ChainRole::Active)
+    }
+
+    /// [`Self::activate_best_chain`] of the chainstate in `role` (nothing
+    /// when the engine has none in that role).
+    pub(crate) fn activate_best_chain_of(
+        &mut self,
+        role: ChainRole,
+    ) -> Result<(), ChainstateError> {
         loop {
-            self.advance_best_chain()?;
-            if self.settle_pending()? {
+            self.advance_best_chain_of(role)?;
+            let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
+            if coins_chain.settle_pending(shared)? {
                 return Ok(());
             }
         }
@@ -53,64 +75,97 @@ impl Chainstate {
     /// are coming, call [`Self::activate_best_chain`] to reach the fixed
     /// point.
     pub fn advance_best_chain(&mut self) -> Result<(), ChainstateError> {
+        self.advance_best_chain_of(ChainRole::Active)
+    }
+
+    /// [`Self::advance_best_chain`] of the chainstate in `role`.
+    fn advance_best_chain_of(&mut self, role: ChainRole) -> Result<(), ChainstateError> {
         loop {
-            if self.reached_stop_height() || self.interrupted() {
+            let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
+            if coins_chain.reached_stop_height(shared) || shared.interrupted() {
                 return Ok(());
             }
-            let Some(best) = self.shared.selection.best() else {
+            let Some(best) = coins_chain.candidates.best_valid(&shared.index) else {
                 return Ok(());
             };
-            if Some(best) == self.active.chain.tip() {
+            if Some(best) == coins_chain.chain.tip() {
                 return Ok(());
             }
-            self.activate_step(best)?;
+            self.activate_step(role, best)?;
         }
     }
 
-    /// Disconnects to the fork with `target`'s chain, then connects towards
-    /// `target` until it is reached, a block fails, or the stop height.
-    pub(super) fn activate_step(&mut self, target: EntryId) -> Result<(), ChainstateError> {
-        let mut fork = self.active.chain.find_fork(&self.shared.index, target);
-        if fork != self.active.chain.tip() {
-            // Disconnecting needs a settled tip; a failed pending block
-            // changes the chain, so the caller picks the target again.
-            if !self.settle_pending()? {
-                return Ok(());
-            }
-            fork = self.active.chain.find_fork(&self.shared.index, target);
-        }
-        let mut disconnected_count = 0u32;
-        while self.active.chain.tip().is_some() && self.active.chain.tip() != fork {
-            self.disconnect_tip()?;
-            disconnected_count += 1;
-        }
-        if disconnected_count > 0 {
-            let fork_height = fork.map_or(0, |id| self.shared.index.entry(id).height);
-            let new_best = self.shared.index.entry(target).hash;
-            self.emit(ChainEvent::Reorganization { disconnected_count, fork_height, new_best });
-        }
-        let start_height = fork.map_or(0, |id| self.shared.index.entry(id).height + 1);
-        let target_height = self.shared.index.entry(target).height;
+    /// Disconnects the chainstate in `role` to the fork with `target`'s
+    /// chain, then connects towards `target` until it is reached, a block
+    /// fails, or the stop height. Readers are answered between blocks.
+    pub(super) fn activate_step(
+        &mut self,
+        role: ChainRole,
+        target: EntryId,
+    ) -> Result<(), ChainstateError> {
+        let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
+        let ToFork::Reached(fork) = coins_chain.disconnect_to_fork(shared, target)? else {
+            return Ok(());
+        };
+        let start_height = fork.map_or(0, |id| shared.index.entry(id).height + 1);
+        let target_height = shared.index.entry(target).height;
         for height in start_height..=target_height {
+            let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
             if (height - start_height) % READ_AHEAD_SEGMENT_BLOCKS == 0 {
-                self.start_read_ahead(target, height)?;
+                coins_chain.start_read_ahead(shared, target, height)?;
             }
-            let Some(id) = self.shared.index.ancestor(target, height) else { break };
+            let Some(id) = shared.index.ancestor(target, height) else { break };
             let next = (height < target_height)
-                .then(|| self.shared.index.ancestor(target, height + 1))
+                .then(|| shared.index.ancestor(target, height + 1))
                 .flatten();
-            if !self.connect_tip(id, next)? || self.reached_stop_height() || self.interrupted() {
+            if !coins_chain.connect_tip(shared, id, next)?
+                || coins_chain.reached_stop_height(shared)
+                || shared.interrupted()
+            {
                 break;
             }
             // Readers waiting get a settled state between two blocks; a
             // pending block that failed changed the chain: pick again.
-            if !self.serve_reads()? {
+            // (Readers see the active chainstate: what settling it found
+            // does not change another one's target.)
+            if !self.serve_reads()? && role == ChainRole::Active {
                 break;
             }
         }
-        self.active.connector.stop_read_ahead();
-        self.prune_candidates();
+        let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
+        coins_chain.connector.stop_read_ahead();
+        coins_chain.prune_candidates(&shared.index);
         Ok(())
+    }
+}
+
+impl CoinsChain {
+    /// Disconnects down to the fork with `target`'s chain, settling the
+    /// pending blocks first if any must go.
+    fn disconnect_to_fork(
+        &mut self,
+        shared: &mut Shared,
+        target: EntryId,
+    ) -> Result<ToFork, ChainstateError> {
+        let mut fork = self.chain.find_fork(&shared.index, target);
+        if fork != self.chain.tip() {
+            // Disconnecting needs a settled tip.
+            if !self.settle_pending(shared)? {
+                return Ok(ToFork::ChainChanged);
+            }
+            fork = self.chain.find_fork(&shared.index, target);
+        }
+        let mut disconnected_count = 0u32;
+        while self.chain.tip().is_some() && self.chain.tip() != fork {
+            self.disconnect_tip(shared)?;
+            disconnected_count += 1;
+        }
+        if disconnected_count > 0 && self.role == ChainRole::Active {
+            let fork_height = fork.map_or(0, |id| shared.index.entry(id).height);
+            let new_best = shared.index.entry(target).hash;
+            shared.emit(ChainEvent::Reorganization { disconnected_count, fork_height, new_best });
+        }
+        Ok(ToFork::Reached(fork))
     }
 
     /// Starts reading the stored blocks from `start_height` towards
@@ -120,18 +175,20 @@ impl Chainstate {
     /// be worth a thread.
     fn start_read_ahead(
         &mut self,
+        shared: &Shared,
         target: EntryId,
         start_height: u32,
     ) -> Result<(), ChainstateError> {
-        self.active.connector.stop_read_ahead();
-        let target_height = self.shared.index.entry(target).height;
+        self.connector.stop_read_ahead();
+        let index = &shared.index;
+        let target_height = index.entry(target).height;
         let end_height =
             target_height.min(start_height.saturating_add(READ_AHEAD_SEGMENT_BLOCKS - 1));
-        let recent = self.active.connector.recent_id();
+        let recent = self.connector.recent_id();
         let mut blocks = Vec::new();
         for height in start_height..=end_height {
-            let Some(id) = self.shared.index.ancestor(target, height) else { break };
-            let entry = self.shared.index.entry(id);
+            let Some(id) = index.ancestor(target, height) else { break };
+            let entry = index.entry(id);
             let Some(position) = entry.block_position else { break };
             if Some(id) != recent {
                 blocks.push(BlockToRead { id, hash: entry.hash, position });
@@ -140,88 +197,61 @@ impl Chainstate {
         if blocks.len() < READ_AHEAD_BLOCKS_MIN {
             return Ok(());
         }
-        let files = self.shared.persistence.block_files();
-        let bytes_max = read_ahead_bytes(&self.shared.options.memory);
-        let gauge = self.shared.metrics.stored_block_read_ahead.clone();
-        self.active.connector.start_read_ahead(files, blocks, bytes_max, gauge)
-    }
-
-    /// Drops candidates worse than the settled tip (Core's
-    /// `PruneBlockIndexCandidates`).
-    ///
-    /// Core prunes against a tip whose scripts were checked. Here the tip
-    /// may be a pending block whose scripts may still fail; pruning against
-    /// it would drop its equal-work siblings received later, so when it and
-    /// the next sibling failed no candidate would be left and the import
-    /// would end on the parent. So the bar is the block below the oldest
-    /// pending one: candidates that would be worth trying if every pending
-    /// block failed stay.
-    pub(crate) fn prune_candidates(&mut self) {
-        let settled_tip = match self.active.scripts.oldest() {
-            Some(oldest) => self.shared.index.entry(oldest).parent,
-            None => self.active.chain.tip(),
-        };
-        let Some(tip) = settled_tip else { return };
-        self.shared.selection.prune_worse_than(&self.shared.index, tip);
-    }
-
-    /// The block `id`'s bytes and ids: from the connector when it is ready
-    /// in memory (the block accepted last, or read ahead), else read from
-    /// its block file.
-    pub(crate) fn load_block(&mut self, id: EntryId) -> Result<PreparedBlock, ChainstateError> {
-        if let Some(ready) = self.active.connector.take_ready(id) {
-            return ready;
-        }
-        self.shared.persistence.read_block(self.shared.index.entry(id))
-    }
-
-    /// The undo data of block `id`.
-    pub(crate) fn load_undo(&self, id: EntryId) -> Result<BlockUndo, ChainstateError> {
-        self.shared.persistence.read_undo(self.shared.index.entry(id))
+        let files = shared.persistence.block_files();
+        let bytes_max = read_ahead_bytes(&shared.options.memory);
+        let gauge = shared.metrics.stored_block_read_ahead.clone();
+        self.connector.start_read_ahead(files, blocks, bytes_max, gauge)
     }
 
     /// Connects block `id` on the tip, reading the coins of `next` (the
     /// block to connect after it, if any) meanwhile. False when it is
     /// invalid (then it is marked and logged).
-    fn connect_tip(&mut self, id: EntryId, next: Option<EntryId>) -> Result<bool, ChainstateError> {
-        let block = self.load_block(id)?;
+    fn connect_tip(
+        &mut self,
+        shared: &mut Shared,
+        id: EntryId,
+        next: Option<EntryId>,
+    ) -> Result<bool, ChainstateError> {
+        let block = self.load_block(shared, id)?;
         let view = block.view();
-        if self.shared.index.entry(id).parent.is_none() {
+        if shared.index.entry(id).parent.is_none() {
             // Core never connects the genesis block's transactions: its
             // coinbase is not spendable.
             let (transaction_count, input_count) = (view.transaction_count(), view.input_count());
-            self.finish_genesis(id, transaction_count, input_count);
+            self.finish_genesis(shared, id, transaction_count, input_count);
             return Ok(true);
         }
-        self.active.connector.prefetch_inputs(id, &block)?;
+        self.connector.prefetch_inputs(id, &block)?;
         if let Some(next) = next {
-            self.active.connector.start_next_prefetch(next, &block);
+            self.connector.start_next_prefetch(next, &block);
         }
-        let script_flags = (!self.assume_valid_covers(id)).then(|| {
-            block_script_flags(&self.shared.options.params, view_height(self, id), &block.hash())
+        let script_flags = (!assume_valid_covers(shared, id)).then(|| {
+            let height = shared.index.entry(id).height;
+            block_script_flags(&shared.options.params, height, &block.hash())
         });
-        match self.connect_with_context(id, &block) {
+        match self.connect_with_context(shared, id, &block) {
             Ok(connected) => {
-                self.active.chain.push(id);
+                self.chain.push(id);
                 let no_scripts = script_flags.is_none();
-                self.active.scripts.start(id, ScriptJob { block, connected }, script_flags);
+                let job = ScriptJob { block, connected };
+                self.scripts.start(&shared.script_threads, id, job, script_flags);
                 // Earlier blocks' scripts were checked while this one
                 // connected; if one failed, it and everything above it
                 // (this block included) were rolled back.
                 let left = if no_scripts { 0 } else { SCRIPT_PIPELINE_BLOCKS };
-                if !self.settle_pending_to(left)? {
+                if !self.settle_pending_to(shared, left)? {
                     return Ok(false);
                 }
                 // A flush settles the blocks just started: if their scripts
                 // failed, they were rolled back and nothing may follow them.
-                self.flush_if_needed()?;
-                Ok(self.active.chain.tip() == Some(id))
+                self.flush_if_needed(shared)?;
+                Ok(self.chain.tip() == Some(id))
             }
             Err(ConnectError::Invalid(rejection)) => {
                 // A failure of an earlier block comes first: this one is
                 // then its descendant and marked with it.
-                if self.settle_pending()? {
-                    self.connect_failed(id, rejection);
+                if self.settle_pending(shared)? {
+                    self.connect_failed(shared, id, rejection);
                 }
                 Ok(false)
             }
@@ -230,33 +260,48 @@ impl Chainstate {
     }
 
     /// Makes the genesis block the tip (no coins, no undo data).
-    fn finish_genesis(&mut self, id: EntryId, transaction_count: usize, input_count: usize) {
-        self.shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
-        self.active.chain.push(id);
-        self.shared.statistics.blocks_connected += 1;
-        self.shared.statistics.transactions_connected += transaction_count as u64;
-        let update = self.tip_update_for(id, input_count);
-        self.emit(ChainEvent::TipUpdated(update));
-        self.publish(Some(id));
+    fn finish_genesis(
+        &mut self,
+        shared: &mut Shared,
+        id: EntryId,
+        transaction_count: usize,
+        input_count: usize,
+    ) {
+        shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        self.chain.push(id);
+        shared.statistics.blocks_connected += 1;
+        shared.statistics.transactions_connected += transaction_count as u64;
+        self.announce_tip(shared, id, input_count);
+    }
+
+    /// Says block `id` (whose inputs were `input_count`) is the settled
+    /// tip: [`ChainEvent::TipUpdated`] and a published snapshot, for the
+    /// active chainstate only (see [`ChainRole`]).
+    pub(crate) fn announce_tip(&self, shared: &mut Shared, id: EntryId, input_count: usize) {
+        if self.role != ChainRole::Active {
+            return;
+        }
+        let update = self.tip_update_for(shared, id, input_count);
+        shared.emit(ChainEvent::TipUpdated(update));
+        self.publish(shared, Some(id));
     }
 
     /// Applies block `id`'s coins with every rule but its scripts, which
     /// the pipeline checks (see [`crate::stages::script_queue`]).
     fn connect_with_context(
         &mut self,
+        shared: &Shared,
         id: EntryId,
         block: &PreparedBlock,
     ) -> Result<ConnectedBlock, ConnectError> {
         let hash = block.hash();
-        let entry = self.shared.index.entry(id);
+        let index = &shared.index;
+        let entry = index.entry(id);
         let height = entry.height;
         let parent = entry.parent.ok_or(ChainstateError::MissingBlockData { hash })?;
-        let params = &self.shared.options.params;
-        let bip34_ancestor = self
-            .shared
-            .index
-            .ancestor(parent, params.bip34_height)
-            .map(|ancestor| self.shared.index.entry(ancestor).hash);
+        let params = &shared.options.params;
+        let bip34_ancestor =
+            index.ancestor(parent, params.bip34_height).map(|ancestor| index.entry(ancestor).hash);
         let bip30 = if !params.bip30_check_required(height, &hash, bip34_ancestor.as_ref()) {
             Bip30Check::Skip
         } else if params.bip34_from_first_block() {
@@ -264,8 +309,7 @@ impl Chainstate {
         } else {
             Bip30Check::BeforeConnect
         };
-        let index = &self.shared.index;
-        let chain = &self.active.chain;
+        let chain = &self.chain;
         let median_time_past_at =
             |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
         let context = ConnectContext {
@@ -279,50 +323,22 @@ impl Chainstate {
                 median_time_past_at: &median_time_past_at,
             },
             bip30,
-            threads: self.active.scripts.threads(),
+            threads: &shared.script_threads,
         };
-        self.active.connector.connect(block, &context)
-    }
-
-    /// Whether `-assumevalid` lets block `id` skip its scripts (Core's
-    /// conditions in `ConnectBlock`): it is an ancestor of the assumed-valid
-    /// block and of the best header, the best header has the minimum chain
-    /// work, and the best header is at least two weeks of work past it.
-    fn assume_valid_covers(&self, id: EntryId) -> bool {
-        let Some(assumed) =
-            self.shared.options.assume_valid.and_then(|hash| self.shared.index.get(&hash))
-        else {
-            return false;
-        };
-        let Some(best) = self.shared.selection.best_header() else { return false };
-        let params = &self.shared.options.params;
-        let best_entry = self.shared.index.entry(best);
-        if !self.shared.index.is_ancestor(id, assumed)
-            || !self.shared.index.is_ancestor(id, best)
-            || best_entry.chain_work < params.minimum_chain_work
-        {
-            return false;
-        }
-        let work_above = best_entry
-            .chain_work
-            .to_u256()
-            .wrapping_sub(self.shared.index.entry(id).chain_work.to_u256());
-        let tip_proof = ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(
-            best_entry.header.bits,
-        ));
-        let seconds = work_above
-            .wrapping_mul_u64(params.pow_target_spacing_seconds.unsigned_abs())
-            .checked_div(tip_proof.to_u256())
-            .unwrap_or(ibex_primitives::U256::MAX);
-        seconds.bits() > 63 || seconds.low_u64() > ASSUME_VALID_MARGIN_SECONDS
+        self.connector.connect(block, &context)
     }
 
     /// Marks a block that failed to connect and logs why.
-    pub(crate) fn connect_failed(&mut self, id: EntryId, rejection: BlockRejection) {
-        let entry = self.shared.index.entry(id);
+    pub(crate) fn connect_failed(
+        &mut self,
+        shared: &mut Shared,
+        id: EntryId,
+        rejection: BlockRejection,
+    ) {
+        let entry = shared.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
-        self.mark_invalid(id);
-        self.emit(ChainEvent::BlockInvalid {
+        shared.mark_invalid(&mut self.candidates, id);
+        shared.emit(ChainEvent::BlockInvalid {
             hash,
             height,
             reason: rejection.reject_reason(),
@@ -331,39 +347,45 @@ impl Chainstate {
     }
 
     /// Disconnects the tip with its undo data.
-    pub(super) fn disconnect_tip(&mut self) -> Result<(), ChainstateError> {
-        let Some(id) = self.active.chain.tip() else { return Ok(()) };
-        let entry = self.shared.index.entry(id);
+    pub(crate) fn disconnect_tip(&mut self, shared: &mut Shared) -> Result<(), ChainstateError> {
+        let Some(id) = self.chain.tip() else { return Ok(()) };
+        let entry = shared.index.entry(id);
         let (hash, height) = (entry.hash, entry.height);
-        let block = self.load_block(id)?;
-        let undo = self.load_undo(id)?;
-        let result = self.active.connector.disconnect(&block, &undo, height)?;
+        let block = self.load_block(shared, id)?;
+        let undo = shared.load_undo(id)?;
+        let result = self.connector.disconnect(&block, &undo, height)?;
         if result != DisconnectResult::Clean {
             return Err(ChainstateError::ReplayFailed { hash });
         }
-        self.active.chain.pop();
-        self.shared.statistics.blocks_disconnected += 1;
+        self.chain.pop();
+        shared.statistics.blocks_disconnected += 1;
         // The disconnected block stays a valid candidate should the new
         // branch fail (unless `invalidateblock` marked it failed).
-        if !self.shared.index.entry(id).status.is_failed() {
-            self.shared.selection.insert(&self.shared.index, id);
+        if !shared.index.entry(id).status.is_failed() {
+            self.candidates.insert(&shared.index, id);
         }
-        if let Some(tip) = self.active.chain.tip() {
-            let update = self.tip_update_for(tip, 0);
-            self.emit(ChainEvent::TipUpdated(update));
+        if self.role != ChainRole::Active {
+            return Ok(());
         }
-        self.publish(self.active.chain.tip());
+        if let Some(tip) = self.chain.tip() {
+            let update = self.tip_update_for(shared, tip, 0);
+            shared.emit(ChainEvent::TipUpdated(update));
+        }
+        self.publish(shared, self.chain.tip());
         Ok(())
     }
 
     /// The `UpdateTip` fields for block `id` as the tip.
-    pub(crate) fn tip_update_for(&self, id: EntryId, input_count: usize) -> TipUpdate {
-        let entry = self.shared.index.entry(id);
-        let best_header_height = self
-            .shared
-            .selection
-            .best_header()
-            .map_or(entry.height, |best| self.shared.index.entry(best).height);
+    pub(crate) fn tip_update_for(
+        &self,
+        shared: &Shared,
+        id: EntryId,
+        input_count: usize,
+    ) -> TipUpdate {
+        let index = &shared.index;
+        let entry = index.entry(id);
+        let best_header_height =
+            shared.selection.best_header().map_or(entry.height, |best| index.entry(best).height);
         TipUpdate {
             hash: entry.hash,
             height: entry.height,
@@ -371,8 +393,8 @@ impl Chainstate {
             log2_work: entry.chain_work.log2(),
             chain_transaction_count: entry.chain_transaction_count,
             time: entry.header.time,
-            cache_bytes: self.active.connector.cache().memory_bytes(),
-            cache_coin_count: self.active.connector.cache().entry_count(),
+            cache_bytes: self.connector.cache().memory_bytes(),
+            cache_coin_count: self.connector.cache().entry_count(),
             input_count,
             best_header_height,
         }
@@ -381,23 +403,51 @@ impl Chainstate {
     /// Flushes when the cache is full or the periodic interval passed, and
     /// waits while a background flush has not freed enough for the live
     /// map to grow (see [`crate::coins::background`]).
-    fn flush_if_needed(&mut self) -> Result<(), ChainstateError> {
-        self.collect_background_flush(super::flush::Collect::Poll)?;
-        self.count_table_readers()?;
-        let cache = self.active.connector.cache();
+    fn flush_if_needed(&mut self, shared: &mut Shared) -> Result<(), ChainstateError> {
+        self.collect_background_flush(shared, super::flush::Collect::Poll)?;
+        self.count_table_readers(shared)?;
+        let cache = self.connector.cache();
         if cache.is_full() {
-            self.flush_in_background(FlushReason::CacheFull, FlushMode::EmptyCache)?;
+            self.flush_in_background(shared, FlushReason::CacheFull, FlushMode::EmptyCache)?;
         } else if cache.needs_room() {
-            self.wait_for_flush_room()?;
-        } else if self.active.flush_schedule.last_flush.elapsed()
-            >= self.shared.options.periodic_flush_interval
+            self.wait_for_flush_room(shared)?;
+        } else if self.flush_schedule.last_flush.elapsed() >= shared.options.periodic_flush_interval
         {
             // Keeping the coins frees nothing until the write ends: only
             // while the live map can grow as much meanwhile.
             let half_full = cache.memory_bytes() <= cache.limit_bytes() / 2;
             let mode = if half_full { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
-            self.flush_in_background(FlushReason::Periodic, mode)?;
+            self.flush_in_background(shared, FlushReason::Periodic, mode)?;
         }
         Ok(())
     }
+}
+
+/// Whether `-assumevalid` lets block `id` skip its scripts (Core's
+/// conditions in `ConnectBlock`): it is an ancestor of the assumed-valid
+/// block and of the best header, the best header has the minimum chain
+/// work, and the best header is at least two weeks of work past it.
+fn assume_valid_covers(shared: &Shared, id: EntryId) -> bool {
+    let index = &shared.index;
+    let Some(assumed) = shared.options.assume_valid.and_then(|hash| index.get(&hash)) else {
+        return false;
+    };
+    let Some(best) = shared.selection.best_header() else { return false };
+    let params = &shared.options.params;
+    let best_entry = index.entry(best);
+    if !index.is_ancestor(id, assumed)
+        || !index.is_ancestor(id, best)
+        || best_entry.chain_work < params.minimum_chain_work
+    {
+        return false;
+    }
+    let work_above =
+        best_entry.chain_work.to_u256().wrapping_sub(index.entry(id).chain_work.to_u256());
+    let tip_proof =
+        ibex_primitives::pow::block_proof(ibex_primitives::CompactTarget(best_entry.header.bits));
+    let seconds = work_above
+        .wrapping_mul_u64(params.pow_target_spacing_seconds.unsigned_abs())
+        .checked_div(tip_proof.to_u256())
+        .unwrap_or(ibex_primitives::U256::MAX);
+    seconds.bits() > 63 || seconds.low_u64() > ASSUME_VALID_MARGIN_SECONDS
 }

@@ -10,25 +10,168 @@
 //! | its coins flush schedule | the best header, the blocks waiting for a parent's data |
 //!
 //! Core's `ChainstateManager` holds one (or, with AssumeUTXO, two) such
-//! chainstates over one `BlockManager`; the engine holds the active one.
+//! chainstates over one `BlockManager`; the engine holds the active one and
+//! may hold a second beside it ([`ChainRole::Background`]). Its steps
+//! (connect, disconnect, settle, flush, replay: `activate`, `settle`,
+//! `flush`, `recovery`) are methods of [`CoinsChain`] that take the
+//! [`Shared`] record as a parameter, so the same step runs on either.
+//!
+//! Invalid marks live in the shared index: a chainstate that meets a block
+//! another one marked drops it when it picks its next target
+//! ([`Candidates::best_valid`]). Blocks whose data arrives are made
+//! candidates of the active chainstate only: a background chainstate
+//! validates the blocks its candidates held when it was opened.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use crate::index::ActiveChain;
+use super::shared::Shared;
+use crate::coins::cache::CoinsCache;
+use crate::coins::database::{CoinsDatabase, DatabaseOptions};
+use crate::error::{ChainstateError, DatabaseKind};
+use crate::index::{ActiveChain, BlockIndex, EntryId};
+use crate::metrics::PublishedLevels;
+use crate::prepared::PreparedBlock;
 use crate::stages::connector::Connector;
+use crate::stages::persistence::{create_directory, opening};
 use crate::stages::script_queue::ScriptQueue;
+use crate::stages::selection::Candidates;
 use crate::vocabulary::FlushReason;
+
+/// What a chainstate is to the node (Core's `ChainstateRole`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChainRole {
+    /// The chain the node serves: its tip is announced
+    /// ([`ChainEvent::TipUpdated`](super::ChainEvent::TipUpdated),
+    /// `Reorganization`) and published to readers and monitoring.
+    Active,
+    /// A chain validated beside the active one (AssumeUTXO's background
+    /// validation): it announces and publishes nothing of its tip, which
+    /// is no reader's. Only tests open one until AssumeUTXO does.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Background,
+}
 
 /// A chain of connected blocks with its coins.
 pub(crate) struct CoinsChain {
+    /// Whether its tip is the node's.
+    pub(crate) role: ChainRole,
     /// The blocks connected, genesis to tip.
     pub(crate) chain: ActiveChain,
     /// Connect: the UTXO cache and the blocks ready ahead of the tip.
     pub(crate) connector: Connector,
-    /// Scripts: the threads and the blocks pending on them.
+    /// The blocks that could be its tip (Core's `setBlockIndexCandidates`).
+    pub(crate) candidates: Candidates,
+    /// The blocks connected whose scripts are pending on the threads.
     pub(crate) scripts: ScriptQueue,
     /// When the coins were last flushed and the flush being written.
     pub(crate) flush_schedule: FlushSchedule,
+}
+
+impl CoinsChain {
+    /// Opens the coins database in `directory` (creating it) with the
+    /// memory `shared`'s options give, replays an interrupted flush, and
+    /// sets the chain to the coins' best block; every usable block of the
+    /// index is a candidate.
+    pub(crate) fn open(
+        shared: &mut Shared,
+        directory: &Path,
+        role: ChainRole,
+    ) -> Result<CoinsChain, ChainstateError> {
+        create_directory(directory)?;
+        let memory = &shared.options.memory;
+        let database_options = DatabaseOptions::with_memory(&memory.coins_database);
+        let database = CoinsDatabase::open(directory, &database_options)
+            .map_err(opening(DatabaseKind::Coins, directory))?;
+        let mut cache = CoinsCache::new(Arc::new(database), memory.coins_bytes);
+        cache.set_table_readers_uncounted_bytes(memory.table_readers_uncounted_bytes);
+        if role == ChainRole::Active {
+            shared.metrics.watch_coins_database(cache.database());
+        }
+        let mut coins_chain = CoinsChain {
+            role,
+            chain: ActiveChain::default(),
+            connector: Connector::new(cache),
+            candidates: Candidates::from_index(&shared.index),
+            scripts: ScriptQueue::new(),
+            flush_schedule: FlushSchedule::new(),
+        };
+        coins_chain.recover(shared)?;
+        Ok(coins_chain)
+    }
+
+    /// Whether the `-stopatheight` height is reached.
+    pub(crate) fn reached_stop_height(&self, shared: &Shared) -> bool {
+        match (shared.options.stop_at_height, self.chain.height()) {
+            (Some(stop), Some(height)) => height >= stop,
+            _ => false,
+        }
+    }
+
+    /// The block `id`'s bytes and ids: from the connector when it is ready
+    /// in memory (the block accepted last, or read ahead), else read from
+    /// its block file.
+    pub(crate) fn load_block(
+        &mut self,
+        shared: &Shared,
+        id: EntryId,
+    ) -> Result<PreparedBlock, ChainstateError> {
+        if let Some(ready) = self.connector.take_ready(id) {
+            return ready;
+        }
+        shared.persistence.read_block(shared.index.entry(id))
+    }
+
+    /// Drops candidates worse than the settled tip (Core's
+    /// `PruneBlockIndexCandidates`).
+    ///
+    /// Core prunes against a tip whose scripts were checked. Here the tip
+    /// may be a pending block whose scripts may still fail; pruning against
+    /// it would drop its equal-work siblings received later, so when it and
+    /// the next sibling failed no candidate would be left and the import
+    /// would end on the parent. So the bar is the block below the oldest
+    /// pending one: candidates that would be worth trying if every pending
+    /// block failed stay.
+    pub(crate) fn prune_candidates(&mut self, index: &BlockIndex) {
+        let settled_tip = match self.scripts.oldest() {
+            Some(oldest) => index.entry(oldest).parent,
+            None => self.chain.tip(),
+        };
+        let Some(tip) = settled_tip else { return };
+        self.candidates.prune_worse_than(index, tip);
+    }
+}
+
+impl CoinsChain {
+    /// Publishes the settled tip `tip` (the active chain's hashes are made
+    /// to end at it) and the best header; nothing for a chainstate that is
+    /// not the active one (readers read the active chainstate).
+    pub(crate) fn publish(&self, shared: &mut Shared, tip: Option<EntryId>) {
+        if self.role != ChainRole::Active {
+            return;
+        }
+        let best_header = shared.selection.best_header();
+        shared.reads.publish(&shared.index, best_header, tip);
+        self.publish_metrics(shared, tip.map(|id| shared.index.entry(id).height));
+    }
+
+    /// Copies the counters and levels to the engine's metrics, with the
+    /// settled tip at `tip_height` (a few relaxed stores: see
+    /// [`crate::metrics`]).
+    fn publish_metrics(&self, shared: &Shared, tip_height: Option<u32>) {
+        let cache = self.connector.cache();
+        let index = &shared.index;
+        let levels = PublishedLevels {
+            tip_height,
+            best_header_height: shared.selection.best_header().map(|id| index.entry(id).height),
+            cache_bytes: cache.memory_bytes(),
+            cache_coins: cache.entry_count(),
+            cache_bytes_max: cache.cache_bytes_max(),
+            script_pipeline_blocks: self.scripts.len(),
+        };
+        shared.metrics.publish(&shared.statistics, &levels);
+    }
 }
 
 /// When a chainstate's coins were last made durable, and the coins flush

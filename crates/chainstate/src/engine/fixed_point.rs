@@ -114,11 +114,12 @@ impl Chainstate {
         }
         // Count only what chain selection can use: candidates better than
         // the tip (the rest are pruned again at once).
-        self.prune_candidates();
-        let before = self.shared.selection.candidate_count();
-        self.shared.selection.insert_from_index(&self.shared.index);
-        self.prune_candidates();
-        let restored = self.shared.selection.candidate_count().saturating_sub(before);
+        let index = &self.shared.index;
+        self.active.prune_candidates(index);
+        let before = self.active.candidates.count();
+        self.active.candidates.insert_from_index(index);
+        self.active.prune_candidates(index);
+        let restored = self.active.candidates.count().saturating_sub(before);
         self.activate_best_chain()?;
         let check = self.check_best_candidate();
         match check {
@@ -187,7 +188,7 @@ mod tests {
         let (blocks, mut chainstate) = accepted_chain(root.path());
         // What a bug in the candidate set would leave: blocks with data
         // that chain selection no longer sees.
-        chainstate.shared.selection.clear_candidates();
+        chainstate.active.candidates.clear();
         let check = chainstate.check_best_candidate();
         let top = hash_of(&blocks[5]);
         assert_eq!(

@@ -21,9 +21,8 @@
 use std::time::{Duration, Instant};
 
 use super::coins_chain::BackgroundFlushInfo;
-use super::{ChainEvent, Chainstate, FlushReason};
+use super::{ChainEvent, Chainstate, CoinsChain, FlushReason, Shared};
 use crate::coins::cache::FlushMode;
-use crate::coins::database::FlushStats;
 use crate::error::ChainstateError;
 
 /// Once the coins database's table readers (filters and indexes) take more than
@@ -62,27 +61,7 @@ impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip), and
     /// waits until it is written (shutdown, tests).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
-        let started = Instant::now();
-        let shutdown = reason == FlushReason::Shutdown;
-        self.collect_background_flush(if shutdown { Collect::AtShutdown } else { Collect::Wait })?;
-        let Some(target) = self.prepare_flush()? else { return self.persist_for(reason) };
-        let started_event = self.flush_started_event(reason, &target, false);
-        self.emit(started_event);
-        let stats = self.active.connector.cache_mut().flush(target.hash, mode)?;
-        self.persist_for(reason)?;
-        let index_records = target.index_records;
-        let duration_ms = elapsed_ms(started);
-        // A shutdown flush holds up no validation; the others stop it whole.
-        let stall_ms = if shutdown {
-            self.shared.statistics.shutdown_flush_ms = duration_ms;
-            0
-        } else {
-            duration_ms
-        };
-        self.record_flush(duration_ms, stall_ms, &stats);
-        self.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
-        self.emit_database_measured();
-        Ok(())
+        self.active.flush(&mut self.shared, reason, mode)
     }
 
     /// Starts a coins flush on the writer thread (see
@@ -93,42 +72,100 @@ impl Chainstate {
         reason: FlushReason,
         mode: FlushMode,
     ) -> Result<(), ChainstateError> {
+        self.active.flush_in_background(&mut self.shared, reason, mode)
+    }
+
+    /// The coins database's I/O since open and its shape now (RocksDB's
+    /// figures: [`crate::coins::database::io`]).
+    pub fn coins_database_io(&self) -> crate::coins::database::io::CoinsDatabaseIo {
+        self.active.connector.cache().database().io()
+    }
+
+    /// Writes only the block index (and syncs the files it names): cheap,
+    /// used while importing so found blocks survive a crash.
+    pub fn flush_index(&mut self) -> Result<usize, ChainstateError> {
+        self.shared.persistence.write_index(&mut self.shared.index)
+    }
+}
+
+impl CoinsChain {
+    /// [`Chainstate::flush`] of this chainstate.
+    pub(crate) fn flush(
+        &mut self,
+        shared: &mut Shared,
+        reason: FlushReason,
+        mode: FlushMode,
+    ) -> Result<(), ChainstateError> {
         let started = Instant::now();
-        self.collect_background_flush(Collect::Wait)?;
-        let Some(target) = self.prepare_flush()? else { return Ok(()) };
+        let shutdown = reason == FlushReason::Shutdown;
+        let collect = if shutdown { Collect::AtShutdown } else { Collect::Wait };
+        self.collect_background_flush(shared, collect)?;
+        let Some(target) = self.prepare_flush(shared)? else { return self.persist_for(reason) };
+        let started_event = self.flush_started_event(reason, &target, false);
+        shared.emit(started_event);
+        let stats = self.connector.cache_mut().flush(target.hash, mode)?;
+        self.persist_for(reason)?;
+        let index_records = target.index_records;
+        let duration_ms = elapsed_ms(started);
+        // A shutdown flush holds up no validation; the others stop it whole.
+        let stall_ms = if shutdown {
+            shared.statistics.shutdown_flush_ms = duration_ms;
+            0
+        } else {
+            duration_ms
+        };
+        shared.record_flush(duration_ms, stall_ms, &stats);
+        shared.emit(ChainEvent::Flushed { stats, index_records, duration_ms, stall_ms, reason });
+        self.emit_database_measured(shared);
+        Ok(())
+    }
+
+    /// [`Chainstate::flush_in_background`] of this chainstate.
+    pub(crate) fn flush_in_background(
+        &mut self,
+        shared: &mut Shared,
+        reason: FlushReason,
+        mode: FlushMode,
+    ) -> Result<(), ChainstateError> {
+        let started = Instant::now();
+        self.collect_background_flush(shared, Collect::Wait)?;
+        let Some(target) = self.prepare_flush(shared)? else { return Ok(()) };
         // Taken before the map is frozen: the live map starts empty.
         let started_event = self.flush_started_event(reason, &target, true);
-        self.active.connector.cache_mut().start_background_flush(target.hash, mode)?;
+        self.connector.cache_mut().start_background_flush(target.hash, mode)?;
         let stall_ms = elapsed_ms(started);
-        self.emit(started_event);
+        shared.emit(started_event);
         let index_records = target.index_records;
-        self.active.flush_schedule.background_flush =
+        self.flush_schedule.background_flush =
             Some(BackgroundFlushInfo { started, index_records, reason, room_wait_ms: 0 });
-        self.note_stall(stall_ms);
+        shared.note_stall(stall_ms);
         Ok(())
     }
 
     /// Waits until the background flush's writer has freed enough of the
     /// frozen map for the live map to grow, or has finished (then collects
     /// it). The wait counts as one for a flush.
-    pub(crate) fn wait_for_flush_room(&mut self) -> Result<(), ChainstateError> {
+    pub(crate) fn wait_for_flush_room(
+        &mut self,
+        shared: &mut Shared,
+    ) -> Result<(), ChainstateError> {
         let started = Instant::now();
-        while self.active.connector.cache().needs_room() {
-            if self.active.connector.cache().background_flush_finished() {
-                if let Some(info) = self.active.flush_schedule.background_flush.as_mut() {
+        while self.connector.cache().needs_room() {
+            if self.connector.cache().background_flush_finished() {
+                if let Some(info) = self.flush_schedule.background_flush.as_mut() {
                     info.room_wait_ms += elapsed_ms(started);
                 }
-                self.collect_background_flush(Collect::Wait)?;
+                self.collect_background_flush(shared, Collect::Wait)?;
                 return Ok(());
             }
             std::thread::sleep(FLUSH_ROOM_POLL_INTERVAL);
         }
         let stall_ms = elapsed_ms(started);
-        if let Some(info) = self.active.flush_schedule.background_flush.as_mut() {
+        if let Some(info) = self.flush_schedule.background_flush.as_mut() {
             // Reported with the flush when it is collected.
             info.room_wait_ms += stall_ms;
         } else {
-            self.note_stall(stall_ms);
+            shared.note_stall(stall_ms);
         }
         Ok(())
     }
@@ -138,8 +175,11 @@ impl Chainstate {
     /// whole keys from the filters of tables to come once the readers take
     /// more than 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`] of the share from
     /// the maps ([`crate::CoinsCache::table_readers_take_more_than`]).
-    pub(crate) fn count_table_readers(&mut self) -> Result<(), ChainstateError> {
-        let cache = self.active.connector.cache_mut();
+    pub(crate) fn count_table_readers(
+        &mut self,
+        shared: &mut Shared,
+    ) -> Result<(), ChainstateError> {
+        let cache = self.connector.cache_mut();
         let bytes = cache.database().table_readers_bytes()?;
         cache.set_table_readers_bytes(bytes);
         let share_bytes = cache.cache_bytes_max();
@@ -147,7 +187,7 @@ impl Chainstate {
             && cache.table_readers_take_more_than(WHOLE_KEY_FILTERS_SHARE_DIVISOR)
             && cache.database().drop_whole_key_filters()?
         {
-            self.emit(ChainEvent::WholeKeyFiltersDropped {
+            shared.emit(ChainEvent::WholeKeyFiltersDropped {
                 table_readers_bytes: bytes,
                 share_bytes,
             });
@@ -159,18 +199,19 @@ impl Chainstate {
     /// `collect` is [`Collect::Poll`]) and reports it.
     pub(crate) fn collect_background_flush(
         &mut self,
+        shared: &mut Shared,
         collect: Collect,
     ) -> Result<(), ChainstateError> {
         let waited = Instant::now();
         let stats = if collect == Collect::Poll {
-            self.active.connector.cache_mut().poll_background_flush()?
+            self.connector.cache_mut().poll_background_flush()?
         } else {
-            self.active.connector.cache_mut().finish_background_flush()?
+            self.connector.cache_mut().finish_background_flush()?
         };
         // Take the report only with the statistics: a poll that finds the
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
-        let Some(info) = self.active.flush_schedule.background_flush.take() else { return Ok(()) };
+        let Some(info) = self.flush_schedule.background_flush.take() else { return Ok(()) };
         self.persist_for(info.reason)?;
         let duration_ms = elapsed_ms(info.started);
         // The waits for room and the wait for the end, counted as one.
@@ -178,15 +219,15 @@ impl Chainstate {
             Collect::AtShutdown => info.room_wait_ms,
             Collect::Poll | Collect::Wait => info.room_wait_ms + elapsed_ms(waited),
         };
-        self.record_flush(duration_ms, stall_ms, &stats);
-        self.emit(ChainEvent::Flushed {
+        shared.record_flush(duration_ms, stall_ms, &stats);
+        shared.emit(ChainEvent::Flushed {
             stats,
             index_records: info.index_records,
             duration_ms,
             stall_ms,
             reason: info.reason,
         });
-        self.emit_database_measured();
+        self.emit_database_measured(shared);
         Ok(())
     }
 
@@ -199,19 +240,22 @@ impl Chainstate {
         if reason == FlushReason::CacheFull {
             return Ok(());
         }
-        self.active.connector.cache().database().persist_memtables()
+        self.connector.cache().database().persist_memtables()
     }
 
     /// Settles the pipeline, syncs block and undo files and writes the block
     /// index: everything the coins will refer to. The tip to write the coins
     /// as, or `None` when there is no tip yet.
-    fn prepare_flush(&mut self) -> Result<Option<FlushTarget>, ChainstateError> {
+    fn prepare_flush(
+        &mut self,
+        shared: &mut Shared,
+    ) -> Result<Option<FlushTarget>, ChainstateError> {
         // Only verified state is written: settle the pipeline first.
-        self.settle_pending()?;
-        let index_records = self.shared.persistence.write_index(&mut self.shared.index)?;
-        self.active.flush_schedule.last_flush = Instant::now();
-        Ok(self.active.chain.tip().map(|tip| {
-            let entry = self.shared.index.entry(tip);
+        self.settle_pending(shared)?;
+        let index_records = shared.persistence.write_index(&mut shared.index)?;
+        self.flush_schedule.last_flush = Instant::now();
+        Ok(self.chain.tip().map(|tip| {
+            let entry = shared.index.entry(tip);
             FlushTarget { hash: entry.hash, height: entry.height, index_records }
         }))
     }
@@ -223,7 +267,7 @@ impl Chainstate {
         target: &FlushTarget,
         background: bool,
     ) -> ChainEvent {
-        let cache = self.active.connector.cache();
+        let cache = self.connector.cache();
         ChainEvent::FlushStarted {
             reason,
             height: target.height,
@@ -235,40 +279,9 @@ impl Chainstate {
 
     /// The coins database's I/O since open, after a flush: RocksDB's
     /// properties, read in tens of microseconds ([`crate::coins::database::io`]).
-    fn emit_database_measured(&mut self) {
-        let io = Box::new(self.coins_database_io());
-        self.emit(ChainEvent::CoinsDatabaseMeasured(io));
-    }
-
-    /// The coins database's I/O since open and its shape now (RocksDB's
-    /// figures: [`crate::coins::database::io`]).
-    pub fn coins_database_io(&self) -> crate::coins::database::io::CoinsDatabaseIo {
-        self.active.connector.cache().database().io()
-    }
-
-    fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
-        self.shared.statistics.flushes += 1;
-        self.shared.statistics.longest_flush_ms =
-            self.shared.statistics.longest_flush_ms.max(duration_ms);
-        self.note_stall(stall_ms);
-        self.shared.metrics.flush_finished(
-            self.shared.statistics.flushes,
-            duration_ms,
-            stats.batch_bytes,
-        );
-    }
-
-    /// Counts a wait of validation for a flush.
-    fn note_stall(&mut self, stall_ms: u64) {
-        self.shared.statistics.longest_flush_stall_ms =
-            self.shared.statistics.longest_flush_stall_ms.max(stall_ms);
-        self.shared.statistics.flush_stall_ms_total += stall_ms;
-    }
-
-    /// Writes only the block index (and syncs the files it names): cheap,
-    /// used while importing so found blocks survive a crash.
-    pub fn flush_index(&mut self) -> Result<usize, ChainstateError> {
-        self.shared.persistence.write_index(&mut self.shared.index)
+    fn emit_database_measured(&self, shared: &mut Shared) {
+        let io = Box::new(self.connector.cache().database().io());
+        shared.emit(ChainEvent::CoinsDatabaseMeasured(io));
     }
 }
 
@@ -280,7 +293,7 @@ struct FlushTarget {
     index_records: usize,
 }
 
-/// How [`Chainstate::collect_background_flush`] treats a writer still busy.
+/// How [`CoinsChain::collect_background_flush`] treats a writer still busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Collect {
     /// Leave it running.

@@ -28,7 +28,7 @@
 //! whenever the best candidate is on the best header's chain (every block
 //! of a file without branches).
 
-use super::Chainstate;
+use super::{ChainRole, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::EntryId;
 
@@ -49,7 +49,7 @@ impl Chainstate {
             if !self.has_more_work_than_tip(target) {
                 return Ok(());
             }
-            self.activate_step(target)?;
+            self.activate_step(ChainRole::Active, target)?;
         }
     }
 

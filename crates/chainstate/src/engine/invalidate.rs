@@ -76,11 +76,12 @@ impl Chainstate {
         // Only settled blocks are disconnected; a pending one that fails is
         // marked (and rolled back) by its own verdict first.
         self.settle_pending()?;
-        self.shared.selection.mark_invalid(&mut self.shared.index, id);
+        let candidates = &mut self.active.candidates;
+        self.shared.selection.mark_invalid(&mut self.shared.index, candidates, id);
         self.shared.persistence.write_index(&mut self.shared.index)?;
         let mut disconnected_count = 0u32;
         while self.active.chain.contains(id, height) {
-            self.disconnect_tip()?;
+            self.active.disconnect_tip(&mut self.shared)?;
             disconnected_count += 1;
             // A deep invalidation keeps readers answered between blocks
             // (nothing is pending: they see each settled step).
@@ -103,7 +104,9 @@ impl Chainstate {
         let height = self.shared.index.entry(id).height;
         self.settle_pending()?;
         let cleared = self.shared.index.reset_failure_flags(id);
-        self.shared.selection.reconsider(&self.shared.index, &cleared, self.active.chain.tip());
+        let tip = self.active.chain.tip();
+        let candidates = &mut self.active.candidates;
+        self.shared.selection.reconsider(&self.shared.index, candidates, &cleared, tip);
         self.shared.persistence.write_index(&mut self.shared.index)?;
         let cleared_count = cleared.len();
         self.emit(ChainEvent::BlockReconsidered { hash: *hash, height, cleared_count });
@@ -116,8 +119,8 @@ impl Chainstate {
     /// than the tip (Core's last pass of `InvalidateBlock`): blocks pruned
     /// against a tip that is gone may beat the new one.
     fn restore_candidates(&mut self) {
-        self.shared.selection.insert_from_index(&self.shared.index);
-        self.prune_candidates();
+        self.active.candidates.insert_from_index(&self.shared.index);
+        self.active.prune_candidates(&self.shared.index);
     }
 }
 
@@ -148,7 +151,7 @@ mod tests {
             above.iter().map(|&id| chainstate.shared.index.entry(id).status).collect();
         assert!(statuses[0].has(BlockStatus::FAILED_VALID));
         assert!(statuses[1..].iter().all(|status| status.has(BlockStatus::FAILED_CHILD)));
-        assert_eq!(chainstate.shared.selection.best(), Some(parent));
+        assert_eq!(chainstate.active.candidates.best(), Some(parent));
         assert_eq!(chainstate.best_header(), Some(chainstate.shared.index.entry(parent).hash));
 
         chainstate.reconsider_block(&middle).unwrap();

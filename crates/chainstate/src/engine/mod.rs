@@ -1,8 +1,27 @@
-//! The engine: the block index and the active chain (its shared record)
-//! and the stages that work on them ([`crate::stages`]: chain selection,
-//! connect, scripts, persistence), driven block by block (Core's
-//! `ChainstateManager` and `Chainstate` in one). Only the engine touches
-//! more than one stage; the modules here are its steps:
+//! The engine: Core's `ChainstateManager`, under the name callers know
+//! ([`Chainstate`]). It holds what its chainstates share and the active
+//! chainstate, and drives the stages ([`crate::stages`]: chain selection,
+//! connect, scripts, persistence) block by block:
+//!
+//! ```text
+//! Chainstate (the engine; Core's ChainstateManager)
+//! ├── shared: Shared ── the block index and its invalid marks, the block
+//! │                     and undo files, the index database, the best
+//! │                     header, the blocks waiting for a parent's data,
+//! │                     the script threads, the observer, readers, metrics
+//! ├── active: CoinsChain ──────────── each a chainstate (Core's Chainstate):
+//! └── background: Option<CoinsChain>  its chain, its coins (a cache over
+//!                                     its own database directory), its
+//!                                     candidates, its pending scripts,
+//!                                     its coins flush schedule
+//! ```
+//!
+//! A chainstate's steps (connect, disconnect, settle, flush, replay) are
+//! methods of `CoinsChain` given the `Shared` record, so the same step runs
+//! on the active chainstate or on a second one beside it (the seam of
+//! AssumeUTXO's background validation, `Chainstate::open_background`).
+//! Readers and events speak of the active chainstate. Only the engine
+//! touches more than one stage; the modules here are its steps:
 //!
 //! - [`Chainstate::accept_block`] indexes a block and checks everything
 //!   that does not need the coins (Core's `AcceptBlock`).
@@ -48,7 +67,7 @@ pub mod tips;
 pub mod verify;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,7 +87,8 @@ pub use service::{
 
 use crate::coins::cache::CoinsCache;
 use crate::index::{ActiveChain, BlockIndex};
-use crate::metrics::{ChainMetrics, PublishedLevels};
+use crate::metrics::ChainMetrics;
+pub(crate) use coins_chain::ChainRole;
 pub(crate) use coins_chain::CoinsChain;
 pub(crate) use shared::Shared;
 
@@ -101,16 +121,19 @@ pub struct ChainstateOptions {
 }
 
 /// The engine (Core's `ChainstateManager`): what every chainstate shares
-/// ([`Shared`]: the block index, the block and undo files, the best header)
-/// and the active chainstate ([`CoinsChain`]: the chain, its coins, its
-/// candidates). The name is the one callers know; a second chainstate is a
-/// second [`CoinsChain`] over the same [`Shared`].
+/// (the block index, the block and undo files, the best header) and the
+/// active chainstate (the chain, its coins, its candidates), with room for
+/// a second one beside it (see the [module docs](crate::engine)). It keeps the name
+/// callers know.
 pub struct Chainstate {
     /// The block index, the files, the best header, the script threads,
     /// the observer and what is published to readers and monitoring.
     pub(crate) shared: Shared,
     /// The active chainstate: the chain the node serves and its coins.
     pub(crate) active: CoinsChain,
+    /// A chainstate validated beside the active one, when one is open
+    /// ([`Chainstate::open_background`]).
+    pub(crate) background: Option<CoinsChain>,
 }
 
 impl std::fmt::Debug for Chainstate {
@@ -181,24 +204,16 @@ impl Chainstate {
         self.shared.metrics.clone()
     }
 
-    /// Copies the counters and levels to [`Self::metrics`], with the
-    /// settled tip at `tip_height` (a few relaxed stores: see
-    /// [`crate::metrics`]).
-    pub(crate) fn publish_metrics(&self, tip_height: Option<u32>) {
-        let cache = self.active.connector.cache();
-        let levels = PublishedLevels {
-            tip_height,
-            best_header_height: self
-                .shared
-                .selection
-                .best_header()
-                .map(|id| self.shared.index.entry(id).height),
-            cache_bytes: cache.memory_bytes(),
-            cache_coins: cache.entry_count(),
-            cache_bytes_max: cache.cache_bytes_max(),
-            script_pipeline_blocks: self.active.scripts.len(),
-        };
-        self.shared.metrics.publish(&self.shared.statistics, &levels);
+    /// The shared record and the chainstate in `role`, borrowed apart so
+    /// that a chainstate's step can be given the record; `None` when the
+    /// engine has no chainstate in that role.
+    pub(crate) fn parts(&mut self, role: ChainRole) -> Option<(&mut Shared, &mut CoinsChain)> {
+        match role {
+            ChainRole::Active => Some((&mut self.shared, &mut self.active)),
+            ChainRole::Background => {
+                self.background.as_mut().map(|background| (&mut self.shared, background))
+            }
+        }
     }
 
     /// The tip's hash and height.
@@ -236,15 +251,12 @@ impl Chainstate {
 
     /// Whether the flag given to [`Self::set_interrupt`] is set.
     pub fn interrupted(&self) -> bool {
-        self.shared.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
+        self.shared.interrupted()
     }
 
     /// Whether `-stopatheight` has been reached.
     pub fn reached_stop_height(&self) -> bool {
-        match (self.shared.options.stop_at_height, self.active.chain.height()) {
-            (Some(stop), Some(height)) => height >= stop,
-            _ => false,
-        }
+        self.active.reached_stop_height(&self.shared)
     }
 
     /// The blocks directory's obfuscation key.
@@ -258,7 +270,7 @@ impl Chainstate {
     }
 
     pub(crate) fn emit(&mut self, event: ChainEvent) {
-        self.shared.observer.on_event(&event);
+        self.shared.emit(event);
     }
 }
 

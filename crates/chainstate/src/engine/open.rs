@@ -1,18 +1,14 @@
 //! Opening a chainstate: directories, the obfuscation key, the block index,
 //! the coins database, and recovery from an interrupted flush.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use super::coins_chain::FlushSchedule;
+use super::coins_chain::ChainRole;
 use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, CoinsChain, Shared};
-use crate::coins::cache::CoinsCache;
-use crate::coins::database::{CoinsDatabase, DatabaseOptions};
-use crate::error::{ChainstateError, DatabaseKind};
-use crate::index::ActiveChain;
+use crate::error::ChainstateError;
 use crate::scripts::ScriptThreads;
-use crate::stages::connector::Connector;
-use crate::stages::persistence::{create_directory, opening, Persistence};
-use crate::stages::script_queue::ScriptQueue;
+use crate::stages::persistence::{create_directory, Persistence};
 use crate::stages::selection::ChainSelection;
 
 pub use crate::stages::persistence::INDEX_DIRECTORY;
@@ -29,18 +25,14 @@ impl Chainstate {
         let (persistence, index) = Persistence::open(&options.blocks_directory, magic)?;
         let selection = ChainSelection::from_index(&index);
         let persistence_files = persistence.block_files();
-        let database_options = DatabaseOptions::with_memory(&options.memory.coins_database);
-        let coins_path = &options.chainstate_directory;
-        let database = CoinsDatabase::open(coins_path, &database_options)
-            .map_err(opening(DatabaseKind::Coins, coins_path))?;
-        let mut cache = CoinsCache::new(Arc::new(database), options.memory.coins_bytes);
-        cache.set_table_readers_uncounted_bytes(options.memory.table_readers_uncounted_bytes);
-        let scripts = ScriptQueue::new(ScriptThreads::new(options.script_threads)?);
-        let shared = Shared {
+        let script_threads = ScriptThreads::new(options.script_threads)?;
+        let coins_directory = options.chainstate_directory.clone();
+        let mut shared = Shared {
             options,
             index,
             selection,
             persistence,
+            script_threads,
             observer,
             statistics: ChainStatistics::default(),
             reads: super::reader::ReadService::new(persistence_files),
@@ -48,20 +40,31 @@ impl Chainstate {
             interrupt: None,
             mock_time_seconds: None,
         };
-        let active = CoinsChain {
-            chain: ActiveChain::default(),
-            connector: Connector::new(cache),
-            scripts,
-            flush_schedule: FlushSchedule::new(),
-        };
-        let mut chainstate = Chainstate { shared, active };
-        chainstate
-            .shared
-            .metrics
-            .watch_coins_database(chainstate.active.connector.cache().database());
-        chainstate.recover()?;
+        let active = CoinsChain::open(&mut shared, &coins_directory, ChainRole::Active)?;
+        let mut chainstate = Chainstate { shared, active, background: None };
         chainstate.publish(chainstate.active.chain.tip());
         Ok(chainstate)
+    }
+
+    /// Opens a second chainstate beside the active one, over the coins
+    /// database in `coins_directory` (created if new), sharing the block
+    /// index, the block files and the script threads (the seam of
+    /// AssumeUTXO's background validation). Its candidates are the usable
+    /// blocks of the index now; [`Chainstate::activate_best_chain_of`] with
+    /// [`ChainRole::Background`] connects them, reading the blocks from the
+    /// shared files. Its cache takes the same share of `-dbcache` as the
+    /// active one's. Replaces a background chainstate already open.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn open_background(
+        &mut self,
+        coins_directory: &Path,
+    ) -> Result<(), ChainstateError> {
+        // Closed first: its database may be the one opened again.
+        self.background = None;
+        let background =
+            CoinsChain::open(&mut self.shared, coins_directory, ChainRole::Background)?;
+        self.background = Some(background);
+        Ok(())
     }
 }
 

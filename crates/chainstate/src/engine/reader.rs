@@ -36,7 +36,7 @@ use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
 use super::Chainstate;
 use crate::block_read_ahead::BlockFiles;
 use crate::error::ChainstateError;
-use crate::index::EntryId;
+use crate::index::{BlockIndex, EntryId};
 
 /// Queries that may wait for the engine's thread at once.
 pub const READ_QUERIES_WAITING_MAX: usize = 64;
@@ -256,49 +256,45 @@ impl ReadService {
     pub(crate) fn wait_query(&self, timeout: Duration) -> Option<Query> {
         self.queries.recv_timeout(timeout).ok()
     }
-}
 
-impl Chainstate {
-    /// A handle for other threads to read this chainstate (see
-    /// [`crate::engine::reader`]).
-    pub fn reader(&self) -> ChainReader {
-        self.shared.reads.reader()
-    }
-
-    /// Publishes the settled tip `tip` (the active chain's hashes are made
-    /// to end at it) and the best header.
-    pub(crate) fn publish(&mut self, tip: Option<EntryId>) {
-        self.shared.reads.sequence += 1;
+    /// Publishes `tip` as the settled tip (the active chain's hashes are
+    /// made to end at it) and `best_header`, as `index` has them.
+    pub(crate) fn publish(
+        &mut self,
+        index: &BlockIndex,
+        best_header: Option<EntryId>,
+        tip: Option<EntryId>,
+    ) {
+        self.sequence += 1;
         let tip_summary = tip.map(|id| {
-            let entry = self.shared.index.entry(id);
+            let entry = index.entry(id);
             TipSummary {
                 hash: entry.hash,
                 height: entry.height,
                 time: entry.header.time,
-                median_time_past: self.shared.index.median_time_past(id),
+                median_time_past: index.median_time_past(id),
                 chain_transaction_count: entry.chain_transaction_count,
             }
         });
-        let best_header = self.shared.selection.best_header().map(|id| {
-            let entry = self.shared.index.entry(id);
+        let best_header = best_header.map(|id| {
+            let entry = index.entry(id);
             (entry.hash, entry.height)
         });
         let snapshot = Arc::new(ChainSnapshot {
             tip: tip_summary,
             best_header,
-            index_entries: self.shared.index.len(),
-            sequence: self.shared.reads.sequence,
+            index_entries: index.len(),
+            sequence: self.sequence,
         });
-        let mut published =
-            self.shared.reads.published.write().unwrap_or_else(PoisonError::into_inner);
-        let length = tip.map_or(0, |id| self.shared.index.entry(id).height as usize + 1);
+        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
+        let length = tip.map_or(0, |id| index.entry(id).height as usize + 1);
         published.active_hashes.truncate(length);
         // Walk down from the tip to where the list agrees (one block for a
         // new tip, the branch after a reorganisation, all at open).
         let mut missing = Vec::new();
         let mut walk = tip;
         while let Some(id) = walk {
-            let entry = self.shared.index.entry(id);
+            let entry = index.entry(id);
             let at = entry.height as usize;
             if published.active_hashes.get(at) == Some(&entry.hash) {
                 break;
@@ -311,7 +307,20 @@ impl Chainstate {
         published.active_hashes.extend(missing.into_iter().rev());
         published.snapshot = snapshot;
         drop(published);
-        self.publish_metrics(tip.map(|id| self.shared.index.entry(id).height));
+    }
+}
+
+impl Chainstate {
+    /// A handle for other threads to read this chainstate (see
+    /// [`crate::engine::reader`]).
+    pub fn reader(&self) -> ChainReader {
+        self.shared.reads.reader()
+    }
+
+    /// Publishes the active chainstate's settled tip `tip` (see
+    /// [`CoinsChain::publish`]).
+    pub(crate) fn publish(&mut self, tip: Option<EntryId>) {
+        self.active.publish(&mut self.shared, tip);
     }
 
     /// Publishes again with the same settled tip (a new best header).

@@ -10,19 +10,37 @@
 //! invalid (with those descendants), so the result is exactly that of
 //! checking N before connecting N+1.
 
-use super::{ChainEvent, Chainstate};
+use super::{Chainstate, CoinsChain, Shared};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::scripts::ScriptCheckError;
 use crate::stages::script_queue::{PendingBlock, ScriptJob};
 
 impl Chainstate {
+    /// Settles the pending blocks, if any; true when the chain is unchanged
+    /// by them (they were valid or there were none).
+    pub fn settle(&mut self) -> Result<bool, ChainstateError> {
+        self.settle_pending()
+    }
+
+    /// Settles every pending block of the active chainstate; false when
+    /// one failed.
+    pub(crate) fn settle_pending(&mut self) -> Result<bool, ChainstateError> {
+        self.active.settle_pending(&mut self.shared)
+    }
+}
+
+impl CoinsChain {
     /// Settles pending blocks, oldest first, until at most `left` remain.
     /// False when one failed (then it and every block above it were rolled
     /// back, and it was marked invalid).
-    pub(crate) fn settle_pending_to(&mut self, left: usize) -> Result<bool, ChainstateError> {
-        while self.active.scripts.len() > left {
-            if !self.settle_oldest()? {
+    pub(crate) fn settle_pending_to(
+        &mut self,
+        shared: &mut Shared,
+        left: usize,
+    ) -> Result<bool, ChainstateError> {
+        while self.scripts.len() > left {
+            if !self.settle_oldest(shared)? {
                 return Ok(false);
             }
         }
@@ -30,48 +48,52 @@ impl Chainstate {
     }
 
     /// Settles every pending block; false when one failed.
-    pub(crate) fn settle_pending(&mut self) -> Result<bool, ChainstateError> {
-        self.settle_pending_to(0)
+    pub(crate) fn settle_pending(&mut self, shared: &mut Shared) -> Result<bool, ChainstateError> {
+        self.settle_pending_to(shared, 0)
     }
 
     /// Waits for the oldest pending block's verdict and finishes it: undo
     /// data, validity, tip announcement. On a script failure, rolls back
     /// the pending blocks above it (newest first) and it, and marks it
     /// invalid. True when it was valid.
-    fn settle_oldest(&mut self) -> Result<bool, ChainstateError> {
-        let Some((pending, verdict)) = self.active.scripts.next_verdict() else { return Ok(true) };
+    fn settle_oldest(&mut self, shared: &mut Shared) -> Result<bool, ChainstateError> {
+        let Some((pending, verdict)) = self.scripts.next_verdict() else { return Ok(true) };
         match verdict {
             Ok(scripts_checked) => {
-                self.finalize_connected(pending.id, &pending.job, scripts_checked)?;
+                self.finalize_connected(shared, pending.id, &pending.job, scripts_checked)?;
                 Ok(true)
             }
             Err(ScriptCheckError::Broken(reason)) => {
                 // Neither valid nor invalid: stop. The block stays
                 // unverified (no undo data, no tip announcement, nothing
                 // flushed: every flush settles first).
-                let hash = self.shared.index.entry(pending.id).hash;
+                let hash = shared.index.entry(pending.id).hash;
                 Err(ChainstateError::ScriptCheckBroken { hash, reason })
             }
             Err(ScriptCheckError::Rejected(rejection)) => {
                 // Their scripts may still be running: only their shared
                 // copies are read there, so rolling back is safe.
-                while let Some(above) = self.active.scripts.take_newest() {
-                    self.roll_back_connected(&above)?;
+                while let Some(above) = self.scripts.take_newest() {
+                    self.roll_back_connected(shared, &above)?;
                 }
-                self.roll_back_connected(&pending)?;
-                self.connect_failed(pending.id, rejection);
+                self.roll_back_connected(shared, &pending)?;
+                self.connect_failed(shared, pending.id, rejection);
                 Ok(false)
             }
         }
     }
 
     /// Undoes a connected block's coins and takes it off the chain.
-    fn roll_back_connected(&mut self, pending: &PendingBlock) -> Result<(), ChainstateError> {
-        let height = self.shared.index.entry(pending.id).height;
-        self.active.connector.roll_back(&pending.job.block, &pending.job.connected, height)?;
+    fn roll_back_connected(
+        &mut self,
+        shared: &Shared,
+        pending: &PendingBlock,
+    ) -> Result<(), ChainstateError> {
+        let height = shared.index.entry(pending.id).height;
+        self.connector.roll_back(&pending.job.block, &pending.job.connected, height)?;
         // Pending blocks are the chain's top, newest last.
-        assert_eq!(self.active.chain.tip(), Some(pending.id), "rolled back block is not the tip");
-        self.active.chain.pop();
+        assert_eq!(self.chain.tip(), Some(pending.id), "rolled back block is not the tip");
+        self.chain.pop();
         Ok(())
     }
 
@@ -79,44 +101,21 @@ impl Chainstate {
     /// announces it.
     pub(crate) fn finalize_connected(
         &mut self,
+        shared: &mut Shared,
         id: EntryId,
         job: &ScriptJob,
         scripts_checked: u64,
     ) -> Result<(), ChainstateError> {
-        self.write_undo(id, &job.connected)?;
-        self.shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
-        self.shared.statistics.blocks_connected += 1;
-        self.shared.statistics.transactions_connected += job.block.txids().len() as u64;
-        self.shared.statistics.inputs_connected += job.connected.input_count;
-        self.shared.statistics.coin_reads += &job.connected.coin_reads;
-        self.shared.statistics.scripts_checked += scripts_checked;
-        let update = self.tip_update_for(id, job.block.input_count());
-        self.emit(ChainEvent::TipUpdated(update));
-        self.publish(Some(id));
+        shared.write_undo(id, &job.connected)?;
+        shared.index.entry_mut(id).status.raise_validity(BlockStatus::VALID_SCRIPTS);
+        let statistics = &mut shared.statistics;
+        statistics.blocks_connected += 1;
+        statistics.transactions_connected += job.block.txids().len() as u64;
+        statistics.inputs_connected += job.connected.input_count;
+        statistics.coin_reads += &job.connected.coin_reads;
+        statistics.scripts_checked += scripts_checked;
+        self.announce_tip(shared, id, job.block.input_count());
         Ok(())
-    }
-
-    /// Writes block `id`'s undo data unless it already has some.
-    pub(crate) fn write_undo(
-        &mut self,
-        id: EntryId,
-        connected: &crate::connect::ConnectedBlock,
-    ) -> Result<(), ChainstateError> {
-        let entry = self.shared.index.entry(id);
-        if entry.undo_position.is_some() {
-            return Ok(());
-        }
-        let position = self.shared.persistence.append_undo(entry, &connected.undo)?;
-        let entry = self.shared.index.entry_mut(id);
-        entry.undo_position = Some(position);
-        entry.status.set_have_undo();
-        Ok(())
-    }
-
-    /// Settles the pending blocks, if any; true when the chain is unchanged
-    /// by them (they were valid or there were none).
-    pub fn settle(&mut self) -> Result<bool, ChainstateError> {
-        self.settle_pending()
     }
 }
 

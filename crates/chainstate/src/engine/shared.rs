@@ -5,25 +5,32 @@
 //! for a parent's data, the script threads, the observer, and what is
 //! published to readers and monitoring.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::{reader, ChainObserver, ChainStatistics, ChainstateOptions};
-use crate::index::BlockIndex;
+use super::{reader, ChainEvent, ChainObserver, ChainStatistics, ChainstateOptions};
+use crate::coins::database::FlushStats;
+use crate::connect::ConnectedBlock;
+use crate::error::ChainstateError;
+use crate::index::{BlockIndex, EntryId};
 use crate::metrics::ChainMetrics;
+use crate::scripts::ScriptThreads;
 use crate::stages::persistence::Persistence;
-use crate::stages::selection::ChainSelection;
+use crate::stages::selection::{Candidates, ChainSelection};
+use crate::undo::BlockUndo;
 
 /// The engine's shared record and services.
 pub(crate) struct Shared {
     pub(crate) options: ChainstateOptions,
     /// Every known block header and its state.
     pub(crate) index: BlockIndex,
-    /// Headers and chain selection: candidates, blocks waiting for a
-    /// parent, the best header, invalid marks.
+    /// Chain selection's shared part: blocks waiting for a parent's data,
+    /// the best header (each chainstate has its candidates).
     pub(crate) selection: ChainSelection,
     /// Block and undo files, the index database.
     pub(crate) persistence: Persistence,
+    /// The `-par` threads every chainstate's scripts are checked on.
+    pub(crate) script_threads: ScriptThreads,
     pub(crate) observer: Box<dyn ChainObserver>,
     pub(crate) statistics: ChainStatistics,
     /// Snapshots published for readers and their queries.
@@ -37,4 +44,63 @@ pub(crate) struct Shared {
     /// time (`-mocktime`,
     /// [`Chainstate::set_mock_time`](super::Chainstate::set_mock_time)).
     pub(crate) mock_time_seconds: Option<i64>,
+}
+
+impl Shared {
+    /// Tells the observer.
+    pub(crate) fn emit(&mut self, event: ChainEvent) {
+        self.observer.on_event(&event);
+    }
+
+    /// Whether the node's shutdown flag is set.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    /// Marks `id` failed with its descendants in the index and drops them
+    /// from `candidates` (the chainstate that found it).
+    pub(crate) fn mark_invalid(&mut self, candidates: &mut Candidates, id: EntryId) {
+        self.statistics.blocks_invalid += 1;
+        self.selection.mark_invalid(&mut self.index, candidates, id);
+    }
+
+    /// The undo data of block `id`.
+    pub(crate) fn load_undo(&self, id: EntryId) -> Result<BlockUndo, ChainstateError> {
+        self.persistence.read_undo(self.index.entry(id))
+    }
+
+    /// Writes block `id`'s undo data unless it already has some (another
+    /// chainstate connected it first: the undo data of a block is the same
+    /// on every chain it is connected on).
+    pub(crate) fn write_undo(
+        &mut self,
+        id: EntryId,
+        connected: &ConnectedBlock,
+    ) -> Result<(), ChainstateError> {
+        let entry = self.index.entry(id);
+        if entry.undo_position.is_some() {
+            return Ok(());
+        }
+        let position = self.persistence.append_undo(entry, &connected.undo)?;
+        let entry = self.index.entry_mut(id);
+        entry.undo_position = Some(position);
+        entry.status.set_have_undo();
+        Ok(())
+    }
+
+    /// Counts a coins flush that took `duration_ms`, validation waiting
+    /// `stall_ms` of it.
+    pub(crate) fn record_flush(&mut self, duration_ms: u64, stall_ms: u64, stats: &FlushStats) {
+        self.statistics.flushes += 1;
+        self.statistics.longest_flush_ms = self.statistics.longest_flush_ms.max(duration_ms);
+        self.note_stall(stall_ms);
+        self.metrics.flush_finished(self.statistics.flushes, duration_ms, stats.batch_bytes);
+    }
+
+    /// Counts a wait of validation for a flush.
+    pub(crate) fn note_stall(&mut self, stall_ms: u64) {
+        self.statistics.longest_flush_stall_ms =
+            self.statistics.longest_flush_stall_ms.max(stall_ms);
+        self.statistics.flush_stall_ms_total += stall_ms;
+    }
 }

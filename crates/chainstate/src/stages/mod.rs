@@ -4,15 +4,15 @@
 //!
 //! | stage | owns | may touch |
 //! |---|---|---|
-//! | [`selection`]: headers and chain selection | candidates, blocks waiting for a parent's data, the best header, invalid marks | reads the block index; writes only status bits (invalid marks) |
-//! | [`connector`]: connect | the UTXO cache over the coins database, the block kept from accept, the read-ahead of stored blocks, the prevout prefetch | coins only |
-//! | [`script_queue`]: scripts | the `-par` threads, the blocks pending on them (at most [`script_queue::SCRIPT_PIPELINE_BLOCKS`] + 1) | shared, read-only copies of the blocks and their spent coins |
-//! | [`persistence`]: persistence | block files, undo files, the block index database, the flush schedule | files and the index database |
+//! | [`selection`]: headers and chain selection | shared: blocks waiting for a parent's data, the best header, invalid marks; per chainstate: its candidates | reads the block index; writes only status bits (invalid marks) |
+//! | [`connector`]: connect, per chainstate | the UTXO cache over its coins database, the block kept from accept, the read-ahead of stored blocks, the prevout prefetch | coins only |
+//! | [`script_queue`]: scripts | per chainstate, the blocks pending on the engine's `-par` threads (at most [`script_queue::SCRIPT_PIPELINE_BLOCKS`] + 1) | shared, read-only copies of the blocks and their spent coins |
+//! | [`persistence`]: persistence, shared | block files, undo files, the block index database | files and the index database |
 //!
-//! The block index ([`crate::index::BlockIndex`]) and the active chain
-//! ([`crate::index::ActiveChain`]) are the engine's shared record: every
-//! stage is handed what it needs of them, and only the engine changes them,
-//! between stages.
+//! The block index ([`crate::index::BlockIndex`]) is the engine's shared
+//! record, and each chainstate's chain ([`crate::index::ActiveChain`]) its
+//! own: every stage is handed what it needs of them, and only the engine
+//! changes them, between stages (see [`crate::engine`] for the chainstates).
 //!
 //! # How a block moves
 //! 1. A source (the import reader, a peer, an RPC `submitblock`) parses it

@@ -2,7 +2,7 @@
 //! block files (`blk?????.dat`), the undo files (`rev?????.dat`), their
 //! obfuscation key and the block index database (`blocks/index`). Every
 //! chainstate shares them; each keeps its own coins flush schedule
-//! ([`crate::engine::coins_chain::FlushSchedule`]).
+//! (`engine::coins_chain::FlushSchedule`).
 //!
 //! It touches no coins and decides nothing: the engine tells it to append a
 //! block, write a block's undo data once its scripts passed, read a block or

@@ -1,7 +1,9 @@
 //! The script stage: input scripts checked on the `-par` threads while
 //! the next blocks connect (Ibex's pipeline; Core waits for every block's
-//! checks before starting the next one). This stage owns the threads and
-//! the queue of pending blocks, bounded by [`SCRIPT_PIPELINE_BLOCKS`] + 1;
+//! checks before starting the next one). Each chainstate owns its queue of
+//! pending blocks, bounded by [`SCRIPT_PIPELINE_BLOCKS`] + 1; the threads
+//! are the engine's, shared by its chainstates (as Core's script check
+//! queue is the `ChainstateManager`'s);
 //! settling a verdict (undo data, tip announcement, or a roll back) is the
 //! engine's ([`crate::engine::settle`]), since it spans every stage.
 //!
@@ -61,21 +63,15 @@ pub(crate) struct PendingBlock {
     pub(crate) verdict: Option<Receiver<Result<u64, ScriptCheckError>>>,
 }
 
-/// The script threads and the blocks pending on them, oldest first.
+/// The blocks pending on the script threads, oldest first.
 pub(crate) struct ScriptQueue {
-    threads: ScriptThreads,
     pending: VecDeque<PendingBlock>,
 }
 
 impl ScriptQueue {
-    /// A queue over `threads`.
-    pub(crate) fn new(threads: ScriptThreads) -> ScriptQueue {
-        ScriptQueue { threads, pending: VecDeque::with_capacity(SCRIPT_PIPELINE_BLOCKS + 1) }
-    }
-
-    /// The threads (also lent to the connect stage for BIP30 lookups).
-    pub(crate) fn threads(&self) -> &ScriptThreads {
-        &self.threads
+    /// An empty queue.
+    pub(crate) fn new() -> ScriptQueue {
+        ScriptQueue { pending: VecDeque::with_capacity(SCRIPT_PIPELINE_BLOCKS + 1) }
     }
 
     /// Blocks pending.
@@ -93,23 +89,29 @@ impl ScriptQueue {
         self.pending.front().map(|pending| pending.id)
     }
 
-    /// Starts checking `job`'s scripts (if `flags` is `Some`) and adds it
-    /// as the newest pending block.
-    pub(crate) fn start(&mut self, id: EntryId, job: ScriptJob, flags: Option<VerifyFlags>) {
+    /// Starts checking `job`'s scripts on `threads` (if `flags` is `Some`)
+    /// and adds it as the newest pending block.
+    pub(crate) fn start(
+        &mut self,
+        threads: &ScriptThreads,
+        id: EntryId,
+        job: ScriptJob,
+        flags: Option<VerifyFlags>,
+    ) {
         // The engine settles down to SCRIPT_PIPELINE_BLOCKS after each start.
         assert!(self.pending.len() <= SCRIPT_PIPELINE_BLOCKS, "script queue over its bound");
         let job = Arc::new(job);
         let verdict = flags.map(|flags| {
             let (sender, receiver) = sync_channel(1);
             let shared = job.clone();
-            let threads = self.threads.clone();
-            self.threads.spawn(move || {
+            let pool = threads.clone();
+            threads.spawn(move || {
                 let result = verify_block_scripts(
                     shared.block.view(),
                     shared.block.txids(),
                     &shared.connected.undo,
                     flags,
-                    &threads,
+                    &pool,
                 );
                 let _ = sender.send(result);
             });

@@ -1,7 +1,8 @@
 //! Chain selection, the first stage of the engine: which blocks could be
 //! the tip (candidates: their chain's data is all here and none of it is
-//! marked invalid), which wait for a parent's data, the most-work valid
-//! header, and the invalid marks. It owns that state and reads the block
+//! marked invalid; each chainstate has its own, `Candidates`), which wait
+//! for a parent's data, the most-work valid header, and the invalid marks
+//! (`ChainSelection`, shared by the chainstates). It owns that state and reads the block
 //! index it is given; it touches no coins, files or database, so it is
 //! tested in memory.
 //!
@@ -31,23 +32,106 @@ impl Candidate {
     }
 }
 
-/// The candidates, the blocks waiting for a parent's data, and the best
-/// header.
+/// A chainstate's candidate tips (Core's `setBlockIndexCandidates`): each
+/// chainstate has its own, over the shared index.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    set: BTreeSet<Candidate>,
+}
+
+impl Candidates {
+    /// Every usable block of a loaded index (Core's `LoadBlockIndex`).
+    pub(crate) fn from_index(index: &BlockIndex) -> Candidates {
+        let mut candidates = Candidates::default();
+        candidates.insert_from_index(index);
+        candidates
+    }
+
+    /// The best candidate (the engine asks for [`Self::best_valid`]).
+    #[cfg(test)]
+    pub(crate) fn best(&self) -> Option<EntryId> {
+        self.set.first().map(|candidate| candidate.id)
+    }
+
+    /// The best candidate not marked failed, dropping those before it
+    /// that are: marks another chainstate set in the shared index (a
+    /// chainstate's own failures leave its candidates when they are
+    /// marked, so for the active one this drops nothing).
+    pub(crate) fn best_valid(&mut self, index: &BlockIndex) -> Option<EntryId> {
+        while let Some(first) = self.set.first().copied() {
+            if !index.entry(first.id).status.is_failed() {
+                return Some(first.id);
+            }
+            self.set.remove(&first);
+        }
+        None
+    }
+
+    /// Candidates held now.
+    pub(crate) fn count(&self) -> usize {
+        self.set.len()
+    }
+
+    /// Makes `id` a candidate (again); whether it was not one.
+    pub(crate) fn insert(&mut self, index: &BlockIndex, id: EntryId) -> bool {
+        self.set.insert(Candidate::of(index, id))
+    }
+
+    /// Drops `id` as a candidate.
+    fn remove(&mut self, index: &BlockIndex, id: EntryId) {
+        self.set.remove(&Candidate::of(index, id));
+    }
+
+    /// Forgets every candidate (tests of the fixed point's repair).
+    #[cfg(test)]
+    pub(crate) fn clear(&mut self) {
+        self.set.clear();
+    }
+
+    /// Drops the candidates worse than `settled_tip` (Core's
+    /// `PruneBlockIndexCandidates`; see `engine::activate` for why the
+    /// bar is the settled tip, not a pending one).
+    pub(crate) fn prune_worse_than(&mut self, index: &BlockIndex, settled_tip: EntryId) {
+        let bar = Candidate::of(index, settled_tip);
+        while let Some(last) = self.set.last().copied() {
+            if last <= bar {
+                break;
+            }
+            self.set.remove(&last);
+        }
+    }
+
+    /// Inserts every block with its chain's data, valid transactions and no
+    /// failure mark as a candidate; how many were not candidates yet.
+    pub(crate) fn insert_from_index(&mut self, index: &BlockIndex) -> usize {
+        let mut added = 0;
+        for id in index.ids() {
+            if is_usable(index, id) {
+                added += usize::from(self.insert(index, id));
+            }
+        }
+        added
+    }
+}
+
+/// What chain selection shares between chainstates: the blocks waiting for
+/// a parent's data and the best header (Core keeps them in its
+/// `BlockManager` and `ChainstateManager`). The candidates it feeds are
+/// each chainstate's ([`Candidates`]).
 #[derive(Debug, Default)]
 pub(crate) struct ChainSelection {
-    candidates: BTreeSet<Candidate>,
     /// Blocks with data whose parent's chain data is missing, by parent.
     unlinked: HashMap<EntryId, Vec<EntryId>>,
     best_header: Option<EntryId>,
 }
 
 impl ChainSelection {
-    /// The selection of a loaded index (Core's `LoadBlockIndex`): every
-    /// usable block a candidate, the rest waiting for their parents.
+    /// The selection of a loaded index (Core's `LoadBlockIndex`): the
+    /// blocks waiting for their parents and the best header (the
+    /// candidates are [`Candidates::from_index`]).
     pub(crate) fn from_index(index: &BlockIndex) -> ChainSelection {
         let mut selection =
             ChainSelection { best_header: best_valid_header(index), ..ChainSelection::default() };
-        selection.insert_from_index(index);
         for id in index.ids() {
             let entry = index.entry(id);
             // Failed blocks wait too (as in Core's `LoadBlockIndex`): a
@@ -62,58 +146,30 @@ impl ChainSelection {
         selection
     }
 
-    /// The best candidate.
-    pub(crate) fn best(&self) -> Option<EntryId> {
-        self.candidates.first().map(|candidate| candidate.id)
-    }
-
-    /// Candidates held now.
-    pub(crate) fn candidate_count(&self) -> usize {
-        self.candidates.len()
-    }
-
     /// The most-work header not marked failed (Core's `m_best_header`).
     pub(crate) fn best_header(&self) -> Option<EntryId> {
         self.best_header
     }
 
-    /// Makes `id` a candidate (again); whether it was not one.
-    pub(crate) fn insert(&mut self, index: &BlockIndex, id: EntryId) -> bool {
-        self.candidates.insert(Candidate::of(index, id))
-    }
-
-    /// Forgets every candidate (tests of the fixed point's repair).
-    #[cfg(test)]
-    pub(crate) fn clear_candidates(&mut self) {
-        self.candidates.clear();
-    }
-
-    /// Drops the candidates worse than `settled_tip` (Core's
-    /// `PruneBlockIndexCandidates`; see `engine::activate` for why the
-    /// bar is the settled tip, not a pending one).
-    pub(crate) fn prune_worse_than(&mut self, index: &BlockIndex, settled_tip: EntryId) {
-        let bar = Candidate::of(index, settled_tip);
-        while let Some(last) = self.candidates.last().copied() {
-            if last <= bar {
-                break;
-            }
-            self.candidates.remove(&last);
-        }
-    }
-
-    /// `id`'s data arrived: links it, or keeps it waiting for its parent's.
-    pub(crate) fn block_data_arrived(&mut self, index: &mut BlockIndex, id: EntryId) {
+    /// `id`'s data arrived: links it (new candidates go to `candidates`),
+    /// or keeps it waiting for its parent's.
+    pub(crate) fn block_data_arrived(
+        &mut self,
+        index: &mut BlockIndex,
+        candidates: &mut Candidates,
+        id: EntryId,
+    ) {
         let parent = index.entry(id).parent;
         match parent.filter(|parent| !index.entry(*parent).has_chain_data()) {
             Some(parent) => self.unlinked.entry(parent).or_default().push(id),
-            None => self.link(index, id),
+            None => self.link(index, candidates, id),
         }
     }
 
     /// Sets the chain transaction count and sequence of `id` and of every
     /// waiting descendant, making them candidates (Core's
     /// `ReceivedBlockTransactions`).
-    fn link(&mut self, index: &mut BlockIndex, id: EntryId) {
+    fn link(&mut self, index: &mut BlockIndex, candidates: &mut Candidates, id: EntryId) {
         let mut queue = VecDeque::from([id]);
         while let Some(current) = queue.pop_front() {
             let below = index
@@ -126,7 +182,7 @@ impl ChainSelection {
             entry.sequence = sequence;
             let failed = entry.status.is_failed();
             if !failed {
-                self.insert(index, current);
+                candidates.insert(index, current);
             }
             if let Some(children) = self.unlinked.remove(&current) {
                 queue.extend(children);
@@ -134,13 +190,18 @@ impl ChainSelection {
         }
     }
 
-    /// Marks `id` failed with its descendants, drops them as candidates,
-    /// and finds the best header again if it was among them.
-    pub(crate) fn mark_invalid(&mut self, index: &mut BlockIndex, id: EntryId) {
+    /// Marks `id` failed with its descendants, drops them from
+    /// `candidates`, and finds the best header again if it was among them.
+    pub(crate) fn mark_invalid(
+        &mut self,
+        index: &mut BlockIndex,
+        candidates: &mut Candidates,
+        id: EntryId,
+    ) {
         let mut changed = index.mark_failed(id);
         changed.push(id);
         for failed in changed {
-            self.candidates.remove(&Candidate::of(index, failed));
+            candidates.remove(index, failed);
         }
         if self.best_header.is_some_and(|best| index.entry(best).status.is_failed()) {
             self.best_header = best_valid_header(index);
@@ -154,6 +215,7 @@ impl ChainSelection {
     pub(crate) fn reconsider(
         &mut self,
         index: &BlockIndex,
+        candidates: &mut Candidates,
         cleared: &[EntryId],
         tip: Option<EntryId>,
     ) {
@@ -161,7 +223,7 @@ impl ChainSelection {
         for &id in cleared {
             let better = bar.is_none_or(|bar| Candidate::of(index, id) < bar);
             if better && is_usable(index, id) {
-                self.insert(index, id);
+                candidates.insert(index, id);
             }
         }
         self.best_header = best_valid_header(index);
@@ -177,18 +239,6 @@ impl ChainSelection {
         if better && !entry.status.is_failed() {
             self.best_header = Some(id);
         }
-    }
-
-    /// Inserts every block with its chain's data, valid transactions and no
-    /// failure mark as a candidate; how many were not candidates yet.
-    pub(crate) fn insert_from_index(&mut self, index: &BlockIndex) -> usize {
-        let mut added = 0;
-        for id in index.ids() {
-            if is_usable(index, id) {
-                added += usize::from(self.insert(index, id));
-            }
-        }
-        added
     }
 }
 
@@ -219,6 +269,53 @@ mod tests {
 
     use super::*;
 
+    /// The shared selection and one chainstate's candidates, driven
+    /// together as the engine drives them for its active chainstate.
+    #[derive(Default)]
+    struct OneChainstate {
+        shared: ChainSelection,
+        candidates: Candidates,
+    }
+
+    impl OneChainstate {
+        fn from_index(index: &BlockIndex) -> OneChainstate {
+            let shared = ChainSelection::from_index(index);
+            OneChainstate { shared, candidates: Candidates::from_index(index) }
+        }
+
+        fn best(&self) -> Option<EntryId> {
+            self.candidates.best()
+        }
+
+        fn candidate_count(&self) -> usize {
+            self.candidates.count()
+        }
+
+        fn best_header(&self) -> Option<EntryId> {
+            self.shared.best_header()
+        }
+
+        fn consider_header(&mut self, index: &BlockIndex, id: EntryId) {
+            self.shared.consider_header(index, id);
+        }
+
+        fn mark_invalid(&mut self, index: &mut BlockIndex, id: EntryId) {
+            self.shared.mark_invalid(index, &mut self.candidates, id);
+        }
+
+        fn reconsider(&mut self, index: &BlockIndex, cleared: &[EntryId], tip: Option<EntryId>) {
+            self.shared.reconsider(index, &mut self.candidates, cleared, tip);
+        }
+
+        fn insert_from_index(&mut self, index: &BlockIndex) -> usize {
+            self.candidates.insert_from_index(index)
+        }
+
+        fn prune_worse_than(&mut self, index: &BlockIndex, settled_tip: EntryId) {
+            self.candidates.prune_worse_than(index, settled_tip);
+        }
+    }
+
     /// Indexes a header on `parent` (none: the root), named by `tag`.
     fn header(index: &mut BlockIndex, parent: Option<EntryId>, tag: u8) -> EntryId {
         let mut header = Params::regtest().genesis.header;
@@ -228,21 +325,21 @@ mod tests {
     }
 
     /// `id`'s data arrives (one transaction, `CheckBlock` passed).
-    fn data(selection: &mut ChainSelection, index: &mut BlockIndex, id: EntryId) {
+    fn data(selection: &mut OneChainstate, index: &mut BlockIndex, id: EntryId) {
         let entry = index.entry_mut(id);
         entry.transaction_count = 1;
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        selection.block_data_arrived(index, id);
+        selection.shared.block_data_arrived(index, &mut selection.candidates, id);
     }
 
     /// A root and two children of equal work, `first` and `second`.
-    fn fork() -> (BlockIndex, ChainSelection, [EntryId; 3]) {
+    fn fork() -> (BlockIndex, OneChainstate, [EntryId; 3]) {
         let mut index = BlockIndex::new();
         let root = header(&mut index, None, 1);
         let first = header(&mut index, Some(root), 2);
         let second = header(&mut index, Some(root), 3);
-        (index, ChainSelection::default(), [root, first, second])
+        (index, OneChainstate::default(), [root, first, second])
     }
 
     #[test]
@@ -313,7 +410,7 @@ mod tests {
         assert_eq!(selection.best_header(), Some(above));
         assert_eq!(selection.candidate_count(), 3, "root, first and above");
         // Against a tip at `first`, only the better `above` comes back.
-        let mut fresh = ChainSelection::default();
+        let mut fresh = OneChainstate::default();
         fresh.reconsider(&index, &cleared, Some(first));
         assert_eq!(fresh.candidate_count(), 1);
     }
@@ -325,7 +422,7 @@ mod tests {
         data(&mut selection, &mut index, root);
         data(&mut selection, &mut index, above);
         selection.mark_invalid(&mut index, above);
-        let mut reloaded = ChainSelection::from_index(&index);
+        let mut reloaded = OneChainstate::from_index(&index);
         data(&mut reloaded, &mut index, first);
         assert_eq!(index.entry(above).chain_transaction_count, 3, "linked while failed");
         assert_eq!(reloaded.best(), Some(first), "linking a failed block makes no candidate");
@@ -351,6 +448,6 @@ mod tests {
         assert_eq!(selection.best(), Some(first));
         // The index still knows them: a rebuild finds both again.
         assert_eq!(selection.insert_from_index(&index), 2);
-        assert_eq!(ChainSelection::from_index(&index).candidate_count(), 3);
+        assert_eq!(OneChainstate::from_index(&index).candidate_count(), 3);
     }
 }
