@@ -201,3 +201,76 @@ pub(crate) struct BackgroundFlushInfo {
     /// far ([`crate::coins::background`]).
     pub(crate) room_wait_ms: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ibex_primitives::txoutset::TxOutSetHashType;
+
+    use super::ChainRole;
+    use crate::coins::cache::FlushMode;
+    use crate::test_chain::accepted_chain;
+    use crate::FlushReason;
+
+    #[test]
+    fn a_second_chainstate_connects_the_same_blocks_to_the_same_coins() {
+        let root = tempfile::tempdir().unwrap();
+        let (blocks, mut chainstate) = accepted_chain(root.path());
+        chainstate.activate_best_chain().unwrap();
+        let top = u32::try_from(blocks.len() - 1).unwrap();
+        let tip = chainstate.tip().unwrap();
+        assert_eq!(tip.1, top);
+        let hash_type = TxOutSetHashType::HashSerialized3;
+        let coins = chainstate.txoutset_stats(hash_type).unwrap();
+        assert!(coins.txouts > 0, "the chain made no coins");
+        let undo_positions = |chainstate: &crate::Chainstate| -> Vec<_> {
+            let index = chainstate.index();
+            index.ids().map(|id| index.entry(id).undo_position).collect()
+        };
+        let undo_before = undo_positions(&chainstate);
+        let published_before = chainstate.reader().snapshot().sequence;
+        let connected_before = chainstate.statistics().blocks_connected;
+
+        // A second chainstate over its own coins directory, the index and
+        // the block files shared: it starts with no coins and no tip.
+        let background_directory = root.path().join("background");
+        chainstate.open_background(&background_directory).unwrap();
+        let background = chainstate.background.as_ref().unwrap();
+        assert_eq!(background.chain.tip(), None);
+        assert_eq!(background.connector.cache().txoutset_stats(hash_type).unwrap().txouts, 0);
+
+        // The same steps connect the stored blocks into it from genesis.
+        chainstate.activate_best_chain_of(ChainRole::Background).unwrap();
+        let background = chainstate.background.as_ref().unwrap();
+        assert_eq!(background.chain.height(), Some(top));
+        for height in 0..=top {
+            assert_eq!(background.chain.at(height), chainstate.chain().at(height), "{height}");
+        }
+        assert!(background.scripts.is_empty(), "activation settles every block");
+        let background_coins = background.connector.cache().txoutset_stats(hash_type).unwrap();
+        assert_eq!(background_coins, coins);
+        assert_eq!(
+            chainstate.statistics().blocks_connected,
+            connected_before * 2,
+            "every block connected again"
+        );
+
+        // The active chainstate is as it was: tip, coins, what readers see;
+        // the undo data written once is kept.
+        assert_eq!(chainstate.tip(), Some(tip));
+        assert_eq!(chainstate.txoutset_stats(hash_type).unwrap(), coins);
+        assert_eq!(chainstate.reader().snapshot().sequence, published_before);
+        assert_eq!(undo_positions(&chainstate), undo_before);
+
+        // Its coins are durable in its own directory: opened again, it is
+        // at the same tip with the same coins.
+        let (shared, background) = chainstate.parts(ChainRole::Background).unwrap();
+        background.flush(shared, FlushReason::Shutdown, FlushMode::KeepCoins).unwrap();
+        chainstate.open_background(&background_directory).unwrap();
+        let background = chainstate.background.as_ref().unwrap();
+        assert_eq!(background.chain.tip(), chainstate.chain().tip());
+        assert_eq!(background.connector.cache().txoutset_stats(hash_type).unwrap(), coins);
+        assert_eq!(chainstate.txoutset_stats(hash_type).unwrap(), coins);
+    }
+}
