@@ -52,7 +52,8 @@ pub struct ImportSummary {
     pub blocks_rejected: u64,
     /// Blocks still waiting for an unknown parent at the end.
     pub orphans_left: u64,
-    /// Whether it stopped early (shutdown or `-stopatheight`).
+    /// Whether it stopped before the source's end: a shutdown, or
+    /// `-stopatheight` reached with blocks left to read.
     pub interrupted: bool,
 }
 
@@ -196,6 +197,21 @@ impl Importer<'_> {
         shutdown: &AtomicBool,
     ) -> Result<ImportSummary, ChainstateError> {
         for message in receiver {
+            // `-stopatheight` ends the import only when a block is left
+            // unread: a source whose last block reaches it was read whole.
+            // A tip there whose verdicts are pending may still fall back
+            // below it (an invalid block at that height, with a valid
+            // sibling further on): they are settled first.
+            if self.chainstate.reached_stop_height() {
+                self.chainstate.activate_best_chain()?;
+            }
+            if self.chainstate.reached_stop_height() {
+                if let ReaderMessage::Block(_, bytes) = &message {
+                    in_flight.release(*bytes);
+                }
+                self.summary.interrupted = true;
+                break;
+            }
             let block = match message {
                 ReaderMessage::Block(block, bytes) => {
                     in_flight.release(bytes);
@@ -205,7 +221,7 @@ impl Importer<'_> {
             };
             self.summary.blocks_read += 1;
             self.offer(block)?;
-            if shutdown.load(Ordering::Relaxed) || self.chainstate.reached_stop_height() {
+            if shutdown.load(Ordering::Relaxed) {
                 self.summary.interrupted = true;
                 break;
             }

@@ -89,11 +89,12 @@ fn run_signet(arguments: &GenArguments) -> Result<String, String> {
     };
     let report = crate::signet::write_signet_chain(&options).map_err(|error| error.to_string())?;
     Ok(format!(
-        "generated a signet of {} blocks (tip {}); load it with ibexd -signet -signetchallenge={} -loadblock={}; manifest {}",
+        "generated a signet of {} blocks (tip {}); load it with ibexd -signet -signetchallenge={} -loadblock={} -stopatheight={} (which ends the run at its tip); manifest {}",
         options.blocks,
         report.tip_hash,
         report.challenge_hex,
         options.out.join("blk00000.dat").display(),
+        options.blocks,
         report.manifest_path.display(),
     ))
 }

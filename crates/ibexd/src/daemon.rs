@@ -14,9 +14,9 @@ use crate::version::{version_string, CLIENT_NAME};
 /// How the node stopped (both are a clean exit, status 0, as in Core).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeExit {
-    /// The work was done (or `-stopatheight` was reached).
+    /// `-stopatheight` was reached (or the P2P side ended on its own).
     Finished,
-    /// SIGINT or SIGTERM.
+    /// SIGINT, SIGTERM or the `stop` RPC.
     Interrupted,
 }
 
@@ -98,8 +98,8 @@ pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
     lines
 }
 
-/// Runs the node until it is done, `-stopatheight` is reached, or
-/// `shutdown` is set; the chainstate is flushed in every case.
+/// Runs the node until `-stopatheight` is reached or `shutdown` is set (a
+/// signal, the `stop` RPC); the chainstate is flushed in every case.
 pub fn run_node(
     options: NodeOptions,
     logger: Logger,

@@ -1,12 +1,13 @@
 //! The node's work between startup and shutdown: prepare the directories
 //! for `-reindex`/`-reindex-chainstate`, open the chainstate, import block
 //! files (its own on a reindex, then every `-loadblock`), connect the best
-//! chain, then, when the P2P options keep the node up
-//! ([`crate::options::network::NetworkOptions::stays_up_knowing`] the
-//! address manager's file), sync from and
-//! serve peers until a signal or `-stopatheight`; flush, and report.
+//! chain, then sync from and serve peers until a signal, the `stop` RPC or
+//! `-stopatheight`; flush, and report. As `bitcoind`, the node stays up
+//! after its import even with nobody to reach (`-connect=0 -listen=0`),
+//! idle and answering RPC: only a tip at `-stopatheight` ends it then, so
+//! a run meant to end with its import says so with `-stopatheight`.
 //!
-//! A node that stays up starts its RPC server first, as Core does: while
+//! The node starts its RPC server first, as Core does: while
 //! the chainstate opens and its last blocks are verified, calls get -28
 //! with the step ("Loading block index…", "Verifying blocks…"); from the
 //! import on they are answered (the import answers the engine's reads
@@ -104,7 +105,10 @@ pub struct RunSummary {
     pub height: Option<u32>,
     /// Wall time of the import and connect work.
     pub elapsed: Duration,
-    /// Whether a signal or `-stopatheight` cut it short.
+    /// Whether it ended short of its work: its import left blocks unread
+    /// (a signal, the `stop` RPC, or `-stopatheight` reached before the
+    /// files' end, which leaves a reindex to continue), or one of them
+    /// ended its sync.
     pub interrupted: bool,
     /// The coins database's I/O and shape after the shutdown flush.
     pub coins_database: CoinsDatabaseIo,
@@ -210,17 +214,12 @@ pub fn run_engine(
     let node_metrics = Arc::new(NodeMetrics::new());
     // Bound before anything is wiped or opened: a port in use stops here.
     let _metrics_server = start_metrics(options, logger, &node_metrics)?;
-    // The address manager is read first: addresses known from an earlier
-    // run keep the node up to reach them.
     let addresses = load_addresses(&options.chain_directory, &options.params, &random_seed());
-    let importing =
-        options.reindex || options.reindex_chainstate || !options.load_blocks.is_empty();
-    let stays_up = options.network_options.stays_up_knowing(addresses.book.len(), importing);
-    // A node that stays up serves RPC from before the chainstate opens, as
-    // Core's does: a client gets -28 with what the node is doing (loading,
+    // The node serves RPC from before the chainstate opens, as Core's
+    // does: a client gets -28 with what the node is doing (loading,
     // verifying) instead of a refused connection, then answers during the
     // whole import and sync.
-    let rpc = if stays_up { start_rpc(options, logger, shutdown)? } else { None };
+    let rpc = start_rpc(options, logger, shutdown)?;
     let warmup_status =
         |status: &str| rpc.iter().for_each(|rpc| rpc.server().set_warmup_status(status));
     warmup_status("Loading block index…");
@@ -247,15 +246,15 @@ pub fn run_engine(
     if let Some(rpc) = &rpc {
         rpc.server().finish_warmup();
     }
-    let import_interrupted = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
+    let import = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
     // in use, say).
-    let network_end = if stays_up && !import_interrupted {
+    let network_end = if import.shuts_down {
+        Ok(false)
+    } else {
         let reporters = Reporters { logger, progress: &progress, metrics: &node_metrics };
         let parts = NetworkParts { addresses, invalid_blocks, rpc: rpc.as_ref() };
         run_network(&mut chainstate, options, &reporters, shutdown, parts)
-    } else {
-        Ok(import_interrupted)
     };
     if let Some(rpc) = rpc {
         stop_rpc(rpc, &mut chainstate)?;
@@ -263,11 +262,11 @@ pub fn run_engine(
     logger.log("Flushing chainstate to disk");
     chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache)?;
     let coins_database = chainstate.coins_database_io();
-    if reindexing && !import_interrupted {
+    if reindexing && import.reindex_complete {
         let blocks = &options.blocks_directory;
         write_state(blocks, ReindexState::None).map_err(wipe_error(blocks))?;
     }
-    let interrupted = network_end?;
+    let interrupted = import.interrupted || network_end?;
     progress.finish();
     Ok(RunSummary {
         statistics: chainstate.statistics(),
@@ -516,19 +515,31 @@ fn unfinished_reindex_line(state: ReindexState, reindex_requested: bool) -> Opti
     }
 }
 
+/// How [`import_all`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ImportEnd {
+    /// Blocks were left unread: a signal, the `stop` RPC, or
+    /// `-stopatheight` reached before the end of the files.
+    interrupted: bool,
+    /// Every own block file was read again (true when not reindexing): the
+    /// reindex marker goes once the import is flushed.
+    reindex_complete: bool,
+    /// The node shuts down rather than sync: a signal or the `stop` RPC,
+    /// or the tip at or above `-stopatheight`.
+    shuts_down: bool,
+}
+
 /// Reindex (or continues one), genesis, `-loadblock` files, best chain.
-/// True when stopped early.
 fn import_all(
     chainstate: &mut Chainstate,
     options: &NodeOptions,
     reindexing: bool,
     logger: &Logger,
     shutdown: &AtomicBool,
-) -> Result<bool, EngineError> {
+) -> Result<ImportEnd, EngineError> {
     use std::sync::atomic::Ordering;
-    let stopped = |chainstate: &Chainstate| {
-        shutdown.load(Ordering::Relaxed) || chainstate.reached_stop_height()
-    };
+    let signalled = || shutdown.load(Ordering::Relaxed);
+    let stopped = |chainstate: &Chainstate| signalled() || chainstate.reached_stop_height();
     if reindexing {
         logger.log("Reindexing block files...");
         let summary = import_blocks(chainstate, &ImportSource::OwnBlockFiles, shutdown)?;
@@ -545,16 +556,21 @@ fn import_all(
             summary.blocks_rejected,
             summary.orphans_left
         ));
+        // Cut short, the reindex stays unfinished and no `-loadblock` file
+        // is read: the next start continues it.
         if summary.interrupted {
-            if !shutdown.load(Ordering::Relaxed) {
+            if !signalled() {
                 activate_and_check(chainstate, logger)?;
             }
-            return Ok(true);
+            let end = ImportEnd { interrupted: true, reindex_complete: false, shuts_down: true };
+            return Ok(end);
         }
     }
     chainstate.ensure_genesis()?;
+    let mut interrupted = false;
     for path in &options.load_blocks {
         if stopped(chainstate) {
+            interrupted = true;
             break;
         }
         logger.log(&format!("Importing blocks file {}...", path.display()));
@@ -564,11 +580,13 @@ fn import_all(
             "Loaded {} blocks from external file ({} new, {} rejected)",
             summary.blocks_read, summary.blocks_accepted, summary.blocks_rejected
         ));
+        interrupted |= summary.interrupted;
     }
-    if !shutdown.load(Ordering::Relaxed) {
+    if !signalled() {
         activate_and_check(chainstate, logger)?;
     }
-    Ok(stopped(chainstate))
+    let interrupted = interrupted || signalled();
+    Ok(ImportEnd { interrupted, reindex_complete: true, shuts_down: stopped(chainstate) })
 }
 
 /// Activates the best chain to its fixed point and says so in the log

@@ -15,8 +15,17 @@ use std::time::{Duration, Instant};
 use common::{datadir_with_blocks, generate_chain};
 
 const KILL_COUNT: usize = 22;
-const NODE_OPTIONS: [&str; 5] =
-    ["-regtest", "-printtoconsole=0", "-dbcache=4", "-dbbatchsize=65536", "-assumevalid=0"];
+/// Every run that is not killed ends at the generated chain's tip (400,
+/// `-stopatheight`), with no RPC server to bind.
+const NODE_OPTIONS: [&str; 7] = [
+    "-regtest",
+    "-printtoconsole=0",
+    "-dbcache=4",
+    "-dbbatchsize=65536",
+    "-assumevalid=0",
+    "-stopatheight=400",
+    "-server=0",
+];
 
 fn node(datadir: &Path, extra: &[&str]) -> Command {
     common::quiet_ibexd(datadir, &NODE_OPTIONS, extra)

@@ -11,8 +11,16 @@ use std::path::Path;
 
 use serde_json::Value;
 
+/// The tip height of Core's chain: a run meant to end with its import
+/// stops there at the latest (`-stopatheight`), as `bitcoind` would.
+const TIP_STOP: &str = "-stopatheight=1190";
+
+/// `ibexd` with no RPC server, run to its end; the whole log.
 fn ibexd(datadir: &Path, extra: &[&str]) -> String {
-    let output = common::ibexd(datadir, &common::REGTEST_QUIET, extra).output().unwrap();
+    let output = common::ibexd(datadir, &common::REGTEST_QUIET, &["-server=0"])
+        .args(extra)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "ibexd failed: {}", String::from_utf8_lossy(&output.stderr));
     common::debug_log(datadir)
 }
@@ -50,7 +58,7 @@ fn reindex_then_txoutsetinfo_gives_cores_answers() {
         let ours = txoutsetinfo(datadir.path(), "muhash");
         assert_same(&ours, &expected["gettxoutsetinfo"][height]["muhash"], &fields);
     }
-    let log = ibexd(datadir.path(), &[]);
+    let log = ibexd(datadir.path(), &[TIP_STOP]);
     assert!(log.contains("UpdateTip: new best=7720e38fed81718c530b96cb43e3e85b0fb52636e94b768340af9f80ec047b87 height=1190 version=0x20000000 log2_work=11.217958 tx=21357 date='2026-11-22T04:20:36Z'"));
     assert!(log.contains("Reindexing finished"));
     let ours = txoutsetinfo(datadir.path(), "hash_serialized_3");
@@ -68,7 +76,7 @@ fn reindex_then_txoutsetinfo_gives_cores_answers() {
     let ours = txoutsetinfo(datadir.path(), "muhash");
     assert_same(&ours, &expected["gettxoutsetinfo"]["1190"]["muhash"], &fields);
     // -reindex-chainstate: coins rebuilt from the kept index and files.
-    let log = ibexd(datadir.path(), &["-reindex-chainstate"]);
+    let log = ibexd(datadir.path(), &["-reindex-chainstate", TIP_STOP]);
     assert!(log.contains("Loaded 1210 block index entries"));
     let ours = txoutsetinfo(datadir.path(), "hash_serialized_3");
     assert_same(&ours, core, &tip_fields);

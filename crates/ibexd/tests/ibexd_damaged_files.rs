@@ -11,13 +11,37 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{copy_core_blocks, debug_log};
+use common::{copy_core_blocks, debug_log, log_or_empty, spawn_node, terminate, wait_for_log};
 
 /// Core's chain tip height.
 const CORE_TIP_HEIGHT: u32 = 1190;
 
+/// Ends a run at Core's tip, as `bitcoind` ends at `-stopatheight`.
+const TIP_STOP: &str = "-stopatheight=1190";
+
+/// `ibexd` with no RPC server and `extra`, run to its end.
 fn ibexd(datadir: &Path, extra: &[&str]) -> Output {
-    common::ibexd(datadir, &common::REGTEST_QUIET, extra).env("HOME", datadir).output().unwrap()
+    common::ibexd(datadir, &common::REGTEST_QUIET, &["-server=0"])
+        .args(extra)
+        .env("HOME", datadir)
+        .output()
+        .unwrap()
+}
+
+/// `ibexd` with no RPC server, no P2P and `extra`, stopped with SIGTERM
+/// once its import is done (a tip it cannot leave); the log.
+fn run_until_imported(datadir: &Path, extra: &[&str]) -> String {
+    let mut command = common::quiet_ibexd(
+        datadir,
+        &common::REGTEST_QUIET,
+        &["-server=0", "-connect=0", "-listen=0"],
+    );
+    let mut node = spawn_node(command.args(extra).env("HOME", datadir));
+    wait_for_log(datadir, "init message: Done loading", &mut node);
+    terminate(&node);
+    let status = common::wait_exit(&mut node, datadir);
+    assert_eq!(status.code(), Some(0), "{}", log_or_empty(datadir));
+    debug_log(datadir)
 }
 
 fn stderr(output: &Output) -> String {
@@ -34,9 +58,9 @@ fn run_ok(datadir: &Path, extra: &[&str]) -> String {
 /// hold their records in table files.
 fn reindexed(datadir: &Path) {
     copy_core_blocks(datadir);
-    let first = run_ok(datadir, &["-reindex"]);
+    let first = run_ok(datadir, &["-reindex", TIP_STOP]);
     assert!(first.contains(&format!("Imported to height {CORE_TIP_HEIGHT}:")), "{first}");
-    run_ok(datadir, &[]);
+    run_ok(datadir, &[TIP_STOP]);
 }
 
 fn table_file(directory: &Path) -> PathBuf {
@@ -71,7 +95,7 @@ fn coins_database_without_current_asks_for_reindex_chainstate() {
     assert_refused(datadir, "coins", &coins, "-reindex-chainstate");
     // Refused again, not opened as an empty database the second time.
     assert_refused(datadir, "coins", &coins, "-reindex-chainstate");
-    let rebuilt = run_ok(datadir, &["-reindex-chainstate"]);
+    let rebuilt = run_ok(datadir, &["-reindex-chainstate", TIP_STOP]);
     assert!(rebuilt.contains(&format!("Imported to height {CORE_TIP_HEIGHT}:")), "{rebuilt}");
 }
 
@@ -89,7 +113,7 @@ fn block_index_table_with_a_flipped_byte_asks_for_reindex() {
     assert_refused(datadir, "block index", &index, "-reindex");
     let text = stderr(&ibexd(datadir, &[]));
     assert!(text.contains("Corruption: block checksum mismatch"), "{text}");
-    let rebuilt = run_ok(datadir, &["-reindex"]);
+    let rebuilt = run_ok(datadir, &["-reindex", TIP_STOP]);
     assert!(rebuilt.contains(&format!("Imported to height {CORE_TIP_HEIGHT}:")), "{rebuilt}");
 }
 
@@ -121,7 +145,7 @@ fn block_files_without_a_record_are_named_in_the_log() {
     let key = std::fs::read(blocks.join("xor.dat")).unwrap();
     let wrong: Vec<u8> = key.iter().map(|byte| byte ^ 0xa5).collect();
     std::fs::write(blocks.join("xor.dat"), wrong).unwrap();
-    let text = run_ok(datadir, &["-reindex"]);
+    let text = run_until_imported(datadir, &["-reindex"]);
     let warnings = no_block_warnings(&text);
     assert_eq!(warnings.len(), 1, "{text}");
     let expected = format!(
@@ -143,7 +167,7 @@ fn block_files_without_a_record_are_named_in_the_log() {
     let datadir = datadir.path();
     let blocks = copy_core_blocks(datadir);
     std::fs::write(blocks.join("blk00001.dat"), random_bytes(1 << 20)).unwrap();
-    let text = run_ok(datadir, &["-reindex"]);
+    let text = run_ok(datadir, &["-reindex", TIP_STOP]);
     let warnings = no_block_warnings(&text);
     assert_eq!(warnings.len(), 1, "{text}");
     let named = format!("[warning] {}: no block found", blocks.join("blk00001.dat").display());
@@ -155,7 +179,7 @@ fn block_files_without_a_record_are_named_in_the_log() {
     let external = datadir.join("random.dat");
     std::fs::write(&external, random_bytes(4096)).unwrap();
     let argument = format!("-loadblock={}", external.display());
-    let text = run_ok(datadir, &[&argument]);
+    let text = run_until_imported(datadir, &[&argument]);
     let warnings = no_block_warnings(&text);
     let named = format!("[warning] {}: no block found in 4096 bytes", external.display());
     assert!(warnings.iter().any(|warning| warning.contains(&named)), "{text}");

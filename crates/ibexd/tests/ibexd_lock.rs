@@ -32,8 +32,27 @@ const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// for the refused starts, which take milliseconds each.
 const CHAIN_BLOCKS: &str = "1500";
 
+/// `ibexd` with no RPC server, ending at the generated chain's tip
+/// (`-stopatheight`), with `extra`.
 fn node(datadir: &Path, extra: &[&str]) -> Command {
-    common::quiet_ibexd(datadir, &common::REGTEST_QUIET_SMALL_CACHE, extra)
+    let stop = format!("-stopatheight={CHAIN_BLOCKS}");
+    let mut command = common::quiet_ibexd(
+        datadir,
+        &common::REGTEST_QUIET_SMALL_CACHE,
+        &["-server=0", stop.as_str()],
+    );
+    command.args(extra);
+    command
+}
+
+/// Runs `command` on a data directory without blocks, whose tip stays
+/// below any stop height: with no P2P it idles once loaded, and SIGTERM
+/// ends it; whether it exited cleanly.
+fn run_until_loaded(mut command: Command, datadir: &Path) -> bool {
+    let mut child = command.args(["-connect=0", "-listen=0"]).spawn().unwrap();
+    common::wait_for_log(datadir, "init message: Done loading", &mut child);
+    common::terminate(&child);
+    common::wait_exit(&mut child, datadir).success()
 }
 
 /// Core's refusal, with our client name.
@@ -133,7 +152,7 @@ fn a_directory_locked_elsewhere_refuses_ibexd_and_txoutsetinfo_creating_nothing(
 
     // Released on drop; the `.lock` file left behind blocks nobody.
     drop(held);
-    assert!(node(&datadir, &[]).status().unwrap().success());
+    assert!(run_until_loaded(node(&datadir, &[]), &datadir));
     assert_eq!(count_in_log(&datadir, "Shutdown: done"), 1);
     assert!(chain_directory.join("blocks/.lock").is_file());
 
@@ -153,7 +172,7 @@ fn a_directory_locked_elsewhere_refuses_ibexd_and_txoutsetinfo_creating_nothing(
     drop(DirectoryLock::acquire(&chain_directory).unwrap());
     drop(held);
     // (With `-reindex`: the chainstate was built on the other blocks.)
-    assert!(node(&datadir, &[&blocks_argument, "-reindex"]).status().unwrap().success());
+    assert!(run_until_loaded(node(&datadir, &[&blocks_argument, "-reindex"]), &datadir));
     assert_eq!(count_in_log(&datadir, "Shutdown: done"), 2);
 }
 

@@ -231,7 +231,7 @@ fn scrapes_during_an_import_see_every_metric_move_the_right_way() {
     let metrics = format!("-metrics=127.0.0.1:{metrics_port}");
     let port = format!("-port={p2p_port}");
     // One script thread keeps the import long enough to scrape it often;
-    // -listen=1 keeps the node up after it, for the last scrape. BIP34
+    // the node stays up after it, listening, for the last scrape. BIP34
     // from block 2 makes BIP30 look up every block's outputs first (from
     // block 1, regtest's default, only failing blocks are looked up).
     let options = [
@@ -401,10 +401,13 @@ fn a_non_loopback_address_is_refused_unless_allowed() {
     assert!(stderr.contains(&message), "{stderr}");
     assert!(!root.path().join("regtest").exists(), "refused before touching the data directory");
 
-    // Allowed, it serves there (an empty node: it starts and exits).
+    // Allowed, it serves there (an empty node: it starts, idles, and
+    // stops on SIGTERM).
     let options = [everywhere.as_str(), "-metricsallowremote=1", "-server=0", "-listen=0"];
     let mut node =
         spawn_node(&mut common::quiet_ibexd(root.path(), &common::REGTEST_QUIET, &options));
+    wait_for_log(root.path(), "init message: Done loading", &mut node);
+    terminate(&node);
     let status = wait_exit(&mut node, root.path());
     assert!(status.success(), "{status:?}\n{}", log_or_empty(root.path()));
     let log = log_or_empty(root.path());

@@ -230,14 +230,17 @@ fn file_sequences<'a>(
     (followed, marked)
 }
 
-/// Imports `file` with `-loadblock` into an empty node, which exits when
-/// done; its log.
+/// Imports `file` with `-loadblock` into an empty node with no P2P, which
+/// stays up when done until SIGTERM; its log.
 fn load(root: &Path, name: &str, file: &Path) -> String {
     let datadir = root.join(name);
     std::fs::create_dir_all(&datadir).unwrap();
     let load = format!("-loadblock={}", file.display());
-    let mut command = common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &[&load, "-server=0"]);
+    let options = [&load, "-server=0", "-connect=0", "-listen=0"];
+    let mut command = common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options);
     let mut process = common::spawn_node(&mut command);
+    common::wait_for_log(&datadir, "init message: Done loading", &mut process);
+    common::terminate(&process);
     let status = common::wait_exit(&mut process, &datadir);
     let log = common::debug_log(&datadir);
     assert!(status.success(), "{status:?}\n{log}");

@@ -19,6 +19,17 @@ fn ibexd(arguments: &[&str], home: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ibexd")).args(arguments).env("HOME", home).output().unwrap()
 }
 
+/// A node with no blocks has the genesis block for its tip, below any
+/// positive `-stopatheight`: `-stopatheight=-1` (every height) ends its
+/// run there, as `bitcoind`'s ends at its first tip; no RPC server binds.
+const ENDS_AT_GENESIS: [&str; 2] = ["-stopatheight=-1", "-server=0"];
+
+/// [`ibexd`] with [`ENDS_AT_GENESIS`] after `arguments`.
+fn ibexd_to_genesis(arguments: &[&str], home: &Path) -> Output {
+    let arguments: Vec<&str> = arguments.iter().chain(&ENDS_AT_GENESIS).copied().collect();
+    ibexd(&arguments, home)
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
@@ -100,7 +111,7 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
         "# chosen here\nregtest=1\nprinttoconsole=0\n[regtest]\ndbcache=100\n",
     )
     .unwrap();
-    let output = ibexd(&[&datadir_argument(&datadir), "-par=2"], home.path());
+    let output = ibexd_to_genesis(&[&datadir_argument(&datadir), "-par=2"], home.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "", "printtoconsole=0 from the file");
     let log = debug_log(&datadir);
@@ -129,7 +140,7 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
         assert!(messages.contains(&line.as_str()), "missing {line:?} in\n{log}");
     }
     // A second run appends.
-    let output = ibexd(&[&datadir_argument(&datadir)], home.path());
+    let output = ibexd_to_genesis(&[&datadir_argument(&datadir)], home.path());
     assert_eq!(output.status.code(), Some(0));
     let log = debug_log(&datadir);
     assert_eq!(log.matches("Shutdown: done").count(), 2);
@@ -138,7 +149,7 @@ fn regtest_from_the_config_file_logs_to_the_chain_directory() {
 #[test]
 fn default_data_directory_and_console() {
     let home = tempfile::tempdir().unwrap();
-    let output = ibexd(&["-printtoconsole", "-debuglogfile=other.log"], home.path());
+    let output = ibexd_to_genesis(&["-printtoconsole", "-debuglogfile=other.log"], home.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let console = stdout(&output);
     assert!(console.lines().all(is_timestamped), "{console}");
@@ -408,7 +419,8 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     ];
     for (argument, expected) in cases {
         let home = tempfile::tempdir().unwrap();
-        let output = ibexd(&["-regtest", &datadir_argument(home.path()), argument], home.path());
+        let arguments = ["-regtest", &datadir_argument(home.path()), argument];
+        let output = ibexd_to_genesis(&arguments, home.path());
         // Core refuses none of these values: the node runs and exits 0.
         assert_eq!(output.status.code(), Some(0), "{argument}: {}", stderr(&output));
         let warnings = logged_warnings(home.path());
@@ -421,7 +433,7 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     }
     // The values in use: 4 MiB, below the caches' minimums (said); 16 threads.
     let home = tempfile::tempdir().unwrap();
-    let output = ibexd(
+    let output = ibexd_to_genesis(
         &["-regtest", &datadir_argument(home.path()), "-dbcache=abc", "-par=1000"],
         home.path(),
     );
@@ -439,7 +451,8 @@ fn out_of_range_values_start_with_a_warning_in_the_log() {
     // genesis block, the first tip, as Core stops at its first new block.
     let home = tempfile::tempdir().unwrap();
     copy_core_blocks(home.path());
-    let arguments = ["-regtest", &datadir_argument(home.path()), "-reindex", "-stopatheight=-1"];
+    let arguments =
+        ["-regtest", &datadir_argument(home.path()), "-reindex", "-stopatheight=-1", "-server=0"];
     let output = ibexd(&arguments, home.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = debug_log(home.path());

@@ -1,4 +1,4 @@
-//! `ibexd` serves JSON-RPC: once it stays up (here `-listen=1`),
+//! `ibexd` serves JSON-RPC: after its import (here listening, `-listen=1`),
 //! its RPC server answers with user/password and with the cookie it writes
 //! in the chain directory, `stop` shuts it down cleanly (the cookie is
 //! removed), and a real `bitcoin-cli` drives it when `IBEX_CORE_BIN` names a

@@ -53,7 +53,8 @@ impl Node {
         let port = free_port();
         let options = [
             "-reindex".to_owned(),
-            // Listening keeps the node up after the import.
+            // Listening on a port of its own (it stays up after the
+            // import either way, as bitcoind).
             "-listen=1".to_owned(),
             "-bind=127.0.0.1".to_owned(),
             format!("-port={}", free_port()),

@@ -105,9 +105,9 @@ fn ibexd_answers_getblockchaininfo_at_every_moment_of_a_reindex() {
 
     // The same import without a server, nor calls, gives the same coins.
     let alone = datadir_with_blocks(&root.path().join("alone"), &chain);
-    let status = common::quiet_ibexd(&alone, &common::REGTEST_QUIET, &["-reindex", "-server=0"])
-        .status()
-        .unwrap();
+    let stop = format!("-stopatheight={BLOCKS}");
+    let options = ["-reindex", "-server=0", stop.as_str()];
+    let status = common::quiet_ibexd(&alone, &common::REGTEST_QUIET, &options).status().unwrap();
     assert!(status.success());
     assert_eq!(utxo_hash(&datadir), utxo_hash(&alone));
 }

@@ -23,7 +23,7 @@ const SCAN_BEFORE_SIGNAL: Duration = Duration::from_millis(700);
 fn stop_during_scan(datadir: &Path, source: &Path) -> Duration {
     std::fs::create_dir_all(datadir).unwrap();
     let option = format!("-loadblock={}", source.display());
-    let mut child = spawn_node(&mut quiet_ibexd(datadir, &REGTEST_QUIET, &[&option]));
+    let mut child = spawn_node(&mut quiet_ibexd(datadir, &REGTEST_QUIET, &[&option, "-server=0"]));
     wait_for_log(datadir, "Importing blocks file", &mut child);
     std::thread::sleep(SCAN_BEFORE_SIGNAL);
     assert!(

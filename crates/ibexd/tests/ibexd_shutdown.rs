@@ -12,8 +12,17 @@ use std::time::Duration;
 
 use common::{datadir_with_blocks, generate_chain, utxo_hash};
 
+/// The generated chain's tip height.
+const BLOCKS: &str = "300";
+
+/// `ibexd` with no RPC server, ending at the chain's tip
+/// (`-stopatheight`) unless a signal ends it first, with `extra`.
 fn node(datadir: &Path, extra: &[&str]) -> Command {
-    common::quiet_ibexd(datadir, &common::REGTEST_QUIET_SMALL_CACHE, extra)
+    let stop = format!("-stopatheight={BLOCKS}");
+    let options = ["-server=0", stop.as_str()];
+    let mut command = common::quiet_ibexd(datadir, &common::REGTEST_QUIET_SMALL_CACHE, &options);
+    command.args(extra);
+    command
 }
 
 fn signal(pid: u32, name: &str) {
@@ -26,7 +35,7 @@ fn signal(pid: u32, name: &str) {
 fn signals_stop_cleanly_and_loadblock_imports() {
     let root = tempfile::tempdir().unwrap();
     let chain = root.path().join("chain");
-    generate_chain(&chain, "small", "300", "5", &["--xor-zero"]);
+    generate_chain(&chain, "small", BLOCKS, "5", &["--xor-zero"]);
     let clean = datadir_with_blocks(&root.path().join("clean"), &chain);
     assert!(node(&clean, &["-reindex"]).status().unwrap().success());
     let expected = utxo_hash(&clean);

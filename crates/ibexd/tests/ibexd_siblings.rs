@@ -12,7 +12,10 @@ use std::path::Path;
 use common::debug_log;
 
 const BLOCKS: &str = "130";
-const NODE_OPTIONS: [&str; 3] = ["-regtest", "-printtoconsole=0", "-assumevalid=0"];
+/// Every run ends at the chain's tip height (`-stopatheight`), with no
+/// RPC server to bind.
+const NODE_OPTIONS: [&str; 5] =
+    ["-regtest", "-printtoconsole=0", "-assumevalid=0", "-stopatheight=130", "-server=0"];
 
 /// `ibex gen` of a tiny chain into `directory`: its manifest.
 fn generate(directory: &Path, extra: &[&str]) -> serde_json::Value {

@@ -125,9 +125,10 @@ fn signet_log(datadir: &Path) -> String {
     std::fs::read_to_string(datadir.join("signet/debug.log")).unwrap_or_default()
 }
 
-/// Runs `ibexd -signet` over `datadir` with `options` until it exits; its
-/// log.
-fn run_to_exit(datadir: &Path, options: &[&str]) -> String {
+/// Runs `ibexd -signet` over `datadir` with `options` until it exits (at
+/// `-stopatheight`, or on the SIGTERM sent once the log holds
+/// `stop_after` when given); its log.
+fn run_to_exit(datadir: &Path, options: &[&str], stop_after: Option<&str>) -> String {
     let quiet = ["-signet", "-printtoconsole=0", "-server=0", "-dnsseed=0", "-fixedseeds=0"];
     let mut child = common::ibexd(datadir, &quiet, options)
         .stdout(Stdio::null())
@@ -135,9 +136,14 @@ fn run_to_exit(datadir: &Path, options: &[&str]) -> String {
         .spawn()
         .unwrap();
     let started = Instant::now();
+    let mut signalled = false;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
+        }
+        if !signalled && stop_after.is_some_and(|text| signet_log(datadir).contains(text)) {
+            common::terminate(&child);
+            signalled = true;
         }
         if started.elapsed() > WAIT {
             let _ = child.kill();
@@ -178,7 +184,9 @@ fn signet_blocks_from_files_are_checked_against_the_challenge() {
     let loaded = root.path().join("loaded");
     std::fs::create_dir_all(&loaded).unwrap();
     let load = format!("-loadblock={}", file.display());
-    let log = run_to_exit(&loaded, &[&challenge, &load]);
+    // Every run that imports the file ends at the valid chain's tip.
+    let stop = format!("-stopatheight={VALID_TIP_HEIGHT}");
+    let log = run_to_exit(&loaded, &[&challenge, &load, &stop], None);
     assert!(log.contains(&format!("Signet with challenge {}", signet.challenge_hex)), "{log}");
     assert_file_verdicts(&signet, &log);
 
@@ -187,14 +195,16 @@ fn signet_blocks_from_files_are_checked_against_the_challenge() {
     std::fs::create_dir_all(&blocks).unwrap();
     std::fs::copy(&file, blocks.join("blk00000.dat")).unwrap();
     std::fs::copy(file.with_file_name("xor.dat"), blocks.join("xor.dat")).unwrap();
-    let log = run_to_exit(&reindexed, &[&challenge, "-reindex"]);
+    let log = run_to_exit(&reindexed, &[&challenge, "-reindex", &stop], None);
     assert_file_verdicts(&signet, &log);
 
     // The same blocks without the challenge: the default signet's magic
-    // differs, so none of the file's records is even read as a block.
+    // differs, so none of the file's records is even read as a block (the
+    // node, left at its genesis, stays up with no P2P until SIGTERM).
     let default = root.path().join("default");
     std::fs::create_dir_all(&default).unwrap();
-    let log = run_to_exit(&default, &[&load]);
+    let alone = [load.as_str(), "-connect=0", "-listen=0"];
+    let log = run_to_exit(&default, &alone, Some("init message: Done loading"));
     assert!(!log.contains(&signet.tip().to_string()), "{log}");
 }
 

@@ -80,13 +80,15 @@ fn a_start_after_an_unfinished_reindex_says_so() {
     let mut child = common::spawn_node(&mut common::quiet_ibexd(
         &datadir,
         &REGTEST_QUIET,
-        &["-reindex", "-loadblock=/dev/zero"],
+        &["-reindex", "-loadblock=/dev/zero", "-server=0"],
     ));
     wait_for_log(&datadir, "Importing blocks file /dev/zero", &mut child);
     child.kill().unwrap();
     child.wait().unwrap();
     let before = debug_log(&datadir).len();
-    let output = common::ibexd(&datadir, &REGTEST_QUIET, &[]).output().unwrap();
+    // The restart ends at the chain's tip.
+    let restart_options = ["-stopatheight=50", "-server=0"];
+    let output = common::ibexd(&datadir, &REGTEST_QUIET, &restart_options).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let log = debug_log(&datadir);
     let restart = &log[before..];

@@ -114,8 +114,13 @@ fn install_blocks(datadir: &Path, chain: &Path) {
     common::copy_block_files(datadir, chain, &names);
 }
 
+/// `ibexd` with no RPC server, ending at the chain's tip (`-stopatheight`,
+/// which a later one in `extra` overrides: the last value wins).
 fn ibexd(datadir: &Path, extra: &[&str]) -> Command {
-    common::quiet_ibexd(datadir, &NODE_OPTIONS, extra)
+    let stop = format!("-stopatheight={}", scaled_chain().height);
+    let mut command = common::quiet_ibexd(datadir, &NODE_OPTIONS, &["-server=0", stop.as_str()]);
+    command.args(extra);
+    command
 }
 
 /// The node's log without its `UpdateTip` lines, for failure messages.

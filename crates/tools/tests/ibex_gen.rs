@@ -74,7 +74,7 @@ fn gen_records_the_utxo_count_ibexd_finds_part_way() {
     let datadir = directory.path().join("node");
     common::datadir_with_blocks(&datadir, &chain);
     let stop = format!("-stopatheight={STOP_HEIGHT}");
-    let options = ["-reindex", "-assumevalid=0", stop.as_str()];
+    let options = ["-reindex", "-assumevalid=0", stop.as_str(), "-server=0"];
     let mut node =
         common::spawn_node(&mut common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, &options));
     assert!(wait_exit(&mut node, &datadir).success());
@@ -107,7 +107,9 @@ fn gen_writes_a_signet_that_ibexd_loads_with_its_challenge() {
     std::fs::create_dir_all(&datadir).unwrap();
     let load = format!("-loadblock={}", out.join("blk00000.dat").display());
     let quiet = ["-signet", "-printtoconsole=0", "-server=0", "-dnsseed=0", "-fixedseeds=0"];
-    let status = common::ibexd(&datadir, &quiet, &[&option, &load]).status().unwrap();
+    // The run ends at the generated tip, height 3.
+    let status =
+        common::ibexd(&datadir, &quiet, &[&option, &load, "-stopatheight=3"]).status().unwrap();
     assert!(status.success());
     let log = std::fs::read_to_string(datadir.join("signet/debug.log")).unwrap();
     let tip = manifest["tip_hash"].as_str().unwrap();

@@ -53,7 +53,8 @@ fn txoutsetinfo_changes_no_byte_of_the_databases_and_counts_every_table() {
     let chain = root.path().join("chain");
     generate_chain(&chain, "small", "300", "17", &["--xor-zero"]);
     let datadir = datadir_with_blocks(&root.path().join("node"), &chain);
-    let status = quiet_ibexd(&datadir, &REGTEST_QUIET_SMALL_CACHE, &["-reindex"]).status().unwrap();
+    let options = ["-reindex", "-stopatheight=300", "-server=0"];
+    let status = quiet_ibexd(&datadir, &REGTEST_QUIET_SMALL_CACHE, &options).status().unwrap();
     assert!(status.success());
     let chainstate = datadir.join("regtest/chainstate");
     let index = datadir.join("regtest/blocks/index");

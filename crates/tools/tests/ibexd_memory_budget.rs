@@ -63,10 +63,11 @@ fn reindex_stays_within_its_share_of_dbcache() {
     let datadir = root.path().join("ibex");
     install_blocks(&datadir, &chain);
     let dbcache = format!("-dbcache={DBCACHE_MEBIBYTES}");
+    let stop = format!("-stopatheight={BLOCKS}");
     let mut command = common::quiet_ibexd(
         &datadir,
         &common::REGTEST_QUIET,
-        &["-reindex", "-assumevalid=0", "-listen=0", "-server=0", &dbcache],
+        &["-reindex", "-assumevalid=0", "-listen=0", "-server=0", &dbcache, &stop],
     );
     let measurement = run_measured(&mut command, common::NODE_WAIT).unwrap();
     let log = common::log_or_empty(&datadir);

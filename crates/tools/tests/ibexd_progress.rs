@@ -63,13 +63,13 @@ fn core_progress(tip: &TipLine, best_header_height: u32, now: i64) -> String {
 }
 
 /// A `-reindex` of the chain in a fresh `datadir`, plain progress lines
-/// every 100 ms; returns the progress lines.
+/// every 100 ms, ending at the tip (or at a `-stopatheight` in `extra`,
+/// the last value winning); returns the progress lines.
 fn reindex(chain: &Path, datadir: &Path, extra: &[&str]) -> Vec<String> {
     datadir_with_blocks(datadir, chain);
-    let output = ibexd(datadir, &REGTEST_QUIET, &["-reindex", "-progressinterval=100"])
-        .args(extra)
-        .output()
-        .unwrap();
+    let stop = format!("-stopatheight={BLOCKS}");
+    let options = ["-reindex", "-progressinterval=100", "-server=0", stop.as_str()];
+    let output = ibexd(datadir, &REGTEST_QUIET, &options).args(extra).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
     let lines: Vec<String> =

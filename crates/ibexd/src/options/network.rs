@@ -10,13 +10,9 @@
 //!   REST only with `-rest`.
 //! - Ports default per chain: P2P from the chain's parameters, RPC from
 //!   [`Network::default_rpc_port`].
-//! - `ibexd` stays up after its import and syncs over P2P only when
-//!   [`NetworkOptions::stays_up`]: there is someone to connect to
-//!   (`-connect`/`-addnode`/`-seednode` addresses, or, without `-connect`,
-//!   DNS seeds for the chain with `-dnsseed=1` given, or addresses in the
-//!   address manager: [`NetworkOptions::stays_up_knowing`]), or `-listen`
-//!   was given true. Otherwise (a first run with no peer known, say) it
-//!   imports, flushes and exits, as it always has.
+//! - `ibexd` stays up after its import whatever these options say, as
+//!   `bitcoind` does: with nobody to connect to and `-listen=0` it idles,
+//!   answering RPC, until a signal, the `stop` RPC or `-stopatheight`.
 
 use ibex_p2p::net::discovery::seeds::dns_seeds;
 use ibex_p2p::net::whitelist::Whitelist;
@@ -76,13 +72,6 @@ pub struct NetworkOptions {
     /// `-blocksonly` (Ibex relays no transactions either way; it also
     /// announces `relay=false`).
     pub blocks_only: bool,
-    /// Whether `ibexd` stays up after its import to sync and serve over
-    /// P2P: there are `-connect`, `-addnode` or `-seednode` addresses, DNS
-    /// seeds to ask (`-dnsseed=1` given, on a chain that has them), or
-    /// `-listen` was given true explicitly (the defaults alone do not keep
-    /// it up, so a plain import still exits when done). See also
-    /// [`NetworkOptions::stays_up_knowing`].
-    pub stays_up: bool,
     /// `-test=evictionloopbackgroups` (regtest only): inbound loopback
     /// addresses are grouped for eviction by their /16, as routable IPv4
     /// would be, so tests can play many hosts from one machine.
@@ -104,15 +93,6 @@ impl NetworkOptions {
     /// `m_use_addrman_outgoing`).
     pub fn automatic_outbound(&self) -> bool {
         self.connect.is_empty() && !self.outbound_disabled
-    }
-
-    /// [`NetworkOptions::stays_up`], or, with automatic outbound
-    /// connections, addresses known to the address manager (a node that
-    /// synced from peers before finds them again), unless the run is an
-    /// import (`-reindex`, `-reindex-chainstate`, `-loadblock`: `importing`),
-    /// which still ends when done.
-    pub fn stays_up_knowing(&self, known_addresses: usize, importing: bool) -> bool {
-        self.stays_up || (self.automatic_outbound() && known_addresses > 0 && !importing)
     }
 }
 
@@ -220,18 +200,9 @@ pub(crate) fn network_options(
     let whitelist = Whitelist::parse(&whitelist_texts).map_err(|error| {
         ConfigError::InvalidValue { name: "whitelist", value: error.to_string() }
     })?;
-    let listen_given_true = source.option("listen").is_some_and(|value| value.to_bool());
     let seed_nodes = texts(source, "seednode");
     let (chain_dns_seeds, chain_has_fixed_seeds) = chain_seeds(source, params);
     let dns_seed = boolean(source, "dnsseed", !connect_given);
-    // Asking the DNS seeds keeps the node up only when asked for
-    // explicitly, as `-listen=1` does: a plain `ibexd` still imports and
-    // exits (the project's rule), even on a chain with DNS seeds.
-    let dns_seed_given_true = source.option("dnsseed").is_some_and(|value| value.to_bool());
-    let automatic = !connect_given;
-    let finds_peers = automatic
-        && (!seed_nodes.is_empty() || (dns_seed_given_true && !chain_dns_seeds.is_empty()));
-    let stays_up = !connect.is_empty() || !add_nodes.is_empty() || listen_given_true || finds_peers;
     Ok(NetworkOptions {
         connect,
         outbound_disabled,
@@ -248,7 +219,6 @@ pub(crate) fn network_options(
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
         whitelist,
-        stays_up,
         eviction_loopback_groups: params.network == Network::Regtest
             && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),
         loopback_discouraged: params.network == Network::Regtest
@@ -375,30 +345,12 @@ mod tests {
     }
 
     #[test]
-    fn stays_up_only_with_peers_or_an_explicit_listen() {
+    fn outbound_is_automatic_unless_connect_decides_the_peers() {
         let params = Params::regtest();
-        let stays_up = |given: Given| network_options(&given, &params).unwrap().stays_up;
-        assert!(!stays_up(Given::default()));
-        assert!(!stays_up(Given::default().with("connect", "0")));
-        assert!(!stays_up(Given::default().with("listen", "0")));
-        assert!(stays_up(Given::default().with("connect", "127.0.0.1:1")));
-        assert!(stays_up(Given::default().with("addnode", "127.0.0.1:1")));
-        assert!(stays_up(Given::default().with("seednode", "127.0.0.1:1")));
-        assert!(!stays_up(Given::default().with("seednode", "127.0.0.1:1").with("connect", "0")));
-        assert!(stays_up(Given::default().with("listen", "1")));
-        // Regtest has no DNS seeds; mainnet has, but asks them to stay up
-        // only when -dnsseed=1 is given (a plain run imports and exits).
-        assert!(!stays_up(Given::default().with("dnsseed", "1")));
-        let main = Params::main();
-        assert!(!network_options(&Given::default(), &main).unwrap().stays_up);
-        let seeds = Given::default().with("dnsseed", "1");
-        assert!(network_options(&seeds, &main).unwrap().stays_up);
-        // Known addresses keep it up, unless -connect decides the peers.
         let plain = network_options(&Given::default(), &params).unwrap();
-        assert!(plain.automatic_outbound() && plain.stays_up_knowing(1, false));
-        assert!(!plain.stays_up_knowing(0, false) && !plain.stays_up_knowing(1, true));
+        assert!(plain.automatic_outbound());
         let none = network_options(&Given::default().with("connect", "0"), &params).unwrap();
-        assert!(!none.automatic_outbound() && !none.stays_up_knowing(5, false));
+        assert!(!none.automatic_outbound());
     }
 
     #[test]

@@ -239,7 +239,6 @@ mod tests {
             v2_transport: true,
             blocks_only: false,
             whitelist: Default::default(),
-            stays_up: false,
             eviction_loopback_groups: false,
             loopback_discouraged: false,
             fast_feelers: false,
