@@ -8,7 +8,7 @@ use ibex_primitives::{BlockHash, ChainWork, OutPoint, Params};
 use ibex_rpc::backend::UnspentOutput;
 use ibex_rpc::backend::{
     BackendError, BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer,
-    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerInfo, StoredBlock,
+    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerReport, StoredBlock,
     TipRef, TxOutSetInfo,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
@@ -160,7 +160,7 @@ impl NodeBackend for GenesisNode {
         Err(BackendError::P2pDisabled)
     }
 
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError> {
         Err(BackendError::P2pDisabled)
     }
 

@@ -27,7 +27,7 @@ use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
-    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerInfo, PeerSelector, StoredBlock, TipRef,
+    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerReport, PeerSelector, StoredBlock, TipRef,
     TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
@@ -493,7 +493,7 @@ impl NodeBackend for ChainBackend {
         Ok(self.network()?.network_info())
     }
 
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError> {
         self.network()?.peers()
     }
 
