@@ -435,9 +435,9 @@ impl NodeBackend for ChainBackend {
             for outpoint in &outpoints {
                 let coin = chainstate.coin(outpoint).map_err(storage)?;
                 coins.push(coin.map(|coin| UnspentOutput {
-                    value_satoshis: coin.amount().to_sat(),
+                    value: coin.amount(),
                     script_pubkey: coin.script_pubkey().to_vec(),
-                    height: Some(coin.height()),
+                    height: Some(coin.height().into()),
                     is_coinbase: coin.is_coinbase(),
                 }));
             }

@@ -288,9 +288,9 @@ impl NodeBackend for ChainBackend {
             .iter()
             .map(|outpoint| {
                 self.chain.unspent(outpoint).map(|coin| UnspentOutput {
-                    value_satoshis: coin.value_satoshis,
+                    value: Amount::from_sat(coin.value_satoshis).unwrap(),
                     script_pubkey: coin.script_pubkey,
-                    height: Some(coin.height),
+                    height: Some(Height::new(coin.height)),
                     is_coinbase: coin.is_coinbase,
                 })
             })
