@@ -27,8 +27,8 @@ use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
-    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerReport, PeerSelector, StoredBlock, TipRef,
-    TxOutSetInfo, UnspentOutput,
+    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerReport, PeerSelector, StoredBlock,
+    TipRef, TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 

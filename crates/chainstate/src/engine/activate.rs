@@ -3,6 +3,7 @@
 
 use ibex_consensus::{block_script_flags, BlockRejection, ConnectRules};
 use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::Height;
 
 use super::{ChainEvent, Chainstate, FlushReason, TipUpdate};
 use crate::block_read_ahead::{
@@ -197,7 +198,7 @@ impl Chainstate {
             self.connector.start_next_prefetch(next, &block);
         }
         let script_flags = (!self.assume_valid_covers(id)).then(|| {
-            block_script_flags(&self.options.params, view_height(self, id), &block.hash())
+            block_script_flags(&self.options.params, view_height(self, id).into(), &block.hash())
         });
         match self.connect_with_context(id, &block) {
             Ok(connected) => {
@@ -264,15 +265,16 @@ impl Chainstate {
         };
         let index = &self.index;
         let chain = &self.chain;
-        let median_time_past_at =
-            |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
+        let median_time_past_at = |at: Height| {
+            chain.at(at.to_u32()).map_or(0, |ancestor| index.median_time_past(ancestor))
+        };
         let context = ConnectContext {
             rules: ConnectRules {
                 params,
-                height,
-                flags: block_script_flags(params, height, &hash),
+                height: height.into(),
+                flags: block_script_flags(params, height.into(), &hash),
                 enforce_sequence_locks: params
-                    .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
+                    .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height.into()),
                 previous_median_time_past: index.median_time_past(parent),
                 median_time_past_at: &median_time_past_at,
             },

@@ -38,7 +38,8 @@ fn heights_of(
         .filter_map(|(peer, hash)| {
             let id = index.get(hash)?;
             let best_known = Some(Height::new(index.entry(id).height));
-            let common = chain.find_fork(index, id).map(|fork| Height::new(index.entry(fork).height));
+            let common =
+                chain.find_fork(index, id).map(|fork| Height::new(index.entry(fork).height));
             Some((*peer, PeerHeights { best_known, common }))
         })
         .collect()

@@ -15,8 +15,8 @@ mod control;
 mod invalidate;
 mod network;
 mod network_control;
-mod peers;
 pub(crate) mod params;
+mod peers;
 mod rawtransaction;
 mod wait;
 

@@ -24,8 +24,8 @@ use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
     LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
-    NetworkRequestError, NodeAddress, PeerRelay, PeerReport, PeerSelector, PeerState, StoredBlock, TipRef,
-    TxOutSetInfo, UnspentOutput, UploadTarget,
+    NetworkRequestError, NodeAddress, PeerRelay, PeerReport, PeerSelector, PeerState, StoredBlock,
+    TipRef, TxOutSetInfo, UnspentOutput, UploadTarget,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
 use ibex_rpc::{BackendError, NodeBackend};
