@@ -129,7 +129,7 @@ pub fn connect_block(
     let mut undo = BlockUndo { transactions: Vec::with_capacity(block.transaction_count()) };
     let mut progress = ApplyProgress { outputs_added: 0, coin_reads: &mut coin_reads };
     let mut check = BlockConnectCheck::new(&context.rules);
-    let height = context.rules.height;
+    let height = context.rules.height.to_u32();
     let applied =
         apply_transactions(cache, block, txids, height, &mut check, &mut undo, &mut progress);
     let outputs_added = progress.outputs_added;

@@ -30,7 +30,7 @@ pub struct ConnectRules<'a> {
     /// Network parameters.
     pub params: &'a Params,
     /// The block's height.
-    pub height: u32,
+    pub height: Height,
     /// Script flags in force (the sigop cost counts P2SH and witness
     /// sigops only where they apply).
     pub flags: VerifyFlags,
@@ -40,7 +40,7 @@ pub struct ConnectRules<'a> {
     pub previous_median_time_past: i64,
     /// Median time past of the active-chain block at a height up to the
     /// parent's (for time-based sequence locks).
-    pub median_time_past_at: &'a dyn Fn(u32) -> i64,
+    pub median_time_past_at: &'a dyn Fn(Height) -> i64,
 }
 
 /// What a block's transactions add up to once every rule here passed.
@@ -78,14 +78,14 @@ impl<'a> BlockConnectCheck<'a> {
         spent: &[SpentCoin<'_>],
     ) -> Result<Amount, BlockRejection> {
         let rules = self.rules;
-        let fee = check_transaction_inputs(transaction, spent, Height::new(rules.height))
+        let fee = check_transaction_inputs(transaction, spent, rules.height)
             .map_err(|source| BlockRejection::Transaction { txid: *txid, source })?;
         // Core's `MoneyRange(nFees)` after each addition.
         self.totals.fees =
             self.totals.fees.checked_add(fee).ok_or(BlockRejection::FeesOutOfRange)?;
         if rules.enforce_sequence_locks {
-            let heights: Vec<u32> = spent.iter().map(|coin| coin.height.to_u32()).collect();
-            let locks = sequence_locks(transaction, true, &heights, rules.median_time_past_at);
+            let heights = spent.iter().map(|coin| coin.height);
+            let locks = sequence_locks(transaction, true, heights, rules.median_time_past_at);
             if !sequence_locks_satisfied(locks, rules.height, rules.previous_median_time_past) {
                 return Err(BlockRejection::SequenceLocks { txid: *txid });
             }

@@ -6,12 +6,12 @@ use crate::limits::{
     LOCKTIME_THRESHOLD, SEQUENCE_FINAL, SEQUENCE_LOCKTIME_DISABLE_FLAG,
     SEQUENCE_LOCKTIME_GRANULARITY, SEQUENCE_LOCKTIME_MASK, SEQUENCE_LOCKTIME_TYPE_FLAG,
 };
-use ibex_primitives::TransactionView;
+use ibex_primitives::{Height, TransactionView};
 
 /// Core's `IsFinalTx`: whether the transaction may be in a block at
 /// `block_height` whose lock-time cutoff is `block_time` (the previous block's
 /// median time past once BIP113 is active, else the block's own time).
-pub fn is_final(transaction: &TransactionView<'_>, block_height: u32, block_time: i64) -> bool {
+pub fn is_final(transaction: &TransactionView<'_>, block_height: Height, block_time: i64) -> bool {
     let lock_time = transaction.lock_time();
     if lock_time == 0 {
         return true;
@@ -34,16 +34,17 @@ pub struct SequenceLocks {
     pub time: i64,
 }
 
-/// Core's `CalculateSequenceLocks` for a transaction whose input `i` spends a
-/// coin created at `coin_heights[i]`. `enforce` is whether BIP68 is active
-/// (CSV deployment). `median_time_past_of_height(h)` gives the median time past
-/// of the active-chain block at height `h` (for time-based locks: Core uses the
-/// block *before* the coin's block).
+/// Core's `CalculateSequenceLocks` for a transaction whose `i`th input
+/// spends a coin created at the `i`th of `coin_heights` (an iterator, so
+/// the caller's spent coins are read in place). `enforce` is whether BIP68
+/// is active (CSV deployment). `median_time_past_of_height(h)` gives the
+/// median time past of the active-chain block at height `h` (for
+/// time-based locks: Core uses the block *before* the coin's block).
 pub fn sequence_locks(
     transaction: &TransactionView<'_>,
     enforce: bool,
-    coin_heights: &[u32],
-    median_time_past_of_height: impl Fn(u32) -> i64,
+    coin_heights: impl IntoIterator<Item = Height>,
+    median_time_past_of_height: impl Fn(Height) -> i64,
 ) -> SequenceLocks {
     let mut locks = SequenceLocks { height: -1, time: -1 };
     // Core compares the version as unsigned: negative versions count as >= 2.
@@ -51,7 +52,7 @@ pub fn sequence_locks(
     if !enforce || !version_enforces {
         return locks;
     }
-    for (input, &coin_height) in transaction.inputs().iter().zip(coin_heights) {
+    for (input, coin_height) in transaction.inputs().iter().zip(coin_heights) {
         let sequence = input.sequence;
         if sequence & SEQUENCE_LOCKTIME_DISABLE_FLAG != 0 {
             continue;
@@ -72,7 +73,7 @@ pub fn sequence_locks(
 /// previous block has median time past `previous_median_time_past` satisfies them.
 pub fn sequence_locks_satisfied(
     locks: SequenceLocks,
-    block_height: u32,
+    block_height: Height,
     previous_median_time_past: i64,
 ) -> bool {
     locks.height < i64::from(block_height) && locks.time < previous_median_time_past
@@ -80,7 +81,8 @@ pub fn sequence_locks_satisfied(
 
 /// The scriptSig prefix BIP34 requires of a coinbase at `height`: Core's
 /// `CScript() << height` (OP_0, OP_1..OP_16, or a minimal little-endian push).
-pub fn bip34_height_prefix(height: u32) -> Vec<u8> {
+pub fn bip34_height_prefix(height: Height) -> Vec<u8> {
+    let height = height.to_u32();
     match height {
         0 => vec![0x00],
         1..=16 => vec![0x50 + height as u8],
@@ -133,14 +135,15 @@ mod tests {
     fn finality_by_height_time_and_sequence() {
         let bytes = transaction(1, 100, &[0]);
         let view = ParsedTransaction::parse(&bytes).unwrap();
-        assert!(!is_final(&view.view(), 100, 0), "lock time equal to height is not final");
-        assert!(is_final(&view.view(), 101, 0));
+        let at = Height::new;
+        assert!(!is_final(&view.view(), at(100), 0), "lock time equal to height is not final");
+        assert!(is_final(&view.view(), at(101), 0));
         let bytes = transaction(1, 100, &[SEQUENCE_FINAL]);
-        assert!(is_final(&ParsedTransaction::parse(&bytes).unwrap().view(), 1, 0));
+        assert!(is_final(&ParsedTransaction::parse(&bytes).unwrap().view(), at(1), 0));
         let bytes = transaction(1, LOCKTIME_THRESHOLD + 10, &[0]);
         let parsed = ParsedTransaction::parse(&bytes).unwrap();
-        assert!(!is_final(&parsed.view(), 1_000_000, i64::from(LOCKTIME_THRESHOLD + 10)));
-        assert!(is_final(&parsed.view(), 1, i64::from(LOCKTIME_THRESHOLD + 11)));
+        assert!(!is_final(&parsed.view(), at(1_000_000), i64::from(LOCKTIME_THRESHOLD + 10)));
+        assert!(is_final(&parsed.view(), at(1), i64::from(LOCKTIME_THRESHOLD + 11)));
     }
 
     #[test]
@@ -148,14 +151,14 @@ mod tests {
         let time_lock = SEQUENCE_LOCKTIME_TYPE_FLAG | 3; // 3 * 512 seconds
         let bytes = transaction(2, 0, &[10, time_lock, SEQUENCE_LOCKTIME_DISABLE_FLAG | 500]);
         let parsed = ParsedTransaction::parse(&bytes).unwrap();
-        let locks = sequence_locks(&parsed.view(), true, &[100, 200, 300], |height| {
-            i64::from(height) * 1000
-        });
+        let coin_heights = [100, 200, 300].map(Height::new);
+        let locks =
+            sequence_locks(&parsed.view(), true, coin_heights, |height| i64::from(height) * 1000);
         assert_eq!(locks, SequenceLocks { height: 109, time: 199_000 + 3 * 512 - 1 });
-        assert!(!sequence_locks_satisfied(locks, 109, 1_000_000));
-        assert!(!sequence_locks_satisfied(locks, 110, locks.time));
-        assert!(sequence_locks_satisfied(locks, 110, locks.time + 1));
-        let unenforced = sequence_locks(&parsed.view(), false, &[100, 200, 300], |_| 0);
+        assert!(!sequence_locks_satisfied(locks, Height::new(109), 1_000_000));
+        assert!(!sequence_locks_satisfied(locks, Height::new(110), locks.time));
+        assert!(sequence_locks_satisfied(locks, Height::new(110), locks.time + 1));
+        let unenforced = sequence_locks(&parsed.view(), false, coin_heights, |_| 0);
         assert_eq!(unenforced, SequenceLocks { height: -1, time: -1 });
         // Version 1 does not enforce; a negative version does (unsigned compare).
         for (version, enforced) in [(1, false), (-1, true)] {
@@ -163,7 +166,7 @@ mod tests {
             let locks = sequence_locks(
                 &ParsedTransaction::parse(&bytes).unwrap().view(),
                 true,
-                &[5],
+                [Height::new(5)],
                 |_| 0,
             );
             assert_eq!(locks.height != -1, enforced, "version {version}");
@@ -172,10 +175,11 @@ mod tests {
 
     #[test]
     fn bip34_prefixes_match_core_script_numbers() {
-        assert_eq!(bip34_height_prefix(0), [0x00]);
-        assert_eq!(bip34_height_prefix(16), [0x60]);
-        assert_eq!(bip34_height_prefix(17), [0x01, 0x11]);
-        assert_eq!(bip34_height_prefix(128), [0x02, 0x80, 0x00]);
-        assert_eq!(bip34_height_prefix(227_931), [0x03, 0x5b, 0x7a, 0x03]);
+        let prefix = |height: u32| bip34_height_prefix(Height::new(height));
+        assert_eq!(prefix(0), [0x00]);
+        assert_eq!(prefix(16), [0x60]);
+        assert_eq!(prefix(17), [0x01, 0x11]);
+        assert_eq!(prefix(128), [0x02, 0x80, 0x00]);
+        assert_eq!(prefix(227_931), [0x03, 0x5b, 0x7a, 0x03]);
     }
 }

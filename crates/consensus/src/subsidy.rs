@@ -1,14 +1,14 @@
 //! The block subsidy: Core's `GetBlockSubsidy`.
 
-use ibex_primitives::Amount;
+use ibex_primitives::{Amount, Height};
 
 /// The subsidy of the first halving period.
 pub const INITIAL_BLOCK_SUBSIDY: Amount = Amount::from_int_btc(50);
 
 /// What a coinbase may create at `height` besides fees: 50 BTC halved every
 /// `halving_interval` blocks, zero after 64 halvings (the shift would be undefined).
-pub fn block_subsidy(height: u32, halving_interval: u32) -> Amount {
-    INITIAL_BLOCK_SUBSIDY.halved(height / halving_interval.max(1))
+pub fn block_subsidy(height: Height, halving_interval: u32) -> Amount {
+    INITIAL_BLOCK_SUBSIDY.halved(height.to_u32() / halving_interval.max(1))
 }
 
 #[cfg(test)]
@@ -17,7 +17,7 @@ mod tests {
     use ibex_primitives::COIN;
 
     fn subsidy_satoshis(height: u32, halving_interval: u32) -> i64 {
-        block_subsidy(height, halving_interval).to_sat()
+        block_subsidy(Height::new(height), halving_interval).to_sat()
     }
 
     #[test]

@@ -56,10 +56,13 @@ fn spent(value: i64, height: u32) -> SpentCoin<'static> {
     SpentCoin { value: amount(value), script_pubkey: &P2WPKH, height, is_coinbase: false }
 }
 
-fn rules<'a>(params: &'a Params, median_time_past_at: &'a dyn Fn(u32) -> i64) -> ConnectRules<'a> {
+fn rules<'a>(
+    params: &'a Params,
+    median_time_past_at: &'a dyn Fn(Height) -> i64,
+) -> ConnectRules<'a> {
     ConnectRules {
         params,
-        height: HEIGHT,
+        height: Height::new(HEIGHT),
         flags: VerifyFlags::CONSENSUS,
         enforce_sequence_locks: true,
         previous_median_time_past: 1_000_000,
@@ -75,7 +78,7 @@ fn run(
     enforce_sequence_locks: bool,
 ) -> Result<BlockTotals, BlockRejection> {
     let params = Params::regtest();
-    let median_time_past_at = |_: u32| 1_000_000;
+    let median_time_past_at = |_: Height| 1_000_000;
     let mut rules = rules(&params, &median_time_past_at);
     rules.enforce_sequence_locks = enforce_sequence_locks;
     let block = Block { header: Params::regtest().genesis.header, transactions };

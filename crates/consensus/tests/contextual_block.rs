@@ -12,8 +12,8 @@ use ibex_primitives::hash::sha256d;
 use ibex_primitives::merkle::WITNESS_COMMITMENT_HEADER;
 use ibex_primitives::params::{BuriedDeployment, RegtestOptions};
 use ibex_primitives::{
-    merkle_root, Block, BlockHash, BlockView, Hash256, Header, OutPoint, Params, Transaction,
-    TxInput, TxOutput, Txid,
+    merkle_root, Block, BlockHash, BlockView, Hash256, Header, Height, OutPoint, Params,
+    Transaction, TxInput, TxOutput, Txid,
 };
 
 const HEIGHT: u32 = 100;
@@ -61,7 +61,7 @@ fn spend(lock_time: u32, sequence: u32, witness: Vec<Vec<u8>>) -> Transaction {
 }
 
 fn height_script(height: u32) -> Vec<u8> {
-    let mut script = bip34_height_prefix(height);
+    let mut script = bip34_height_prefix(Height::new(height));
     script.extend_from_slice(&[0x04, 1, 2, 3, 4]);
     script
 }
@@ -106,6 +106,7 @@ fn block(others: Vec<Transaction>, commitment: Commitment) -> Block {
 
 fn check_at(block: &Block, height: u32, params: &Params) -> Result<(), BlockError> {
     let bytes = block.encode();
+    let height = Height::new(height);
     contextual_check_block(&BlockView::parse(&bytes).unwrap(), height, MEDIAN, params)
 }
 
@@ -179,7 +180,7 @@ fn bip34_coinbase_height() {
     );
     assert_eq!(reason(&block(vec![], Commitment::None)), Ok(()));
     // The prefix alone is enough; a truncated one is not.
-    let exact = block_with(bip34_height_prefix(1_000), vec![], Commitment::None);
+    let exact = block_with(bip34_height_prefix(Height::new(1_000)), vec![], Commitment::None);
     let regtest = Params::regtest();
     assert_eq!(reason_at(&exact, 1_000, &regtest), Ok(()));
     let truncated = block_with(vec![0x02, 0xe8], vec![], Commitment::None);

@@ -10,8 +10,8 @@ use ibex_consensus::{
 };
 use ibex_primitives::params::{BuriedDeployment, RegtestOptions};
 use ibex_primitives::{
-    Amount, Block, BlockHash, BlockView, Hash256, Header, OutPoint, Params, ParsedTransaction,
-    Transaction, TxInput, TxOutput, Txid, COIN, MAX_MONEY,
+    Amount, Block, BlockHash, BlockView, Hash256, Header, Height, OutPoint, Params,
+    ParsedTransaction, Transaction, TxInput, TxOutput, Txid, COIN, MAX_MONEY,
 };
 use ibex_script::{ScriptError, VerifyFlags};
 
@@ -24,10 +24,13 @@ const BASE: [VerifyFlags; 3] = [VerifyFlags::P2SH, VerifyFlags::WITNESS, VerifyF
 #[test]
 fn regtest_flags_by_activation_height() {
     let any_hash = BlockHash([5; 32]);
-    assert_eq!(block_script_flags(&Params::regtest(), 1, &any_hash), VerifyFlags::CONSENSUS);
+    assert_eq!(
+        block_script_flags(&Params::regtest(), Height::new(1), &any_hash),
+        VerifyFlags::CONSENSUS
+    );
     // Regtest activates segwit at 0 and the others at 1.
     let at_genesis = flags(&[BASE[0], BASE[1], BASE[2], VerifyFlags::NULLDUMMY]);
-    assert_eq!(block_script_flags(&Params::regtest(), 0, &any_hash), at_genesis);
+    assert_eq!(block_script_flags(&Params::regtest(), Height::new(0), &any_hash), at_genesis);
     let params = RegtestOptions::new()
         .activation_height(BuriedDeployment::StrictDerSignatures, 10)
         .activation_height(BuriedDeployment::CheckLockTimeVerify, 20)
@@ -51,7 +54,11 @@ fn regtest_flags_by_activation_height() {
         (40, VerifyFlags::CONSENSUS),
     ];
     for (height, expected) in steps {
-        assert_eq!(block_script_flags(&params, height, &any_hash), expected, "height {height}");
+        assert_eq!(
+            block_script_flags(&params, Height::new(height), &any_hash),
+            expected,
+            "height {height}"
+        );
     }
 }
 
@@ -65,9 +72,9 @@ fn mainnet_exception_blocks() {
         "00000000000002dc756eebf4f49723ed8d30cc28a5f108eb94b1ba88ac4f9c22"
     );
     // Block 170,060: no flags at all (no buried deployment active yet).
-    assert_eq!(block_script_flags(&main, 170_060, &bip16_breaker), VerifyFlags::NONE);
+    assert_eq!(block_script_flags(&main, Height::new(170_060), &bip16_breaker), VerifyFlags::NONE);
     // Any other block there: P2SH, witness and taproot from genesis.
-    assert_eq!(block_script_flags(&main, 170_060, &BlockHash([5; 32])), flags(&BASE));
+    assert_eq!(block_script_flags(&main, Height::new(170_060), &BlockHash([5; 32])), flags(&BASE));
     // Block 692,261: P2SH and witness, no taproot, with every buried flag.
     let without_taproot = flags(&[
         VerifyFlags::P2SH,
@@ -77,20 +84,26 @@ fn mainnet_exception_blocks() {
         VerifyFlags::CHECKSEQUENCEVERIFY,
         VerifyFlags::NULLDUMMY,
     ]);
-    assert_eq!(block_script_flags(&main, 692_261, &taproot_breaker), without_taproot);
-    assert_eq!(block_script_flags(&main, 692_261, &BlockHash([5; 32])), VerifyFlags::CONSENSUS);
+    assert_eq!(block_script_flags(&main, Height::new(692_261), &taproot_breaker), without_taproot);
+    assert_eq!(
+        block_script_flags(&main, Height::new(692_261), &BlockHash([5; 32])),
+        VerifyFlags::CONSENSUS
+    );
     // Mainnet's BIP66 boundary.
     let bip66 = main.bip66_height;
-    assert_eq!(block_script_flags(&main, bip66 - 1, &BlockHash([5; 32])), flags(&BASE));
     assert_eq!(
-        block_script_flags(&main, bip66, &BlockHash([5; 32])),
+        block_script_flags(&main, Height::new(bip66 - 1), &BlockHash([5; 32])),
+        flags(&BASE)
+    );
+    assert_eq!(
+        block_script_flags(&main, Height::new(bip66), &BlockHash([5; 32])),
         flags(&[flags(&BASE), VerifyFlags::DERSIG])
     );
     // Testnet3's BIP16 breaker is an exception there only.
     let testnet = Params::testnet3();
     let (testnet_breaker, _) = testnet.script_flag_exceptions[0];
-    assert_eq!(block_script_flags(&testnet, 100, &testnet_breaker), VerifyFlags::NONE);
-    assert_eq!(block_script_flags(&main, 100, &testnet_breaker), flags(&BASE));
+    assert_eq!(block_script_flags(&testnet, Height::new(100), &testnet_breaker), VerifyFlags::NONE);
+    assert_eq!(block_script_flags(&main, Height::new(100), &testnet_breaker), flags(&BASE));
 }
 
 const P2SH_FLAGS: VerifyFlags = VerifyFlags::P2SH;
@@ -236,6 +249,7 @@ fn amount(satoshis: i64) -> Amount {
 
 fn amount_check(values: &[i64], fees: i64, height: u32, params: &Params) -> Result<(), BlockError> {
     let bytes = block_paying(values);
+    let height = Height::new(height);
     check_coinbase_amount(&BlockView::parse(&bytes).unwrap(), amount(fees), height, params)
 }
 

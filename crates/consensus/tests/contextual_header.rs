@@ -8,7 +8,7 @@ use ibex_consensus::{
 };
 use ibex_primitives::params::{BuriedDeployment, RegtestOptions};
 use ibex_primitives::pow::check_proof_of_work;
-use ibex_primitives::{BlockHash, CompactTarget, Hash256, Header, Params};
+use ibex_primitives::{BlockHash, CompactTarget, Hash256, Header, Height, Params};
 
 const REGTEST_BITS: u32 = 0x207f_ffff;
 const NOW: i64 = 1_700_000_000;
@@ -28,7 +28,7 @@ fn header(version: i32, time: u32, bits: u32) -> Header {
 /// `time` in (1,000,000, NOW + 7200].
 fn context(height: u32) -> HeaderContext {
     HeaderContext {
-        height,
+        height: Height::new(height),
         previous_median_time_past: 1_000_000,
         previous_time: 1_000_100,
         expected_bits: CompactTarget(REGTEST_BITS),
@@ -136,19 +136,19 @@ fn bip94_timewarp_rule_at_retarget_boundaries() {
     assert_eq!(reason(&just_in_time, &boundary, &bip94), Ok(()));
     // Only the first block of a period, and only where BIP94 is enforced.
     let mut inside = boundary;
-    inside.height = interval + 1;
+    inside.height = Height::new(interval + 1);
     assert_eq!(reason(&too_early, &inside, &bip94), Ok(()));
     assert_eq!(reason(&too_early, &boundary, &Params::regtest()), Ok(()));
     // Testnet4 enforces it every 2,016 blocks.
     let testnet4 = Params::testnet4();
     let mut testnet_boundary = boundary;
-    testnet_boundary.height = 2016 * 3;
+    testnet_boundary.height = Height::new(2016 * 3);
     let testnet_header = header(4, 1_100_000 - 601, REGTEST_BITS);
     assert_eq!(
         reason(&testnet_header, &testnet_boundary, &testnet4),
         Err("time-timewarp-attack".into())
     );
-    testnet_boundary.height = 144;
+    testnet_boundary.height = Height::new(144);
     assert_eq!(reason(&testnet_header, &testnet_boundary, &testnet4), Ok(()));
 }
 
@@ -185,7 +185,7 @@ fn versions_below_each_soft_forks_minimum_are_refused_once_active() {
     main_context.expected_bits = CompactTarget(REGTEST_BITS);
     let version_one = header(1, 1_000_001, REGTEST_BITS);
     assert_eq!(reason(&version_one, &main_context, &main), Ok(()));
-    main_context.height = 227_931;
+    main_context.height = Height::new(227_931);
     assert_eq!(reason(&version_one, &main_context, &main), Err("bad-version(0x00000001)".into()));
 }
 

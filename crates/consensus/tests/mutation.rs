@@ -130,7 +130,7 @@ fn a_commitment_checked_before_is_not_hashed_again_only_with_segwit_active() {
     use ibex_consensus::contextual_check_block_known;
     use ibex_consensus::finality::bip34_height_prefix;
     let params = ibex_primitives::Params::regtest();
-    let height = 1;
+    let height = ibex_primitives::Height::new(1);
     // A coinbase committing to a witness root that does not match the
     // block's (all zeros): the commitment check must fail when it runs.
     let mut coinbase = coinbase();

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetHasher};
-use ibex_primitives::{BlockHash, ChainWork, OutPoint, Params};
+use ibex_primitives::{Amount, BlockHash, ChainWork, Height, OutPoint, Params};
 use ibex_rpc::backend::UnspentOutput;
 use ibex_rpc::backend::{
     BackendError, BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer,
-    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerInfo, StoredBlock,
+    CoinsCacheSizes, DeploymentInfo, NetTotals, NetworkInfo, NodeBackend, PeerReport, StoredBlock,
     TipRef, TxOutSetInfo,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
@@ -113,10 +113,11 @@ impl NodeBackend for GenesisNode {
             .iter()
             .map(|outpoint| {
                 let output = genesis_coinbase.outputs.get(outpoint.vout as usize)?;
+                let value = Amount::from_sat(output.value).ok()?;
                 (outpoint.txid == coinbase_txid).then(|| UnspentOutput {
-                    value_satoshis: output.value,
+                    value,
                     script_pubkey: output.script_pubkey.clone(),
-                    height: Some(0),
+                    height: Some(Height::ZERO),
                     is_coinbase: true,
                 })
             })
@@ -160,7 +161,7 @@ impl NodeBackend for GenesisNode {
         Err(BackendError::P2pDisabled)
     }
 
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError> {
         Err(BackendError::P2pDisabled)
     }
 

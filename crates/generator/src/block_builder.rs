@@ -11,7 +11,7 @@ use ibex_consensus::finality::bip34_height_prefix;
 use ibex_primitives::hash::sha256d;
 use ibex_primitives::merkle::WITNESS_COMMITMENT_HEADER;
 use ibex_primitives::{
-    merkle_root, Amount, Block, BlockHash, Hash256, Header, OutPoint, Transaction, TxInput,
+    merkle_root, Amount, Block, BlockHash, Hash256, Header, Height, OutPoint, Transaction, TxInput,
     TxOutput, Txid, Wtxid,
 };
 
@@ -62,7 +62,7 @@ pub struct CoinbaseSpec {
 
 /// Builds the coinbase transaction.
 pub fn build_coinbase(spec: &CoinbaseSpec) -> Transaction {
-    let mut script_sig = bip34_height_prefix(spec.height);
+    let mut script_sig = bip34_height_prefix(Height::new(spec.height));
     ibex_script::script::push_data_into(&spec.extra, &mut script_sig);
     let witness = if spec.witness_root.is_some() { vec![vec![0u8; 32]] } else { Vec::new() };
     let mut outputs =

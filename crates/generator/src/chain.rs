@@ -12,7 +12,7 @@
 
 use ibex_consensus::median_time_past;
 use ibex_consensus::subsidy::block_subsidy;
-use ibex_primitives::{Amount, Block, BlockHash, OutPoint, Transaction, Txid, Wtxid};
+use ibex_primitives::{Amount, Block, BlockHash, Height, OutPoint, Transaction, Txid, Wtxid};
 use rayon::prelude::*;
 
 use crate::block_budget::{block_weight_budget, BLOCK_SIGOPS_BUDGET, PLAN_FAILURES_MAX};
@@ -294,7 +294,7 @@ pub fn coinbase_value(
     height: u32,
     fees: impl IntoIterator<Item = Amount>,
 ) -> Result<Amount, GeneratorError> {
-    let subsidy = block_subsidy(height, params.subsidy_halving_interval);
+    let subsidy = block_subsidy(Height::new(height), params.subsidy_halving_interval);
     Amount::checked_sum(std::iter::once(subsidy).chain(fees))
         .ok_or(GeneratorError::AmountOutOfRange { height })
 }

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use ibex_consensus::signet::{encode_signet_solution, SignetTransactions, SIGNET_HEADER};
 use ibex_consensus::subsidy::block_subsidy;
 use ibex_primitives::{
-    merkle_root, Block, BlockHash, Header, Params, ParsedTransaction, Transaction, Txid,
+    merkle_root, Block, BlockHash, Header, Height, Params, ParsedTransaction, Transaction, Txid,
 };
 use ibex_script::script::push_data_into;
 use ibex_script::sighash::legacy::legacy_sighash;
@@ -135,7 +135,7 @@ pub fn signet_block(
     fault: SolutionFault<'_>,
     threads: usize,
 ) -> Result<Block, GeneratorError> {
-    let subsidy = block_subsidy(place.height, params.subsidy_halving_interval);
+    let subsidy = block_subsidy(Height::new(place.height), params.subsidy_halving_interval);
     let mut coinbase = build_coinbase(&CoinbaseSpec {
         height: place.height,
         extra: Vec::new(),

@@ -27,8 +27,8 @@ use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
-    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerInfo, PeerSelector, StoredBlock, TipRef,
-    TxOutSetInfo, UnspentOutput,
+    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerReport, PeerSelector, StoredBlock,
+    TipRef, TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
@@ -435,9 +435,9 @@ impl NodeBackend for ChainBackend {
             for outpoint in &outpoints {
                 let coin = chainstate.coin(outpoint).map_err(storage)?;
                 coins.push(coin.map(|coin| UnspentOutput {
-                    value_satoshis: coin.amount().to_sat(),
+                    value: coin.amount(),
                     script_pubkey: coin.script_pubkey().to_vec(),
-                    height: Some(coin.height()),
+                    height: Some(coin.height().into()),
                     is_coinbase: coin.is_coinbase(),
                 }));
             }
@@ -493,7 +493,7 @@ impl NodeBackend for ChainBackend {
         Ok(self.network()?.network_info())
     }
 
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError> {
         self.network()?.peers()
     }
 

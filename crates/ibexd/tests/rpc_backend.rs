@@ -117,7 +117,7 @@ fn the_backend_agrees_with_the_chainstate_and_serves_getblock_over_http() {
     assert_eq!(info.tip.height, tip_height);
     assert!(info.size_on_disk_bytes > 0);
     assert_eq!(coins.tip.height, tip_height);
-    assert_eq!(coins.coins[0].as_ref().unwrap().height, Some(tip_height));
+    assert_eq!(coins.coins[0].as_ref().unwrap().height, Some(tip_height.into()));
 
     // The real server over this backend.
     let mut config = ServerConfig::new(ibex_primitives::Network::Regtest);

@@ -20,7 +20,8 @@ use std::fmt;
 /// convert in with [`From`], without a check that no chain can fail.
 ///
 /// Arithmetic that could leave the range is checked ([`Height::checked_add`],
-/// [`Height::checked_sub`], [`Height::next`]); a distance between two heights
+/// [`Height::checked_sub`], [`Height::next`]) or stops at genesis where
+/// Core clamps ([`Height::saturating_sub`]); a distance between two heights
 /// saturates at zero ([`Height::blocks_since`]), as Core's maturity check
 /// reads it.
 ///
@@ -64,6 +65,13 @@ impl Height {
             Some(height) => Some(Height(height)),
             None => None,
         }
+    }
+
+    /// The height `blocks` below this one, or genesis when that would be
+    /// below it (Core's `std::max(height - blocks, 0)`).
+    #[inline]
+    pub const fn saturating_sub(self, blocks: u32) -> Height {
+        Height(self.0.saturating_sub(blocks))
     }
 
     /// The height of a child of the block at this height.
@@ -126,6 +134,8 @@ mod tests {
         assert_eq!(Height::ZERO.next(), Some(Height::new(1)));
         assert_eq!(Height::new(7).checked_sub(7), Some(Height::ZERO));
         assert_eq!(Height::ZERO.checked_sub(1), None);
+        assert_eq!(Height::new(7).saturating_sub(3), Height::new(4));
+        assert_eq!(Height::new(7).saturating_sub(8), Height::ZERO);
     }
 
     #[test]

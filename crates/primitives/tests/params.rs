@@ -8,7 +8,7 @@ use ibex_primitives::params::{
     BIP34_IMPLIES_BIP30_LIMIT,
 };
 use ibex_primitives::pow::{check_proof_of_work, CompactTarget};
-use ibex_primitives::{BlockHash, Network, Params};
+use ibex_primitives::{BlockHash, Height, Network, Params};
 use std::path::PathBuf;
 
 struct Expected {
@@ -214,8 +214,8 @@ fn buried_deployment_heights() {
         main.bip34_hash,
         Some(hash("000000000000024b89b42a942fe0d9fea3bb44ab7bd1b19115dd6a759c0808b8"))
     );
-    assert!(!main.deployment_active_at(BuriedDeployment::Segwit, 481_823));
-    assert!(main.deployment_active_at(BuriedDeployment::Segwit, 481_824));
+    assert!(!main.deployment_active_at(BuriedDeployment::Segwit, Height::new(481_823)));
+    assert!(main.deployment_active_at(BuriedDeployment::Segwit, Height::new(481_824)));
     let testnet3 = Params::testnet3();
     let heights: Vec<u32> = BuriedDeployment::ALL
         .iter()

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use ibex_primitives::params::BuriedDeployment;
-use ibex_primitives::{BlockHash, Network, Params};
+use ibex_primitives::{BlockHash, Height, Network, Params};
 
 /// Core's `VERSIONBITS_TOP_MASK`: the top three bits of a version.
 const VERSION_BITS_TOP_MASK: i32 = 0xE000_0000_u32 as i32;
@@ -222,7 +222,7 @@ pub fn script_flag_names(params: &Params, hash: &BlockHash, height: u32) -> Vec<
         }
         None => (true, true, true),
     };
-    let active = |deployment| params.deployment_active_at(deployment, height);
+    let active = |deployment| params.deployment_active_at(deployment, Height::new(height));
     let mut names: Vec<&'static str> = [
         (p2sh, "P2SH"),
         (witness, "WITNESS"),

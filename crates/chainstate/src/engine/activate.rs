@@ -10,6 +10,7 @@
 
 use ibex_consensus::{block_script_flags, BlockRejection, ConnectRules};
 use ibex_primitives::params::BuriedDeployment;
+use ibex_primitives::Height;
 
 use super::coins_chain::ChainRole;
 use super::{ChainEvent, Chainstate, CoinsChain, FlushReason, Shared, TipUpdate};
@@ -227,7 +228,7 @@ impl CoinsChain {
         }
         let script_flags = (!assume_valid_covers(shared, id)).then(|| {
             let height = shared.index.entry(id).height;
-            block_script_flags(&shared.options.params, height, &block.hash())
+            block_script_flags(&shared.options.params, height.into(), &block.hash())
         });
         match self.connect_with_context(shared, id, &block) {
             Ok(connected) => {
@@ -310,15 +311,16 @@ impl CoinsChain {
             Bip30Check::BeforeConnect
         };
         let chain = &self.chain;
-        let median_time_past_at =
-            |at: u32| chain.at(at).map_or(0, |ancestor| index.median_time_past(ancestor));
+        let median_time_past_at = |at: Height| {
+            chain.at(at.to_u32()).map_or(0, |ancestor| index.median_time_past(ancestor))
+        };
         let context = ConnectContext {
             rules: ConnectRules {
                 params,
-                height,
-                flags: block_script_flags(params, height, &hash),
+                height: height.into(),
+                flags: block_script_flags(params, height.into(), &hash),
                 enforce_sequence_locks: params
-                    .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height),
+                    .deployment_active_at(BuriedDeployment::CheckSequenceVerify, height.into()),
                 previous_median_time_past: index.median_time_past(parent),
                 median_time_past_at: &median_time_past_at,
             },

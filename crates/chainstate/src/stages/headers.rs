@@ -48,7 +48,7 @@ pub(crate) fn check_header_context(
     })
     .map_err(|_| BlockError::BadDifficultyBits { bits: header.bits, expected: 0 })?;
     let context = HeaderContext {
-        height: parent_entry.height + 1,
+        height: (parent_entry.height + 1).into(),
         previous_median_time_past: index.median_time_past(parent),
         previous_time: parent_entry.header.time,
         expected_bits,
@@ -69,7 +69,7 @@ pub(crate) fn check_block_context(
 ) -> Result<(), BlockError> {
     let height = index.entry(parent).height + 1;
     let median_time_past = index.median_time_past(parent);
-    contextual_check_block_known(block, height, median_time_past, params, witness_checked)
+    contextual_check_block_known(block, height.into(), median_time_past, params, witness_checked)
 }
 
 /// Whether a header alone may be indexed: proof of work, a known parent

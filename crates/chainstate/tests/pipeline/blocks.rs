@@ -14,7 +14,7 @@ use ibex_primitives::hash::sha256d;
 use ibex_primitives::merkle::{merkle_root, WITNESS_COMMITMENT_HEADER};
 use ibex_primitives::owned::{Block, Transaction, TxInput, TxOutput};
 use ibex_primitives::pow::check_proof_of_work;
-use ibex_primitives::{BlockHash, CompactTarget, OutPoint, Params};
+use ibex_primitives::{BlockHash, CompactTarget, Height, OutPoint, Params};
 
 fn shared_chain() -> PathBuf {
     PathBuf::from(
@@ -124,7 +124,7 @@ pub fn seal(block: &mut Block, params: &Params) {
 /// A valid block on `parent` (at `height`) holding only a coinbase that
 /// claims the subsidy; `tag` makes siblings differ.
 pub fn coinbase_child(parent: &Block, height: u32, tag: u8, params: &Params) -> Block {
-    let mut script_sig = bip34_height_prefix(height);
+    let mut script_sig = bip34_height_prefix(Height::new(height));
     script_sig.extend_from_slice(&[0x01, tag]);
     let coinbase = Transaction {
         version: 2,
@@ -135,7 +135,7 @@ pub fn coinbase_child(parent: &Block, height: u32, tag: u8, params: &Params) -> 
             witness: Vec::new(),
         }],
         outputs: vec![TxOutput {
-            value: block_subsidy(height, params.subsidy_halving_interval).to_sat(),
+            value: block_subsidy(Height::new(height), params.subsidy_halving_interval).to_sat(),
             // OP_TRUE: anyone can spend it.
             script_pubkey: vec![0x51],
         }],

@@ -9,7 +9,7 @@ use crate::subsidy::block_subsidy;
 use crate::transaction::transaction_value_out;
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::{
-    check_witness_commitment, Amount, BlockView, Params, WitnessCommitmentError,
+    check_witness_commitment, Amount, BlockView, Height, Params, WitnessCommitmentError,
 };
 
 /// Core's `ContextualCheckBlock` for the block at `height` whose parent's
@@ -22,7 +22,7 @@ use ibex_primitives::{
 /// Expects a block that passed [`crate::check_block`] (a coinbase first).
 pub fn contextual_check_block(
     block: &BlockView<'_>,
-    height: u32,
+    height: Height,
     previous_median_time_past: i64,
     params: &Params,
 ) -> Result<(), BlockError> {
@@ -35,7 +35,7 @@ pub fn contextual_check_block(
 /// peer's block): the commitment is not hashed again.
 pub fn contextual_check_block_known(
     block: &BlockView<'_>,
-    height: u32,
+    height: Height,
     previous_median_time_past: i64,
     params: &Params,
     witness_checked: bool,
@@ -76,7 +76,7 @@ pub fn contextual_check_block_known(
 
 /// BIP34: the coinbase scriptSig starts with `CScript() << height` (more
 /// bytes may follow).
-fn check_coinbase_height(block: &BlockView<'_>, height: u32) -> Result<(), BlockError> {
+fn check_coinbase_height(block: &BlockView<'_>, height: Height) -> Result<(), BlockError> {
     let prefix = bip34_height_prefix(height);
     let starts_with_height = block
         .transaction(0)
@@ -110,7 +110,7 @@ fn check_witness(block: &BlockView<'_>, segwit_active: bool) -> Result<(), Block
 pub fn check_coinbase_amount(
     block: &BlockView<'_>,
     fees: Amount,
-    height: u32,
+    height: Height,
     params: &Params,
 ) -> Result<(), BlockError> {
     let value = coinbase_value_out(block)?;

@@ -6,14 +6,14 @@ use crate::error::BlockError;
 use crate::limits::{MAX_FUTURE_BLOCK_TIME_SECONDS, MEDIAN_TIME_SPAN_BLOCKS, TIMEWARP_SECONDS_MAX};
 use ibex_primitives::params::BuriedDeployment;
 use ibex_primitives::pow::check_proof_of_work;
-use ibex_primitives::{BlockHash, CompactTarget, Header, Params};
+use ibex_primitives::{BlockHash, CompactTarget, Header, Height, Params};
 
 /// What `ContextualCheckBlockHeader` needs to know about the chain below
 /// the new header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeaderContext {
     /// The new block's height.
-    pub height: u32,
+    pub height: Height,
     /// The parent's median time past (the median of the last 11 block times
     /// ending in the parent; see [`median_time_past`]).
     pub previous_median_time_past: i64,
@@ -69,7 +69,7 @@ pub fn contextual_check_block_header(
     // retarget period, genesis excepted (it has no context), may not be more
     // than MAX_TIMEWARP seconds before its parent.
     if params.enforce_bip94
-        && context.height % params.difficulty_adjustment_interval() == 0
+        && context.height.to_u32() % params.difficulty_adjustment_interval() == 0
         && time < i64::from(context.previous_time) - TIMEWARP_SECONDS_MAX
     {
         return Err(BlockError::TimeTimewarpAttack {
@@ -90,7 +90,7 @@ pub fn contextual_check_block_header(
 /// BIP65 activate (its `DeploymentActiveAfter(pindexPrev, ...)`, true for the
 /// block at the activation height). nVersion is signed: negative versions
 /// (all top bits set) are below every minimum.
-fn check_version(version: i32, height: u32, params: &Params) -> Result<(), BlockError> {
+fn check_version(version: i32, height: Height, params: &Params) -> Result<(), BlockError> {
     let minimums = [
         (BuriedDeployment::HeightInCoinbase, 2),
         (BuriedDeployment::StrictDerSignatures, 3),

@@ -1,7 +1,7 @@
 //! The script verification flags of a block: Core's `GetBlockScriptFlags`.
 
 use ibex_primitives::params::BuriedDeployment;
-use ibex_primitives::{BlockHash, Params};
+use ibex_primitives::{BlockHash, Height, Params};
 use ibex_script::VerifyFlags;
 
 /// The flags every input of the block `hash` at `height` is verified with.
@@ -13,7 +13,7 @@ use ibex_script::VerifyFlags;
 /// exception replaces the three base flags. DERSIG (BIP66), CLTV (BIP65),
 /// CSV (BIP112) and NULLDUMMY (BIP147, with segwit) are added from their
 /// buried activation heights, exceptions included.
-pub fn block_script_flags(params: &Params, height: u32, hash: &BlockHash) -> VerifyFlags {
+pub fn block_script_flags(params: &Params, height: Height, hash: &BlockHash) -> VerifyFlags {
     let mut flags = match params.script_flag_exception(hash) {
         Some(exception) => {
             let mut base = VerifyFlags::NONE;

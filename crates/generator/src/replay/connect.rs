@@ -78,7 +78,7 @@ fn spent_coins<'a>(coins: &[&'a SpentCoinBuf]) -> Vec<SpentCoin<'a>> {
 /// Adds a transaction's spendable outputs to the block's new coins.
 fn add_outputs(
     transaction: &TransactionView<'_>,
-    height: u32,
+    height: Height,
     is_coinbase: bool,
     created: &mut HashMap<OutPoint, SpentCoinBuf>,
     changes: &mut BlockChanges,
@@ -93,7 +93,7 @@ fn add_outputs(
         let value = output_amount(output.value, vout)
             .map_err(|source| BlockRejection::Transaction { txid, source })?;
         let script_pubkey = output.script_pubkey.to_vec();
-        let coin = SpentCoinBuf { value, script_pubkey, height: Height::new(height), is_coinbase };
+        let coin = SpentCoinBuf { value, script_pubkey, height, is_coinbase };
         let outpoint = OutPoint { txid, vout: vout as u32 };
         created.insert(outpoint, coin.clone());
         changes.created.push((outpoint, coin));
@@ -107,10 +107,10 @@ pub(crate) fn connect(
     base: &ChainView,
     block: &BlockView<'_>,
 ) -> Result<BlockChanges, Rejection> {
-    let height = base.height + 1;
+    let height = Height::new(base.height + 1);
     let flags = block_script_flags(params, height, &block.block_hash());
     let median_time_past_at =
-        |at: u32| base.median_time_past.get(at as usize).copied().unwrap_or(0);
+        |at: Height| base.median_time_past.get(at.to_u32() as usize).copied().unwrap_or(0);
     let rules = ConnectRules {
         params,
         height,

@@ -8,7 +8,7 @@ use ibex_consensus::{
     contextual_check_block_header, HeaderContext,
 };
 use ibex_primitives::pow::{next_work_required, BlockSummary};
-use ibex_primitives::{BlockView, CompactTarget, Params};
+use ibex_primitives::{BlockView, CompactTarget, Height, Params};
 
 use super::{ChainView, Rejection};
 
@@ -31,7 +31,7 @@ fn header_context(
     let expected_bits = next_work_required(params, last, new_time, summary)
         .map_err(|_| Rejection::new("prev-blk-not-found"))?;
     Ok(HeaderContext {
-        height: base.height + 1,
+        height: Height::new(base.height + 1),
         previous_median_time_past: base.median_time_past.last().copied().unwrap_or(0),
         previous_time: last.time,
         expected_bits,

@@ -12,14 +12,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use ibex_p2p::addrman::{AddressCandidate, AddressNetwork, NetworkSet, PeerAddress};
-use ibex_p2p::net::address::{canonical_ip, is_routable};
+use ibex_p2p::net::address::{address_text, canonical_ip, is_routable};
 use ibex_p2p::net::{BanReason, DisconnectReason};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BackendError, BannedSubnet,
     NetworkRequestError, NodeAddress, PeerSelector,
 };
 
-use super::peers::address_text;
 use super::{epoch_seconds, NetworkRpc};
 use crate::p2p_node::added_nodes::{refusal, resolve};
 

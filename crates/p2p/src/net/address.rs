@@ -13,6 +13,12 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
     ip.to_canonical()
 }
 
+/// `ip:port` as Core writes a service (`ToStringAddrPort`): IPv4-mapped
+/// addresses as IPv4, IPv6 in brackets.
+pub fn address_text(address: SocketAddr) -> String {
+    SocketAddr::new(canonical_ip(address.ip()), address.port()).to_string()
+}
+
 /// Core's `CNetAddr::IsLocal`: 127.0.0.0/8, 0.0.0.0/8 or `::1`. Core never
 /// discourages such addresses (all local peers would share one).
 pub fn is_local(ip: IpAddr) -> bool {
@@ -118,6 +124,16 @@ mod tests {
         for punished in ["127.0.0.2", "::ffff:127.9.0.1", "127.255.255.254", "8.8.8.8"] {
             assert!(!spared_as_local(ip(punished), true), "{punished}");
         }
+    }
+
+    #[test]
+    fn addresses_written_as_core() {
+        let v4 = SocketAddr::from(([127, 0, 0, 1], 18444));
+        assert_eq!(address_text(v4), "127.0.0.1:18444");
+        let mapped: SocketAddr = "[::ffff:8.8.8.8]:8333".parse().unwrap_or(v4);
+        assert_eq!(address_text(mapped), "8.8.8.8:8333");
+        let v6: SocketAddr = "[2a01::1]:8333".parse().unwrap_or(v4);
+        assert_eq!(address_text(v6), "[2a01::1]:8333");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub use regtest::{RegtestOptions, TestActivationHeightError};
 pub use signet::DEFAULT_SIGNET_CHALLENGE;
 
 use crate::hash::BlockHash;
+use crate::height::Height;
 use crate::owned::Block;
 use crate::pow::{ChainWork, Target};
 
@@ -131,8 +132,8 @@ impl Params {
 
     /// Whether `deployment` is enforced in the block at `height` (Core's
     /// `DeploymentActiveAt` for buried deployments).
-    pub fn deployment_active_at(&self, deployment: BuriedDeployment, height: u32) -> bool {
-        height >= self.deployment_height(deployment)
+    pub fn deployment_active_at(&self, deployment: BuriedDeployment, height: Height) -> bool {
+        height.to_u32() >= self.deployment_height(deployment)
     }
 
     /// The script flag exception for the block `hash`, if it is one.

@@ -1,6 +1,6 @@
 //! The chain facts a [`super::NodeBackend`] hands the server.
 
-use ibex_primitives::{BlockHash, ChainWork, Header, SpentCoinBuf};
+use ibex_primitives::{Amount, BlockHash, ChainWork, Header, Height, SpentCoinBuf};
 
 use crate::context::BlockContext;
 
@@ -169,12 +169,14 @@ pub struct ChainTip {
 /// An unspent output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnspentOutput {
-    /// Its value in satoshis.
-    pub value_satoshis: i64,
+    /// Its value.
+    pub value: Amount,
     /// Its script.
     pub script_pubkey: Vec<u8>,
-    /// Height of the block that created it; `None` for a mempool output.
-    pub height: Option<u32>,
+    /// Height of the block that created it; `None` for an output of a
+    /// transaction in the mempool, not in a block yet (Core answers 0
+    /// confirmations for it, and BIP64's `MEMPOOL_HEIGHT`).
+    pub height: Option<Height>,
     /// Whether a coinbase created it.
     pub is_coinbase: bool,
 }

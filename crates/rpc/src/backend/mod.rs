@@ -40,7 +40,7 @@ pub use crate::deployment::DeploymentInfo;
 pub use network::{
     AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, LocalAddress, NetTotals,
     NetworkConnections, NetworkInfo, NetworkReachability, NetworkRequestError, NodeAddress,
-    PeerInfo, PeerRelay, PeerSelector, RelayFees, UploadTarget,
+    PeerRelay, PeerReport, PeerSelector, PeerState, RelayFees, UploadTarget,
 };
 
 use std::time::Duration;
@@ -207,7 +207,7 @@ pub trait NodeBackend: Send + Sync + 'static {
     fn network_info(&self) -> Result<NetworkInfo, BackendError>;
 
     /// Connected peers, for `getpeerinfo`. **Network.**
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError>;
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError>;
 
     /// Traffic totals, for `getnettotals`. **Network.**
     fn net_totals(&self) -> Result<NetTotals, BackendError>;

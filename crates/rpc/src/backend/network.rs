@@ -2,6 +2,9 @@
 //! as Core's `getnetworkinfo`, `getpeerinfo` and `getnettotals` report them
 //! (`rpc/net.cpp`).
 
+use ibex_p2p::net::PeerInfo;
+use ibex_primitives::Height;
+
 /// The connection manager's part of `getnetworkinfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetworkConnections {
@@ -80,87 +83,39 @@ pub struct NetworkInfo {
     pub warnings: Vec<String>,
 }
 
-/// One connected peer, as `getpeerinfo` reports it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PeerInfo {
-    /// Peer index.
-    pub id: i64,
-    /// `host:port`.
-    pub address: String,
-    /// Our side's `ip:port`, when known.
-    pub address_bind: Option<String>,
-    /// Our address as the peer reported it, when it did.
-    pub address_local: Option<String>,
-    /// `ipv4`, `ipv6`, `onion`, `i2p`, `cjdns`, `not_publicly_routable`.
-    pub network: String,
-    /// The AS of the peer's route, when `-asmap` is set.
-    pub mapped_as: Option<u32>,
-    /// The peer's service bits.
-    pub services: u64,
-    /// Whether we relay transactions to it.
-    pub relay_transactions: bool,
-    /// Last send, seconds since the epoch.
-    pub last_send_seconds: i64,
-    /// Last receive, seconds since the epoch.
-    pub last_receive_seconds: i64,
-    /// Last valid transaction from it, seconds since the epoch.
-    pub last_transaction_seconds: i64,
-    /// Last block from it, seconds since the epoch.
+/// One connected peer, as `getpeerinfo` reports it: Core joins the
+/// connection manager's `CNodeStats` with the message handling's
+/// `CNodeStateStats`, and so does this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerReport {
+    /// The connection as the networking layer records it.
+    pub connection: PeerInfo,
+    /// What the node's block sync and relay know of the peer.
+    pub state: PeerState,
+}
+
+/// What the node's block sync and relay know of a peer beyond its
+/// connection (Core's `CNodeStateStats`). Heights are `None` where Core
+/// writes -1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerState {
+    /// Its low-work headers presync height, while one runs
+    /// (`presynced_headers`).
+    pub presync_height: Option<Height>,
+    /// The height of its best known block, when we have indexed it
+    /// (`synced_headers`).
+    pub best_known_height: Option<Height>,
+    /// The height of the last block it has in common with our active
+    /// chain, when known (`synced_blocks`).
+    pub common_height: Option<Height>,
+    /// Heights of the blocks asked of it, in request order (`inflight`).
+    pub blocks_in_flight: Vec<Height>,
+    /// When it last sent a block new to us, seconds since the epoch (0:
+    /// never; `last_block`).
     pub last_block_seconds: i64,
-    /// Bytes sent.
-    pub bytes_sent: u64,
-    /// Bytes received.
-    pub bytes_received: u64,
-    /// Connection time, seconds since the epoch.
-    pub connected_seconds: i64,
-    /// Its clock's offset from ours, seconds.
-    pub time_offset_seconds: i64,
-    /// Last ping round trip, seconds.
-    pub ping_seconds: Option<f64>,
-    /// Smallest ping round trip, seconds.
-    pub min_ping_seconds: Option<f64>,
-    /// An outstanding ping's age, seconds.
-    pub ping_wait_seconds: Option<f64>,
-    /// Its protocol version.
-    pub version: i32,
-    /// Its user agent, sanitised.
-    pub subversion: String,
-    /// Whether it connected to us.
-    pub inbound: bool,
-    /// Whether we chose it as a high-bandwidth compact block peer.
-    pub bip152_high_bandwidth_to: bool,
-    /// Whether it chose us as one.
-    pub bip152_high_bandwidth_from: bool,
-    /// Its height when it connected.
-    pub starting_height: i32,
-    /// Header presync height with it, -1 when none runs.
-    pub presynced_headers: i32,
-    /// Last header we have in common.
-    pub synced_headers: i32,
-    /// Last block we have in common.
-    pub synced_blocks: i32,
-    /// Heights of blocks asked from it.
-    pub blocks_in_flight: Vec<i32>,
-    /// Whether we relay addresses with it.
-    pub address_relay_enabled: bool,
-    /// Addresses processed.
-    pub addresses_processed: u64,
-    /// Addresses dropped by rate limiting.
-    pub addresses_rate_limited: u64,
-    /// Permission names granted to it.
-    pub permissions: Vec<String>,
-    /// Its fee filter, satoshis per 1,000 virtual bytes.
-    pub min_fee_filter_satoshis_per_kvb: i64,
-    /// Bytes sent by message type (types with zero bytes left out).
-    pub bytes_sent_per_message: Vec<(String, u64)>,
-    /// Bytes received by message type.
-    pub bytes_received_per_message: Vec<(String, u64)>,
-    /// Core's connection type word (`outbound-full-relay`, `inbound`...).
-    pub connection_type: String,
-    /// `detecting`, `v1` or `v2`.
-    pub transport_protocol_type: String,
-    /// The BIP324 session id in hex, empty for v1.
-    pub session_id: String,
+    /// The fee filter it sent, satoshis per 1,000 virtual bytes
+    /// (`minfeefilter`).
+    pub fee_filter_satoshis_per_kvb: i64,
 }
 
 /// `-maxuploadtarget`'s cycle, as `getnettotals` reports it.

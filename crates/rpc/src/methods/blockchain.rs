@@ -338,7 +338,7 @@ fn gettxout(
         coin.height.map_or(0, |height| i64::from(answer.tip.height) - i64::from(height) + 1);
     write_i64(out, confirmations);
     key(out, "value");
-    write_amount(out, coin.value_satoshis);
+    write_amount(out, coin.value.to_sat());
     key(out, "scriptPubKey");
     write_script_pub_key(out, &coin.script_pubkey, &context.address_params);
     key(out, "coinbase");

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use ibex_primitives::params::is_bip30_repeat;
 use ibex_primitives::txoutset::is_unspendable;
-use ibex_primitives::{BlockHash, BlockView, SpentCoinBuf, TransactionView, MAX_MONEY};
+use ibex_primitives::{BlockHash, BlockView, Height, SpentCoinBuf, TransactionView, MAX_MONEY};
 use serde_json::Value;
 
 use super::error::{RpcError, RpcErrorCode};
@@ -74,8 +74,10 @@ fn getblockstats(
         }
         (None, _) => return Err(RpcError::new(RpcErrorCode::MiscError, "Undo data not available")),
     };
-    let subsidy =
-        ibex_consensus::subsidy::block_subsidy(height, context.params.subsidy_halving_interval);
+    let subsidy = ibex_consensus::subsidy::block_subsidy(
+        Height::new(height),
+        context.params.subsidy_halving_interval,
+    );
     let facts = BlockFacts {
         hash: block_hash,
         height,

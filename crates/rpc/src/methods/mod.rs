@@ -16,6 +16,7 @@ mod invalidate;
 mod network;
 mod network_control;
 pub(crate) mod params;
+mod peers;
 mod rawtransaction;
 mod wait;
 
@@ -151,7 +152,7 @@ pub(crate) static METHODS: &[Method] = &[
     network::GETNETTOTALS,
     network::GETNETWORKINFO,
     network_control::GETNODEADDRESSES,
-    network::GETPEERINFO,
+    peers::GETPEERINFO,
     network_control::LISTBANNED,
     network_control::SETBAN,
     rawtransaction::GETRAWTRANSACTION,

@@ -10,7 +10,7 @@
 //! body), and the outpoint count is read from the body's first bytes.
 
 use ibex_primitives::encode::write_compact_size;
-use ibex_primitives::{OutPoint, Txid};
+use ibex_primitives::{Height, OutPoint, Txid};
 
 use super::jsonrpc::HttpReply;
 use super::rest::{
@@ -183,7 +183,7 @@ fn read_body_as_core_does(body: &[u8]) -> Option<(bool, Vec<OutPoint>)> {
 }
 
 fn coin_height(coin: &UnspentOutput) -> u32 {
-    coin.height.unwrap_or(MEMPOOL_HEIGHT)
+    coin.height.map_or(MEMPOOL_HEIGHT, Height::to_u32)
 }
 
 /// BIP64's binary answer: height (`int32`), tip hash, bitmap (a byte
@@ -206,7 +206,7 @@ fn utxos_binary(answer: &CoinsAnswer) -> Vec<u8> {
     for coin in found {
         out.extend_from_slice(&0u32.to_le_bytes());
         out.extend_from_slice(&coin_height(coin).to_le_bytes());
-        out.extend_from_slice(&coin.value_satoshis.to_le_bytes());
+        out.extend_from_slice(&coin.value.to_sat().to_le_bytes());
         write_compact_size(&mut out, coin.script_pubkey.len() as u64);
         out.extend_from_slice(&coin.script_pubkey);
     }
@@ -232,7 +232,7 @@ fn utxos_json(context: &MethodContext, answer: &CoinsAnswer) -> Vec<u8> {
         open_object(&mut out, "height");
         write_i64(&mut out, i64::from(coin_height(coin)));
         key(&mut out, "value");
-        write_amount(&mut out, coin.value_satoshis);
+        write_amount(&mut out, coin.value.to_sat());
         key(&mut out, "scriptPubKey");
         write_script_pub_key(&mut out, &coin.script_pubkey, &context.address_params);
         close_object(&mut out);

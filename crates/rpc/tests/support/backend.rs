@@ -6,19 +6,26 @@
 //! tip (for the work queue), and networking can be off.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use ibex_p2p::messages::address::ServiceAddress;
+use ibex_p2p::messages::version::UserAgent;
+use ibex_p2p::net::{ConnectionType, PeerInfo as NetPeerInfo, PeerPermissions, PeerVersion};
+use ibex_p2p::sync::PeerId;
+use ibex_p2p::transport::TransportKind;
+use ibex_p2p::ServiceFlags;
 
 use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher};
-use ibex_primitives::{Amount, BlockHash, ChainWork, OutPoint, Params};
+use ibex_primitives::{Amount, BlockHash, ChainWork, Height, OutPoint, Params};
 use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeConnection, AddedNodeInfo, BannedSubnet, BlockData, BlockEntry,
     BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
     LocalAddress, NetTotals, NetworkConnections, NetworkInfo, NetworkReachability,
-    NetworkRequestError, NodeAddress, PeerInfo, PeerRelay, PeerSelector, StoredBlock, TipRef,
-    TxOutSetInfo, UnspentOutput, UploadTarget,
+    NetworkRequestError, NodeAddress, PeerRelay, PeerReport, PeerSelector, PeerState, StoredBlock,
+    TipRef, TxOutSetInfo, UnspentOutput, UploadTarget,
 };
 use ibex_rpc::deployment::{deployment_info, Ancestry};
 use ibex_rpc::{BackendError, NodeBackend};
@@ -281,9 +288,9 @@ impl NodeBackend for ChainBackend {
             .iter()
             .map(|outpoint| {
                 self.chain.unspent(outpoint).map(|coin| UnspentOutput {
-                    value_satoshis: coin.value_satoshis,
+                    value: Amount::from_sat(coin.value_satoshis).unwrap(),
                     script_pubkey: coin.script_pubkey,
-                    height: Some(coin.height),
+                    height: Some(Height::new(coin.height)),
                     is_coinbase: coin.is_coinbase,
                 })
             })
@@ -382,49 +389,57 @@ impl NodeBackend for ChainBackend {
         })
     }
 
-    fn peers(&self) -> Result<Vec<PeerInfo>, BackendError> {
+    fn peers(&self) -> Result<Vec<PeerReport>, BackendError> {
         self.require_networking()?;
-        Ok(vec![PeerInfo {
-            id: 0,
-            address: "127.0.0.1:18444".to_owned(),
-            address_bind: Some("127.0.0.1:50000".to_owned()),
-            address_local: None,
-            network: "not_publicly_routable".to_owned(),
-            mapped_as: None,
-            services: (1 << 0) | (1 << 3),
-            relay_transactions: false,
-            last_send_seconds: 1_795_321_300,
-            last_receive_seconds: 1_795_321_301,
-            last_transaction_seconds: 0,
-            last_block_seconds: 1_795_321_236,
+        let mut address_local = [0u8; 16];
+        address_local[10..12].copy_from_slice(&[0xff, 0xff]);
+        let version = PeerVersion {
+            protocol_version: 70016,
+            services: ServiceFlags::from_bits((1 << 0) | (1 << 3)),
+            user_agent: UserAgent::new(b"/Satoshi:30.0.0/".to_vec()).unwrap(),
+            start_height: 1190,
+            relay: true,
+            timestamp_seconds: 1_795_321_000,
+            time_offset_seconds: 0,
+            address_local: ServiceAddress {
+                services: ServiceFlags::NONE,
+                ip_bytes: address_local,
+                port: 0,
+            },
+            wtxid_relay: true,
+            wants_address_v2: true,
+        };
+        let at = |seconds: u64| UNIX_EPOCH + Duration::from_secs(seconds);
+        let connection = NetPeerInfo {
+            id: PeerId(0),
+            address: SocketAddr::from(([127, 0, 0, 1], 18444)),
+            local_address: Some(SocketAddr::from(([127, 0, 0, 1], 50000))),
+            inbound: false,
+            connection: ConnectionType::OutboundFullRelay,
+            transport: TransportKind::V2,
+            session_id: Some([0xab; 32]),
+            version: Some(version),
+            handshake_complete: true,
+            connected_at: at(1_795_321_000),
+            last_send: Some(at(1_795_321_300)),
+            last_receive: Some(at(1_795_321_301)),
             bytes_sent: 1_000,
             bytes_received: 9_000_000,
-            connected_seconds: 1_795_321_000,
-            time_offset_seconds: 0,
-            ping_seconds: Some(0.000_25),
-            min_ping_seconds: Some(0.000_125),
-            ping_wait_seconds: None,
-            version: 70016,
-            subversion: "/Satoshi:30.0.0/".to_owned(),
-            inbound: false,
-            bip152_high_bandwidth_to: false,
-            bip152_high_bandwidth_from: false,
-            starting_height: 1190,
-            presynced_headers: -1,
-            synced_headers: 1190,
-            synced_blocks: 1190,
-            blocks_in_flight: vec![],
-            address_relay_enabled: false,
-            addresses_processed: 0,
-            addresses_rate_limited: 0,
-            permissions: vec![],
-            min_fee_filter_satoshis_per_kvb: 1_000,
-            bytes_sent_per_message: vec![("getheaders".to_owned(), 1_000)],
-            bytes_received_per_message: vec![("block".to_owned(), 9_000_000)],
-            connection_type: "outbound-full-relay".to_owned(),
-            transport_protocol_type: "v2".to_owned(),
-            session_id: "ab".repeat(32),
-        }])
+            last_ping: Some(Duration::from_micros(250)),
+            min_ping: Some(Duration::from_micros(125)),
+            ping_wait: None,
+            send_queue_bytes: 0,
+            permissions: PeerPermissions::NONE,
+        };
+        let state = PeerState {
+            presync_height: None,
+            best_known_height: Some(Height::new(1190)),
+            common_height: Some(Height::new(1190)),
+            blocks_in_flight: Vec::new(),
+            last_block_seconds: 1_795_321_236,
+            fee_filter_satoshis_per_kvb: 1_000,
+        };
+        Ok(vec![PeerReport { connection, state }])
     }
 
     fn net_totals(&self) -> Result<NetTotals, BackendError> {

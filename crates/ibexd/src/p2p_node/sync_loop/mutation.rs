@@ -41,7 +41,7 @@ impl SyncLoop {
             // Passed, or failed after the merkle root was found right.
             _ => None,
         };
-        let segwit = self.params.deployment_active_at(BuriedDeployment::Segwit, height);
+        let segwit = self.params.deployment_active_at(BuriedDeployment::Segwit, height.into());
         let mutation = merkle.or_else(|| mutation_after_merkle(block.view(), segwit));
         // Recorded only for a block that passed `CheckBlock` (a coinbase
         // first, so the commitment was read): the engine skips its own
