@@ -3,7 +3,7 @@
 //! files under `fuzz/regressions/`, replayed by the `regressions` test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ibex_chainstate::index::store::{
+use ibex_chainstate::index_store::{
     build_index, decode_record, encode_entry, SEQUENCE_STORED_MAX,
 };
 use ibex_chainstate::{BlockIndexEntry, BlockStatus, ChainstateError};

@@ -38,6 +38,7 @@ mod headers;
 mod import_activation;
 pub mod invalidate;
 pub mod open;
+pub mod read_api;
 pub mod reader;
 pub mod recovery;
 pub mod service;
@@ -58,6 +59,10 @@ pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
 pub use invalidate::ChainControlError;
+pub use read_api::{
+    BestChainBlocks, BlockAncestry, BlocksAtTip, CoinsAtTip, ForkPoint, IndexedBlock, ReadView,
+    TipState, TxOutSetAtTip, MAX_TIP_AGE_SECONDS,
+};
 pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
 pub use service::{
     engine_service, ChainControlReply, EngineCommand, EngineNotice, EngineService, ServiceEnd,

@@ -484,7 +484,8 @@ impl SyncLoop {
                     self.check_header_offer(last);
                 }
                 if let Some(last) = last.filter(|_| added > 0) {
-                    if let Some(line) = headers_progress_line(&self.reader, last) {
+                    let spacing_seconds = self.params.pow_target_spacing_seconds;
+                    if let Some(line) = headers_progress_line(&self.reader, last, spacing_seconds) {
                         self.logger.log(&line);
                     }
                 }

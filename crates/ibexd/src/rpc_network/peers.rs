@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use ibex_chainstate::{Chainstate, ReadError};
+use ibex_chainstate::ReadError;
 use ibex_p2p::net::address::{canonical_ip, is_routable};
 use ibex_p2p::net::PeerInfo as NetPeer;
 use ibex_p2p::sync::PeerId;
@@ -75,24 +75,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// The heights of each hash in `best_known`, read on the engine's thread.
+/// The heights of each hash in `best_known` and where each meets the
+/// active chain, in one unsettled read (the block index and header chains).
 fn heights_of(
-    chainstate: &Chainstate,
+    reader: &ibex_chainstate::ChainReader,
     best_known: &[(PeerId, BlockHash)],
-) -> HashMap<PeerId, PeerHeights> {
-    let index = chainstate.index();
-    let chain = chainstate.chain();
-    best_known
-        .iter()
-        .filter_map(|(peer, hash)| {
-            let id = index.get(hash)?;
-            let best_known = i32::try_from(index.entry(id).height).unwrap_or(i32::MAX);
-            let common = chain
-                .find_fork(index, id)
-                .map_or(-1, |fork| i32::try_from(index.entry(fork).height).unwrap_or(i32::MAX));
-            Some((*peer, PeerHeights { best_known, common }))
-        })
-        .collect()
+) -> Result<HashMap<PeerId, PeerHeights>, ReadError> {
+    let hashes: Vec<BlockHash> = best_known.iter().map(|(_, hash)| *hash).collect();
+    let points = reader.unsettled(QUERY_TIMEOUT).fork_points(&hashes)?;
+    let as_height = |height: u32| i32::try_from(height).unwrap_or(i32::MAX);
+    let heights = best_known.iter().zip(points).filter_map(|((peer, _), point)| {
+        let point = point?;
+        let common = point.fork_height.map_or(-1, as_height);
+        Some((*peer, PeerHeights { best_known: as_height(point.height), common }))
+    });
+    Ok(heights.collect())
 }
 
 impl NetworkRpc {
@@ -107,8 +104,7 @@ impl NetworkRpc {
         let heights = if best_known.is_empty() {
             HashMap::new()
         } else {
-            let read = move |chainstate: &Chainstate| heights_of(chainstate, &best_known);
-            self.reader.query_unsettled(read, QUERY_TIMEOUT).map_err(|error| match error {
+            heights_of(&self.reader, &best_known).map_err(|error| match error {
                 ReadError::Busy => BackendError::Busy,
                 ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
                 _ => BackendError::Stopped,
