@@ -251,7 +251,7 @@ pub(crate) fn active_headers(
 ) -> Option<Vec<Header>> {
     let Some(tip_height) = chainstate.chain().height() else { return Some(Vec::new()) };
     let Some(span) = tip_height.checked_sub(first_height) else { return Some(Vec::new()) };
-    if usize::try_from(span).map_or(true, |span| span >= count_max) {
+    if usize::try_from(span).unwrap_or(usize::MAX) >= count_max {
         return None;
     }
     let index = chainstate.index();
@@ -274,7 +274,8 @@ pub(crate) fn coins_at_tip(
     outpoints: &[OutPoint],
 ) -> Result<Option<CoinsAtTip>, ChainstateError> {
     let Some(tip) = chainstate.tip() else { return Ok(None) };
-    let coins = outpoints.iter().map(|outpoint| chainstate.coin(outpoint)).collect();
+    let coins: Result<Vec<Option<Coin>>, ChainstateError> =
+        outpoints.iter().map(|outpoint| chainstate.coin(outpoint)).collect();
     Ok(Some(CoinsAtTip { tip, coins: coins? }))
 }
 
