@@ -20,7 +20,7 @@
 //! [`ChainReader::read_stored_undo`]).
 
 mod block_read_ahead;
-pub(crate) mod budget;
+pub mod budget;
 pub(crate) mod coins;
 pub(crate) mod connect;
 pub(crate) mod disconnect;
@@ -40,7 +40,7 @@ mod test_chain;
 pub(crate) mod undo;
 pub(crate) mod vocabulary;
 
-pub use budget::{MemoryBudget, FLUSH_TABLE_COUNT_LIMIT, MEMTABLE_COUNT_MAX};
+pub use budget::MemoryBudget;
 pub use coins::bip30_reader::OutputsLookup;
 pub use coins::cache::{CoinsCache, FlushMode, TABLE_READERS_UNCOUNTED_BYTES_MAX};
 pub use coins::coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
@@ -66,17 +66,17 @@ pub use coins::database::{ingest as database_ingest, io as database_io};
 pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
 pub use engine::open::INDEX_DIRECTORY;
+pub use engine::read_api::{LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX};
 pub use engine::tips::ChainTip;
 pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
-pub use engine::read_api::{LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX};
 pub use engine::{
-    engine_service, BestCandidateCheck, BestChainBlocks, BlockAncestry, BlockSource,
-    BlocksAtTip, CandidateLeft, ChainControlError, ChainControlReply, ChainEvent, ChainObserver,
-    ChainReader, ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, CoinsAtTip,
-    EngineCommand, EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock, ReadError,
-    ReadView, ServiceEnd, TipState, TipSummary, TipUpdate, TxOutSetAtTip,
-    ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
-    MAX_TIP_AGE_SECONDS, PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
+    engine_service, BestCandidateCheck, BestChainBlocks, BlockAncestry, BlockSource, BlocksAtTip,
+    CandidateLeft, ChainControlError, ChainControlReply, ChainEvent, ChainObserver, ChainReader,
+    ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, CoinsAtTip, EngineCommand,
+    EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock, ReadError, ReadView,
+    ServiceEnd, TipState, TipSummary, TipUpdate, TxOutSetAtTip, ENGINE_COMMANDS_WAITING_MAX,
+    ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, MAX_TIP_AGE_SECONDS,
+    PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use ibex_consensus::BlockRejection;

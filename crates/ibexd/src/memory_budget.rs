@@ -46,7 +46,7 @@ pub fn cache_lines(options: &NodeOptions) -> Vec<String> {
         format!("* Using {} MiB for in-memory UTXO set", mebibytes(budget.coins_bytes)),
         format!(
             "  chain state database: {} write buffers of {} MiB, write batches of {} MiB, a {} MiB block cache, flushes in {} tables sorted in up to {} MiB each; its table readers (bloom filters, indexes) are counted in the UTXO set's share as they grow past {} MiB",
-            ibex_chainstate::MEMTABLE_COUNT_MAX,
+            ibex_chainstate::budget::MEMTABLE_COUNT_MAX,
             mebibytes(database.memtable_bytes),
             mebibytes(database.flush_batch_bytes_max),
             mebibytes(database.block_cache_bytes),

@@ -416,9 +416,9 @@ impl NodeBackend for ChainBackend {
                 None => view.tip(),
             };
             let block = block.map_err(unanswered)?;
-            return Ok(block.map(|block| {
-                deployment_info(params, block.hash, block.height, &NoAncestry)
-            }));
+            return Ok(
+                block.map(|block| deployment_info(params, block.hash, block.height, &NoAncestry))
+            );
         }
         let ancestry = view.ancestry(hash).map_err(unanswered)?;
         Ok(ancestry.map(|ancestry| {

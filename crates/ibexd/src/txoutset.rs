@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ibex_chainstate::INDEX_DIRECTORY;
 use ibex_chainstate::index_store::IndexStore;
+use ibex_chainstate::INDEX_DIRECTORY;
 use ibex_chainstate::{
     txoutset_stats, ChainstateError, CoinsDatabase, DatabaseKind, DatabaseOptions,
 };

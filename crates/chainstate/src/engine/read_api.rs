@@ -78,9 +78,8 @@ impl ChainReader {
         )?;
         let undo = BlockUndo::decode(&payload)
             .map_err(|reason| ChainstateError::CorruptUndo { hash, reason })?;
-        let transactions_after_coinbase = usize::try_from(block.transaction_count)
-            .ok()
-            .and_then(|count| count.checked_sub(1));
+        let transactions_after_coinbase =
+            usize::try_from(block.transaction_count).ok().and_then(|count| count.checked_sub(1));
         if transactions_after_coinbase != Some(undo.transactions.len()) {
             return Err(ChainstateError::UndoMismatch { hash });
         }
@@ -237,7 +236,9 @@ impl ReadView<'_> {
         hash: &BlockHash,
     ) -> Result<Option<u32>, ReadError> {
         let hash = *hash;
-        self.ask(move |chainstate| header_chains::meeting_height_with_best_header(chainstate, &hash))
+        self.ask(move |chainstate| {
+            header_chains::meeting_height_with_best_header(chainstate, &hash)
+        })
     }
 
     /// The best header's chain above `tip_height`, up to `last_height_max`

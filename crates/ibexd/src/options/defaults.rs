@@ -18,7 +18,7 @@ const _: () = assert!(DBCACHE_MEBIBYTES_DEFAULT <= DBCACHE_MEBIBYTES_MAX);
 
 /// `-dbflushtables` at most: every count up to it is honoured (a map has at
 /// least that many shards to group).
-pub const FLUSH_TABLE_COUNT_OPTION_MAX: usize = ibex_chainstate::FLUSH_TABLE_COUNT_LIMIT;
+pub const FLUSH_TABLE_COUNT_OPTION_MAX: usize = ibex_chainstate::budget::FLUSH_TABLE_COUNT_LIMIT;
 
 /// Script-check threads besides the main thread, at most (Core's
 /// `MAX_SCRIPTCHECK_THREADS`).

@@ -153,7 +153,10 @@ fn entries_ancestors_and_ancestry_agree_with_the_index() {
     assert_eq!(ancestor.hash, hash_at(&chainstate, 12));
     assert_eq!(ancestor.next_in_active_chain, Some(hash_at(&chainstate, 13)));
     assert_eq!(active.len(), 1, "the tip is the last active block");
-    assert_eq!(headers.map(|headers| header_heights(&chainstate, &headers)), Some(vec![38, 39, 40]));
+    assert_eq!(
+        headers.map(|headers| header_heights(&chainstate, &headers)),
+        Some(vec![38, 39, 40])
+    );
     assert_eq!(too_many, None, "four headers are more than three");
     assert_eq!(ancestry.block, tip_block);
     for height in 0..=CHAIN_BLOCKS {

@@ -48,13 +48,8 @@ impl SyncLoop {
                     serve_headers(&self.network, &self.reader, *peer, request, minimum, permitted);
                 }
             }
-            served |= serve_next(
-                &self.network,
-                &self.reader,
-                *peer,
-                &mut state.getdata,
-                spacing_seconds,
-            );
+            served |=
+                serve_next(&self.network, &self.reader, *peer, &mut state.getdata, spacing_seconds);
         }
         served
     }
