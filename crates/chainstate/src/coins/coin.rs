@@ -227,7 +227,7 @@ impl CoinKey {
         CoinKey { bytes, length: (33 + digit_count) as u8 }
     }
 
-    /// The key's bytes followed by zeros, [`COIN_KEY_BYTES_MAX`] in all.
+    /// The key's bytes followed by zeros, `COIN_KEY_BYTES_MAX` in all.
     pub fn padded_bytes(&self) -> &[u8; COIN_KEY_BYTES_MAX] {
         &self.bytes
     }

@@ -198,7 +198,7 @@ impl Chainstate {
     }
 
     /// The counters and levels this engine publishes for other threads
-    /// (see [`crate::metrics`]).
+    /// (see `crate::metrics`).
     pub fn metrics(&self) -> Arc<ChainMetrics> {
         self.metrics.clone()
     }

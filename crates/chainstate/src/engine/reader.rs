@@ -274,8 +274,8 @@ impl ReadService {
 }
 
 impl Chainstate {
-    /// A handle for other threads to read this chainstate (see
-    /// [`crate::engine::reader`]).
+    /// A handle for other threads to read this chainstate: snapshots and
+    /// the read API ([`ChainReader::settled`], [`ChainReader::unsettled`]).
     pub fn reader(&self) -> ChainReader {
         self.reads.reader()
     }

@@ -5,7 +5,7 @@
 //! chain, and handles the engine's notices.
 //!
 //! It runs on its own thread, not on the tokio runtime: reads of the
-//! engine ([`ibex_chainstate::ChainReader::query`]) wait for the engine's
+//! engine (the read API, [`ibex_chainstate::ReadView`]) wait for the engine's
 //! thread, and blocks are parsed here, so the reactor never blocks.
 //!
 //! Beside it: `block_sources` (who sent each block, to punish the sender
