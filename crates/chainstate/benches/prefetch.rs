@@ -110,7 +110,7 @@ fn prefetch(criterion: &mut Criterion) {
 fn outpoint_hash(criterion: &mut Criterion) {
     use std::hash::BuildHasher;
     let outpoints: Vec<OutPoint> = (0..1_024).map(outpoint).collect();
-    let foldhash = ibex_chainstate::coins::hasher::salted_hash_builder();
+    let foldhash = ibex_chainstate::salted_hash_builder();
     let siphash = std::collections::hash_map::RandomState::new();
     let mut group = criterion.benchmark_group("hash_1024_outpoints");
     group.throughput(Throughput::Elements(1_024));

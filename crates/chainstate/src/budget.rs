@@ -24,7 +24,7 @@
 //! (290-320 MiB with memtables of a 32nd). A 180 M-coin mainnet set would need
 //! ~310 MiB of table readers with filters at every level, more than
 //! `-dbcache=450`'s share; without filters in the last level
-//! ([`crate::coins::database::LAST_LEVEL_FILTERS`]) ~90 MiB, the index blocks
+//! (`crate::coins::database::LAST_LEVEL_FILTERS`) ~90 MiB, the index blocks
 //! most of it. Past the share the maps keep a quarter of it and the rest
 //! of the readers is not counted (partitioned indexes in a bounded block
 //! cache are the way to count them there).
@@ -91,7 +91,7 @@ pub const MEMTABLE_BYTES_MAX: usize = MEMTABLE_BYTES_DEFAULT;
 /// 48.8-49.4 s, a 16th 46.9 and 48.6 s; `docs/utxo-heavy.md`).
 pub const MEMTABLE_SHARE_DIVISOR: usize = 12;
 /// The order a flush sorts its coins in before writing them as a table
-/// ([`crate::coins::database::key_order::sort_in_key_order`]: 32 bytes a dirty coin,
+/// (`crate::coins::database::key_order::sort_in_key_order`: 32 bytes a dirty coin,
 /// a number and two pointers) may take `-dbcache` / this. A flush of the
 /// `utxo-heavy` chain at `-dbcache=100` writes ~330,000 changed coins from
 /// ~55 MiB of maps: 10 MiB of order, a fifth of the maps' bytes, which a
@@ -102,7 +102,7 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// A background flush is written as one table for each this much of
 /// `-dbcache` (at least one, at most [`FLUSH_TABLE_COUNT_MAX`]): its
 /// frozen map's shards in that many groups of neighbouring key ranges,
-/// each group freed once its table is in ([`crate::coins::background`]).
+/// each group freed once its table is in (`crate::coins::background`).
 ///
 /// # Why
 /// Written as one table, a flush holds the whole frozen map until the table is
@@ -113,7 +113,7 @@ pub const FLUSH_ORDER_SHARE_DIVISOR: usize = 7;
 /// and 11.2 s of 45.2 s at 100 (119 waits). More tables free memory sooner but
 /// make more level-0 files, each one whose key range a read's key falls in
 /// probed by the read, and each counted by the compaction trigger (scaled by
-/// the count: [`crate::coins::database::levels`]). The first and the last table of a
+/// the count: `crate::coins::database::levels`). The first and the last table of a
 /// flush must not hold both the `'B'` and `'H'` records, which sort below and
 /// above the coins: their ranges would span every coin key and every read would
 /// probe their filters too (see [`crate::coins::database::ingest::TableFlush`]). One

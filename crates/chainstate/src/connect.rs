@@ -18,7 +18,7 @@
 //! script failure as in Core with parallel script checks.
 
 use ibex_consensus::{output_amount, BlockConnectCheck, BlockRejection, ConnectRules};
-use ibex_primitives::{Amount, BlockView, OutPoint, SpentCoin, TransactionView, Txid};
+use ibex_primitives::{BlockView, OutPoint, SpentCoin, TransactionView, Txid};
 
 use rayon::prelude::*;
 
@@ -85,8 +85,6 @@ pub enum Bip30Check {
 pub struct ConnectedBlock {
     /// The coins it spent, for its undo file record.
     pub undo: BlockUndo,
-    /// Total fees.
-    pub fees: Amount,
     /// Inputs (excluding the coinbase's).
     pub input_count: u64,
     /// Where its spent coins were found, by age, and its BIP30 lookups
@@ -137,9 +135,8 @@ pub fn connect_block(
     match result {
         // Scripts are checked by the pipeline once the block is connected
         // (`stages::script_queue`), never here.
-        Ok((totals, input_count)) => {
-            Ok(ConnectedBlock { undo, fees: totals.fees, input_count, coin_reads })
-        }
+        // The totals' fees are checked against the coinbase by `finish`.
+        Ok((_totals, input_count)) => Ok(ConnectedBlock { undo, input_count, coin_reads }),
         Err(error) => {
             let error = rollback_after(cache, block, txids, height, &undo, outputs_added, error);
             if context.bip30 == Bip30Check::OnFailure && matches!(error, ConnectError::Invalid(_)) {

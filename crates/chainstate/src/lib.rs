@@ -8,59 +8,75 @@
 //! when [`CoinsCache::is_full`] or periodically, [`CoinsCache::flush`] writes
 //! the dirty coins to the [`CoinsDatabase`] in bounded batches, recording the
 //! blocks it covers so a crash mid-flush is detected and replayed. The
-//! coins live in [`coins`], in layers (its module docs); the block index in
-//! [`index`]; the engine that drives both in [`engine`] and its [`stages`].
+//! coins live in `coins`, in layers (its module docs); the block index in
+//! `index`; the engine that drives both in `engine` and its `stages`.
+//!
+//! Other threads read the chainstate through a [`ChainReader`]: published
+//! snapshots, and the read API's typed questions ([`ReadView`]: index
+//! entries as [`IndexedBlock`]s, locators, headers after a locator, coins,
+//! chain tips, the initial block download state), answered on the engine's
+//! thread with owned values; block and undo bytes are read on the asking
+//! thread ([`ChainReader::read_stored_block`],
+//! [`ChainReader::read_stored_undo`]).
 
 mod block_read_ahead;
 pub mod budget;
-pub mod coins;
-pub mod connect;
-pub mod disconnect;
-pub mod engine;
-pub mod error;
-pub mod import;
-pub mod import_diagnosis;
-pub mod import_plan;
-pub mod import_reader;
-pub mod index;
-pub mod metrics;
-pub mod prepared;
-pub mod scripts;
-pub mod stages;
+pub(crate) mod coins;
+pub(crate) mod connect;
+pub(crate) mod disconnect;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod import;
+pub(crate) mod import_diagnosis;
+pub(crate) mod import_plan;
+pub(crate) mod import_reader;
+pub(crate) mod index;
+pub(crate) mod metrics;
+pub(crate) mod prepared;
+pub(crate) mod scripts;
+pub(crate) mod stages;
 #[cfg(test)]
 mod test_chain;
-pub mod undo;
-pub mod vocabulary;
+pub(crate) mod undo;
+pub(crate) mod vocabulary;
 
 pub use budget::MemoryBudget;
 pub use coins::bip30_reader::OutputsLookup;
-pub use coins::cache::{CoinsCache, FlushMode};
+pub use coins::cache::{CoinsCache, FlushMode, TABLE_READERS_UNCOUNTED_BYTES_MAX};
 pub use coins::coin::{Coin, CoinKey, COIN_HEIGHT_MAX};
 pub use coins::coin_reads::{
     CoinReadCounts, CoinSource, COIN_AGE_RANGES, COIN_AGE_RANGE_HIGHS_BLOCKS, COIN_AGE_RANGE_NAMES,
     COIN_SOURCES,
 };
 pub use coins::database::io::{CoinsDatabaseIo, GibibyteText, WriteAmplification, DATABASE_LEVELS};
+pub use coins::database::levels::level0_file_triggers;
 pub use coins::database::{
     CoinBatches, CoinsDatabase, CoinsDatabaseMemory, DatabaseOptions, FlushStats, FlushWriter,
-    HeadBlocks, FLUSH_BATCH_BYTES_DEFAULT,
+    HeadBlocks, COMPACTION_JOBS_MAX, FLUSH_BATCH_BYTES_DEFAULT, SUBCOMPACTIONS_MAX,
 };
+pub use coins::hasher::salted_hash_builder;
 pub use coins::heap::bound_heap_retention;
-pub use coins::prefetch::{PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS};
+pub use coins::prefetch::{
+    PrefetchInFlight, PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS,
+};
 pub use coins::txoutset::{txoutset_stats, txoutset_stats_with_pending, PendingCoin};
 // The coins' modules at the crate root, where other crates (the fuzz
 // checks, the node's docs) name them.
 pub use coins::database::{ingest as database_ingest, io as database_io};
 pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
+pub use engine::open::INDEX_DIRECTORY;
+pub use engine::read_api::{LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX};
 pub use engine::tips::ChainTip;
+pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 pub use engine::{
-    engine_service, BestCandidateCheck, BlockSource, CandidateLeft, ChainControlError,
-    ChainControlReply, ChainEvent, ChainObserver, ChainReader, ChainSnapshot, ChainStatistics,
-    Chainstate, ChainstateOptions, EngineCommand, EngineNotice, EngineService, FlushReason,
-    ReadError, ServiceEnd, TipSummary, TipUpdate, ENGINE_COMMANDS_WAITING_MAX,
-    ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, PERIODIC_FLUSH_INTERVAL,
-    READ_QUERIES_WAITING_MAX,
+    engine_service, BestCandidateCheck, BestChainBlocks, BlockAncestry, BlockSource, BlocksAtTip,
+    CandidateLeft, ChainControlError, ChainControlReply, ChainEvent, ChainObserver, ChainReader,
+    ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, CoinsAtTip, EngineCommand,
+    EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock, ReadError, ReadView,
+    ServiceEnd, TipState, TipSummary, TipUpdate, TxOutSetAtTip, ENGINE_COMMANDS_WAITING_MAX,
+    ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, MAX_TIP_AGE_SECONDS,
+    PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use ibex_consensus::BlockRejection;
@@ -68,6 +84,9 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_plan::ImportPlan;
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+// The block index database's records, where the fuzz checks and the
+// node's read-only tools name them.
+pub use index::store as index_store;
 pub use metrics::{
     ChainMetrics, ChainMetricsReading, FlushDurationReading, QueueGauge, FLUSH_DURATION_BUCKETS_MS,
 };

@@ -43,11 +43,6 @@ impl ScriptThreads {
         Ok(ScriptThreads { pool: std::sync::Arc::new(pool) })
     }
 
-    /// Threads in the pool.
-    pub fn thread_count(&self) -> usize {
-        self.pool.current_num_threads()
-    }
-
     /// Starts `work` on the pool and returns at once.
     pub fn spawn(&self, work: impl FnOnce() + Send + 'static) {
         self.pool.spawn(work);

@@ -47,7 +47,7 @@ pub struct ChainStatistics {
     /// The last shutdown flush, start to synced, in milliseconds.
     pub shutdown_flush_ms: u64,
     /// Times a reader's query settled pending blocks before their turn (a
-    /// pipeline bubble each; [`crate::ChainReader::query_unsettled`] makes none).
+    /// pipeline bubble each; [`crate::ChainReader::unsettled`] reads make none).
     pub reads_settled: u64,
     /// Times the engine service settled pending blocks because no command
     /// came for [`crate::EngineService::pause_before_settle`].

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::TempDirectory;
-use ibex_chainstate::coins::prefetch::PrefetchInFlight;
+use ibex_chainstate::PrefetchInFlight;
 use ibex_chainstate::{
     ChainstateError, Coin, CoinsCache, CoinsDatabase, DatabaseOptions, FlushMode,
 };

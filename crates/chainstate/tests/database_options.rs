@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use ibex_chainstate::coins::database::levels::level0_file_triggers;
+use ibex_chainstate::level0_file_triggers;
 use ibex_chainstate::{CoinsDatabase, DatabaseOptions};
 
 mod options_file;
@@ -62,9 +62,9 @@ fn the_coins_family_gets_ibex_options_not_rocksdb_defaults() {
     assert_eq!(setting(&applied, "data_block_index_type"), "kDataBlockBinarySearch");
     // Three compaction threads and a flush thread, compactions split in two.
     let database_wide = database_options_section(directory.path());
-    let jobs = ibex_chainstate::coins::database::COMPACTION_JOBS_MAX + 1;
+    let jobs = ibex_chainstate::COMPACTION_JOBS_MAX + 1;
     assert_eq!(setting(&database_wide, "max_background_jobs"), jobs.to_string());
-    let subcompactions = ibex_chainstate::coins::database::SUBCOMPACTIONS_MAX;
+    let subcompactions = ibex_chainstate::SUBCOMPACTIONS_MAX;
     assert_eq!(setting(&database_wide, "max_subcompactions"), subcompactions.to_string());
     // BIP30's per-transaction seek needs `'C' || txid` prefixes in the filters.
     assert!(setting(&applied, "prefix_extractor").contains("FixedPrefix.33"), "{applied}");

@@ -3,7 +3,7 @@
 //! `ccoins_serialization`), special script forms, keys, round trips and
 //! malformed input.
 
-use ibex_chainstate::coins::compress::{
+use ibex_chainstate::compress::{
     compress_amount, decompress_amount, read_script, script_encoded_bytes, write_script,
 };
 use ibex_chainstate::{Coin, CoinDecodeError, CoinKey};

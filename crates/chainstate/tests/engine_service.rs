@@ -106,9 +106,8 @@ fn blocks_from_peers_through_the_service_end_as_the_files_do() {
     });
     let asker = std::thread::spawn(move || {
         let mut heights = Vec::new();
-        while let Ok(height) =
-            reader.query(|chainstate| chainstate.tip().map(|(_, h)| h), Duration::from_secs(120))
-        {
+        while let Ok(tip) = reader.settled(Duration::from_secs(120)).tip() {
+            let height = tip.map(|tip| tip.height);
             heights.push(height);
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use ibex_chainstate::compress::{
     compress_amount, decompress_amount, read_script, script_encoded_bytes, write_script,
 };
-use ibex_chainstate::index::store::{build_index, decode_record, encode_entry, StoredEntry};
+use ibex_chainstate::index_store::{build_index, decode_record, encode_entry, StoredEntry};
 use ibex_chainstate::{BlockIndexEntry, BlockUndo, Coin};
 use ibex_primitives::encode::Reader;
 use ibex_primitives::limits::SCRIPT_BYTES_MAX;

@@ -5,7 +5,7 @@
 
 use ibex_blockstore::BlockPosition;
 use ibex_chainstate::compress::write_script;
-use ibex_chainstate::index::store::encode_entry;
+use ibex_chainstate::index_store::encode_entry;
 use ibex_chainstate::{BlockIndexEntry, BlockStatus, BlockUndo, Coin, TransactionUndo};
 use ibex_p2p::addrman::file::encode as encode_address_file;
 use ibex_p2p::addrman::{

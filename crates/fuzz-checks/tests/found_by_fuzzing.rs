@@ -3,9 +3,7 @@
 //! files under `fuzz/regressions/`, replayed by the `regressions` test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ibex_chainstate::index::store::{
-    build_index, decode_record, encode_entry, SEQUENCE_STORED_MAX,
-};
+use ibex_chainstate::index_store::{build_index, decode_record, encode_entry, SEQUENCE_STORED_MAX};
 use ibex_chainstate::{BlockIndexEntry, BlockStatus, ChainstateError};
 use ibex_fuzz_checks::rpc::genesis_handler;
 use ibex_primitives::{ChainWork, Params};

@@ -19,13 +19,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::engine::open::INDEX_DIRECTORY;
-use ibex_chainstate::engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
+use ibex_chainstate::INDEX_DIRECTORY;
 use ibex_chainstate::{
     engine_service, import_blocks, ChainStatistics, Chainstate, ChainstateError, ChainstateOptions,
     CoinsDatabaseIo, DatabaseKind, FlushMode, FlushReason, ImportSource, ServiceEnd,
     PERIODIC_FLUSH_INTERVAL,
 };
+use ibex_chainstate::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 use ibex_primitives::params::Network;
 
 use crate::logging::Logger;

@@ -1,7 +1,9 @@
 //! The RPC server's view of the node ([`NodeBackend`]) over the engine's
 //! [`ChainReader`]: the tip and block hashes by height from the published
-//! snapshots (no engine work), everything else as one query each, run on
-//! the engine's thread between blocks against a settled state. Commands
+//! snapshots (no engine work), everything else as one question each of the
+//! chainstate's read API (`ChainReader::settled`), answered on the engine's
+//! thread between blocks against a settled state; block and undo bytes are
+//! read here, off that thread. Commands
 //! that change the chain (`invalidateblock`, `reconsiderblock`) go to the
 //! engine service's operator channel ([`ChainBackend::attach_engine_control`],
 //! see `rpc_control`).
@@ -21,7 +23,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::sync::mpsc::SyncSender;
 
-use ibex_chainstate::{ChainReader, Chainstate, EngineCommand, EntryId, ReadError};
+use ibex_chainstate::{
+    BlockAncestry, ChainReader, EngineCommand, IndexedBlock, ReadError, ReadView,
+};
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
@@ -38,7 +42,7 @@ use crate::logging::{verification_progress_near_tip, ChainTransactionData, TipHe
 use crate::memory_budget::memory_budget_for;
 use crate::options::defaults::DBCACHE_MEBIBYTES_DEFAULT;
 use crate::rpc_network::NetworkRpc;
-use crate::txoutset::{txoutset_info_at_tip, TxOutSetError};
+use crate::txoutset::TxOutSetError;
 
 /// How long an RPC waits for the engine before giving up.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -49,9 +53,6 @@ pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const TXOUTSET_QUERY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How often a wait for a new tip looks at the snapshot.
 const TIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
-/// Core's `DEFAULT_MAX_TIP_AGE`: a tip older than this means initial block
-/// download.
-const MAX_TIP_AGE_SECONDS: i64 = 24 * 60 * 60;
 
 /// The node's [`NodeBackend`]. The RPC server starts before the
 /// chainstate opens (clients get -28 while it loads, as from Core), so the
@@ -144,129 +145,66 @@ impl ChainBackend {
         self.network.get().ok_or(BackendError::P2pDisabled)
     }
 
-    fn query<R: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
-    ) -> Result<R, BackendError> {
-        self.query_within(read, QUERY_TIMEOUT)
-    }
-
-    fn query_within<R: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
-        timeout: Duration,
-    ) -> Result<R, BackendError> {
-        self.reader()?.query(read, timeout).map_err(|error| match error {
-            ReadError::Busy => BackendError::Busy,
-            ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
-            _ => BackendError::Stopped,
-        })
+    /// Settled reads, each waiting at most `timeout`.
+    fn view(&self, timeout: Duration) -> Result<ReadView<'_>, BackendError> {
+        Ok(self.reader()?.settled(timeout))
     }
 }
 
-/// The RPC's description of block `id`, read on the engine's thread.
-fn entry_of(chainstate: &Chainstate, id: EntryId) -> BlockEntry {
-    let index = chainstate.index();
-    let chain = chainstate.chain();
-    let entry = index.entry(id);
-    let in_active_chain = chain.contains(id, entry.height);
-    let data = match (entry.block_position, entry.undo_position) {
+/// Core's error for a read the engine did not answer.
+fn unanswered(error: ReadError) -> BackendError {
+    match error {
+        ReadError::Busy => BackendError::Busy,
+        ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
+        _ => BackendError::Stopped,
+    }
+}
+
+/// The RPC's description of `block`.
+fn entry_of(block: &IndexedBlock) -> BlockEntry {
+    let data = match (block.position, block.undo_position) {
         (Some(_), undo) => BlockData::Stored { have_undo: undo.is_some() },
         (None, _) => BlockData::NotDownloaded,
     };
     BlockEntry {
-        hash: entry.hash,
-        header: entry.header,
-        height: entry.height,
-        chain_work: entry.chain_work,
-        median_time_past: index.median_time_past(id),
-        transaction_count: u64::from(entry.transaction_count),
+        hash: block.hash,
+        header: block.header,
+        height: block.height,
+        chain_work: block.chain_work,
+        median_time_past: block.median_time_past,
+        transaction_count: u64::from(block.transaction_count),
         data,
-        in_active_chain,
-        next_block_hash: chain.at(entry.height + 1).map(|next| index.entry(next).hash),
-        tip_height: chain.height().unwrap_or(0),
+        in_active_chain: block.in_active_chain,
+        next_block_hash: block.next_in_active_chain,
+        tip_height: block.active_tip_height.unwrap_or(0),
     }
 }
 
-/// The block `hash`'s entry, where it is stored and, when asked and
-/// stored, the coins it spent in input order (read on the engine's thread;
-/// the block's bytes are read by the caller, off that thread).
-fn located_block(
-    chainstate: &Chainstate,
-    hash: &BlockHash,
-    include_spent_coins: bool,
-) -> Result<Option<LocatedBlock>, BackendError> {
-    let Some(id) = chainstate.index().get(hash) else { return Ok(None) };
-    let entry = entry_of(chainstate, id);
-    let position = match (entry.data, chainstate.index().entry(id).block_position) {
-        (BlockData::Stored { .. }, Some(position)) => position,
-        _ => return Err(BackendError::BlockDataUnavailable { block_hash: *hash, pruned: false }),
-    };
-    let spent_coins = match entry.data {
-        BlockData::Stored { have_undo: true } if include_spent_coins => {
-            let undo = chainstate.read_undo(id).map_err(storage)?;
-            let coins = undo.transactions.iter().flat_map(|record| record.spent.iter());
-            Some(coins.map(|coin| coin.as_spent_coin().to_buf()).collect())
-        }
-        _ => None,
-    };
-    Ok(Some(LocatedBlock { entry, position, spent_coins }))
-}
+/// Version bits read from a block's chain, for `getdeploymentinfo`.
+struct ChainAncestry<'a>(&'a BlockAncestry);
 
-/// A block's description and where its bytes are.
-struct LocatedBlock {
-    entry: BlockEntry,
-    position: ibex_blockstore::BlockPosition,
-    spent_coins: Option<Vec<SpentCoinBuf>>,
-}
-
-/// A block's ancestors read from the index, by height (collected only when
-/// the network has version-bits deployments to compute).
-struct IndexAncestry<'a> {
-    chainstate: &'a Chainstate,
-    by_height: Vec<EntryId>,
-}
-
-impl IndexAncestry<'_> {
-    fn entry(&self, height: u32) -> Option<EntryId> {
-        self.by_height.get(usize::try_from(height).ok()?).copied()
-    }
-}
-
-impl Ancestry for IndexAncestry<'_> {
+impl Ancestry for ChainAncestry<'_> {
     fn version(&self, height: u32) -> i32 {
-        self.entry(height).map_or(0, |id| self.chainstate.index().entry(id).header.version)
+        self.0.version(height)
     }
 
     fn median_time_past(&self, height: u32) -> i64 {
-        self.entry(height).map_or(0, |id| self.chainstate.index().median_time_past(id))
+        self.0.median_time_past(height)
     }
 }
 
-/// `getdeploymentinfo` for block `hash` (the tip when `None`), read on the
-/// engine's thread.
-fn deployment_info_at(
-    chainstate: &Chainstate,
-    params: &Params,
-    hash: Option<BlockHash>,
-) -> Option<DeploymentInfo> {
-    let index = chainstate.index();
-    let id = match hash {
-        Some(hash) => index.get(&hash)?,
-        None => chainstate.chain().tip()?,
-    };
-    let entry = index.entry(id);
-    let mut by_height = Vec::new();
-    if !version_bits_deployments(params.network).is_empty() {
-        let mut walk = Some(id);
-        while let Some(ancestor) = walk {
-            by_height.push(ancestor);
-            walk = index.entry(ancestor).parent;
-        }
-        by_height.reverse();
+/// Nothing above the block: a network without version-bits deployments
+/// reads no ancestor.
+struct NoAncestry;
+
+impl Ancestry for NoAncestry {
+    fn version(&self, _height: u32) -> i32 {
+        0
     }
-    let ancestry = IndexAncestry { chainstate, by_height };
-    Some(deployment_info(params, entry.hash, entry.height, &ancestry))
+
+    fn median_time_past(&self, _height: u32) -> i64 {
+        0
+    }
 }
 
 fn txoutset_error(error: TxOutSetError) -> BackendError {
@@ -323,10 +261,8 @@ impl NodeBackend for ChainBackend {
     }
 
     fn block_entry(&self, hash: &BlockHash) -> Result<Option<BlockEntry>, BackendError> {
-        let hash = *hash;
-        self.query(move |chainstate| {
-            chainstate.index().get(&hash).map(|id| entry_of(chainstate, id))
-        })
+        let block = self.view(QUERY_TIMEOUT)?.block(hash).map_err(unanswered)?;
+        Ok(block.as_ref().map(entry_of))
     }
 
     fn block(
@@ -334,12 +270,25 @@ impl NodeBackend for ChainBackend {
         hash: &BlockHash,
         include_spent_coins: bool,
     ) -> Result<Option<StoredBlock>, BackendError> {
-        let hash = *hash;
-        let located =
-            self.query(move |chainstate| located_block(chainstate, &hash, include_spent_coins))??;
-        let Some(LocatedBlock { entry, position, spent_coins }) = located else { return Ok(None) };
-        let bytes = self.reader()?.read_stored_block(position, &hash).map_err(storage)?;
-        Ok(Some(StoredBlock { entry, bytes, spent_coins }))
+        let Some(block) = self.view(QUERY_TIMEOUT)?.block(hash).map_err(unanswered)? else {
+            return Ok(None);
+        };
+        let Some(position) = block.position else {
+            return Err(BackendError::BlockDataUnavailable { block_hash: *hash, pruned: false });
+        };
+        // Both read here, off the engine's thread, each checked to be this
+        // block's.
+        let reader = self.reader()?;
+        let bytes = reader.read_stored_block(position, hash).map_err(storage)?;
+        let spent_coins = match block.undo_position {
+            Some(_) if include_spent_coins => {
+                let undo = reader.read_stored_undo(&block).map_err(storage)?;
+                let coins = undo.transactions.iter().flat_map(|record| record.spent.iter());
+                Some(coins.map(|coin| coin.as_spent_coin().to_buf()).collect::<Vec<SpentCoinBuf>>())
+            }
+            _ => None,
+        };
+        Ok(Some(StoredBlock { entry: entry_of(&block), bytes, spent_coins }))
     }
 
     fn active_chain_entries(
@@ -347,36 +296,21 @@ impl NodeBackend for ChainBackend {
         start: &BlockHash,
         count_max: usize,
     ) -> Result<Vec<BlockEntry>, BackendError> {
-        let start = *start;
-        self.query(move |chainstate| {
-            let Some(id) = chainstate.index().get(&start) else { return Vec::new() };
-            let height = chainstate.index().entry(id).height;
-            if !chainstate.chain().contains(id, height) {
-                return Vec::new();
-            }
-            (height..)
-                .map_while(|at| chainstate.chain().at(at))
-                .take(count_max)
-                .map(|at| entry_of(chainstate, at))
-                .collect()
-        })
+        let blocks =
+            self.view(QUERY_TIMEOUT)?.active_blocks(start, count_max).map_err(unanswered)?;
+        Ok(blocks.iter().map(entry_of).collect())
     }
 
     fn blockchain_info(&self) -> Result<BlockchainInfo, BackendError> {
         let params = self.params.clone();
-        let (tip, best_header_height, chain_transaction_count) = self
-            .query(|chainstate| {
-                let tip = chainstate.chain().tip().map(|id| {
-                    (entry_of(chainstate, id), chainstate.index().entry(id).chain_transaction_count)
-                });
-                let best = chainstate
-                    .best_header()
-                    .and_then(|hash| chainstate.index().get(&hash))
-                    .map(|id| chainstate.index().entry(id).height);
-                tip.map(|(entry, transactions)| (entry, best, transactions))
-            })?
-            .ok_or(BackendError::NoTip)?;
         let now = now_seconds();
+        let state = self
+            .view(QUERY_TIMEOUT)?
+            .tip_state(now)
+            .map_err(unanswered)?
+            .ok_or(BackendError::NoTip)?;
+        let (tip, best_header_height) = (entry_of(&state.tip), state.best_header_height);
+        let chain_transaction_count = state.tip.chain_transaction_count;
         let heights = TipHeights {
             height: tip.height,
             best_header_height: best_header_height.unwrap_or(tip.height),
@@ -390,9 +324,8 @@ impl NodeBackend for ChainBackend {
             &ChainTransactionData::for_network(params.network),
         );
         // Core's IsInitialBlockDownload: once it has been false, it stays.
-        let initial_block_download = !self.initial_download_left.load(Ordering::Relaxed)
-            && (tip.chain_work < params.minimum_chain_work
-                || i64::from(tip.header.time) < now - MAX_TIP_AGE_SECONDS);
+        let initial_block_download =
+            !self.initial_download_left.load(Ordering::Relaxed) && state.initial_block_download;
         if !initial_block_download {
             self.initial_download_left.store(true, Ordering::Relaxed);
         }
@@ -409,18 +342,14 @@ impl NodeBackend for ChainBackend {
     }
 
     fn chain_tips(&self) -> Result<Vec<ChainTip>, BackendError> {
-        self.query(|chainstate| {
-            chainstate
-                .chain_tips()
-                .into_iter()
-                .map(|tip| ChainTip {
-                    height: tip.height,
-                    hash: tip.hash,
-                    branch_length: tip.branch_length,
-                    status: tip_status(tip.status),
-                })
-                .collect()
-        })
+        let tips = self.view(QUERY_TIMEOUT)?.chain_tips().map_err(unanswered)?;
+        let tips = tips.into_iter().map(|tip| ChainTip {
+            height: tip.height,
+            hash: tip.hash,
+            branch_length: tip.branch_length,
+            status: tip_status(tip.status),
+        });
+        Ok(tips.collect())
     }
 
     fn coins(
@@ -428,21 +357,18 @@ impl NodeBackend for ChainBackend {
         outpoints: &[OutPoint],
         _include_mempool: bool,
     ) -> Result<CoinsAnswer, BackendError> {
-        let outpoints = outpoints.to_vec();
-        self.query(move |chainstate| {
-            let (hash, height) = chainstate.tip().ok_or(BackendError::NoTip)?;
-            let mut coins = Vec::with_capacity(outpoints.len());
-            for outpoint in &outpoints {
-                let coin = chainstate.coin(outpoint).map_err(storage)?;
-                coins.push(coin.map(|coin| UnspentOutput {
-                    value: coin.amount(),
-                    script_pubkey: coin.script_pubkey().to_vec(),
-                    height: Some(coin.height().into()),
-                    is_coinbase: coin.is_coinbase(),
-                }));
-            }
-            Ok(CoinsAnswer { tip: TipRef { hash, height }, coins })
-        })?
+        let answer = self.view(QUERY_TIMEOUT)?.coins(outpoints).map_err(unanswered)?;
+        let answer = answer.map_err(storage)?.ok_or(BackendError::NoTip)?;
+        let (hash, height) = answer.tip;
+        let coins = answer.coins.into_iter().map(|coin| {
+            coin.map(|coin| UnspentOutput {
+                value: coin.amount(),
+                script_pubkey: coin.script_pubkey().to_vec(),
+                height: Some(coin.height().into()),
+                is_coinbase: coin.is_coinbase(),
+            })
+        });
+        Ok(CoinsAnswer { tip: TipRef { hash, height }, coins: coins.collect() })
     }
 
     fn wait_for_tip_change(
@@ -466,20 +392,39 @@ impl NodeBackend for ChainBackend {
     }
 
     fn txoutset_info(&self, hash_type: TxOutSetHashType) -> Result<TxOutSetInfo, BackendError> {
-        let answer = self.query_within(
-            move |chainstate| txoutset_info_at_tip(chainstate, hash_type),
-            TXOUTSET_QUERY_TIMEOUT,
-        )?;
-        answer.map_err(txoutset_error)
+        let answer = self.view(TXOUTSET_QUERY_TIMEOUT)?.txoutset(hash_type).map_err(unanswered)?;
+        let answer = answer.map_err(TxOutSetError::from).map_err(txoutset_error)?;
+        let answer = answer.ok_or(BackendError::NoTip)?;
+        let (best_block, height) = answer.tip;
+        Ok(TxOutSetInfo {
+            height,
+            best_block,
+            stats: answer.stats,
+            disk_size_bytes: answer.disk_size_bytes,
+        })
     }
 
     fn deployment_info(
         &self,
         hash: Option<&BlockHash>,
     ) -> Result<Option<DeploymentInfo>, BackendError> {
-        let hash = hash.copied();
-        let params = self.params.clone();
-        self.query(move |chainstate| deployment_info_at(chainstate, &params, hash))
+        let view = self.view(QUERY_TIMEOUT)?;
+        let params = &self.params;
+        if version_bits_deployments(params.network).is_empty() {
+            let block = match hash {
+                Some(hash) => view.block(hash),
+                None => view.tip(),
+            };
+            let block = block.map_err(unanswered)?;
+            return Ok(
+                block.map(|block| deployment_info(params, block.hash, block.height, &NoAncestry))
+            );
+        }
+        let ancestry = view.ancestry(hash).map_err(unanswered)?;
+        Ok(ancestry.map(|ancestry| {
+            let block = &ancestry.block;
+            deployment_info(params, block.hash, block.height, &ChainAncestry(&ancestry))
+        }))
     }
 
     fn coins_cache_sizes(&self) -> CoinsCacheSizes {

@@ -4,19 +4,19 @@
 //! One implementation serves the `gettxoutsetinfo` RPC and the
 //! `ibex txoutsetinfo` tool: both walk the coins with
 //! `ibex_chainstate::txoutset` (the RPC over the running node's database and
-//! cache merged, at its settled tip, [`txoutset_info_at_tip`], on the
-//! engine's thread; the tool over a stopped node's database alone,
-//! [`txoutset_info`], read-only) and both answer an
+//! cache merged, at its settled tip, through the read API's
+//! `ReadView::txoutset`, on the engine's thread; the tool over a stopped
+//! node's database alone, [`txoutset_info`], read-only) and both answer an
 //! [`ibex_rpc::backend::TxOutSetInfo`]. [`txoutset_info`] takes no lock: the
 //! tool takes the node's directory locks around it
 //! ([`crate::directory_lock`]).
 
 use std::path::{Path, PathBuf};
 
-use ibex_chainstate::engine::open::INDEX_DIRECTORY;
-use ibex_chainstate::index::store::IndexStore;
+use ibex_chainstate::index_store::IndexStore;
+use ibex_chainstate::INDEX_DIRECTORY;
 use ibex_chainstate::{
-    txoutset_stats, Chainstate, ChainstateError, CoinsDatabase, DatabaseKind, DatabaseOptions,
+    txoutset_stats, ChainstateError, CoinsDatabase, DatabaseKind, DatabaseOptions,
 };
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::BlockHash;
@@ -65,19 +65,6 @@ impl From<ChainstateError> for TxOutSetError {
             None => TxOutSetError::Chainstate(source),
         }
     }
-}
-
-/// `gettxoutsetinfo` at a running node's settled tip: the coins database
-/// and the cache merged (no flush). Call it on the engine's thread (a
-/// `ChainReader::query`).
-pub fn txoutset_info_at_tip(
-    chainstate: &Chainstate,
-    hash_type: TxOutSetHashType,
-) -> Result<TxOutSetInfo, TxOutSetError> {
-    let (best_block, height) = chainstate.tip().ok_or(TxOutSetError::NoTip)?;
-    let stats = chainstate.txoutset_stats(hash_type)?;
-    let disk_size_bytes = chainstate.cache().database().estimated_size_bytes()?;
-    Ok(TxOutSetInfo { height, best_block, stats, disk_size_bytes })
 }
 
 /// Core's `gettxoutsetinfo` for the chainstate at `chainstate_directory`.

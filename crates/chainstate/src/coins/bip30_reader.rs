@@ -23,7 +23,7 @@ use crate::coins::database::CoinPrefixSeeker;
 use crate::error::ChainstateError;
 
 /// What BIP30's question for a whole transaction found
-/// ([`CoinsCache::has_unspent_output_of`], [`Bip30Reader::has_unspent_output_of`]).
+/// ([`CoinsCache::has_unspent_output_of`], `Bip30Reader::has_unspent_output_of`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputsLookup {
     /// One of the outputs is an unspent coin already.
@@ -36,8 +36,8 @@ pub struct OutputsLookup {
 impl CoinsCache {
     /// BIP30's question for a whole transaction: whether any of the
     /// first `output_count` outputs of `txid` is an unspent coin
-    /// ([`Bip30Reader::has_unspent_output_of`]; many questions in a row go
-    /// to one [`Bip30Reader`]).
+    /// (`Bip30Reader::has_unspent_output_of`; many questions in a row go
+    /// to one `Bip30Reader`).
     pub fn has_unspent_output_of(
         &self,
         txid: &Txid,

@@ -24,14 +24,12 @@ pub const COIN_HEIGHT_MAX: u32 = (1 << 31) - 1;
 /// Longest coin key: prefix, txid and a 5-byte VARINT of a 32-bit index.
 pub const COIN_KEY_BYTES_MAX: usize = 1 + 32 + 5;
 
-pub use crate::coins::coin_script::INLINE_SCRIPT_BYTES_MAX;
-
 /// An unspent transaction output as the chainstate keeps it: a
 /// [`SpentCoin`]'s fields packed for the cache (the amount in halves, the
 /// script inline when short, the coinbase flag beside the cache's bits), and
 /// read back as one with [`Coin::as_spent_coin`] when an input spends it.
 ///
-/// 48 bytes in memory, alignment 4; scripts over [`INLINE_SCRIPT_BYTES_MAX`] bytes add a
+/// 48 bytes in memory, alignment 4; scripts over `INLINE_SCRIPT_BYTES_MAX` (34) bytes add a
 /// heap allocation (the crate's `coin_script` module). Equality, `Debug` and
 /// the encoding see the output, its height and coinbase flag only, never
 /// the coins cache's bits.
@@ -229,7 +227,7 @@ impl CoinKey {
         CoinKey { bytes, length: (33 + digit_count) as u8 }
     }
 
-    /// The key's bytes followed by zeros, [`COIN_KEY_BYTES_MAX`] in all.
+    /// The key's bytes followed by zeros, `COIN_KEY_BYTES_MAX` in all.
     pub fn padded_bytes(&self) -> &[u8; COIN_KEY_BYTES_MAX] {
         &self.bytes
     }

@@ -8,7 +8,7 @@
 //!
 //! # Where the counting happens, and what it costs
 //! The prefetch marks the entries it inserts (a spare bit of the entry's
-//! flags, [`crate::coins::cache`]); the spend, which finds the entry anyway and
+//! flags, `crate::coins::cache`); the spend, which finds the entry anyway and
 //! has the coin's height, reads the bit and adds one to a plain counter of
 //! the block's [`CoinReadCounts`] on the connecting thread: an array index
 //! and an add per input, no atomic, no extra map probe (~1 ns against the

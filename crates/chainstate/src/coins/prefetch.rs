@@ -180,7 +180,7 @@ impl CoinsCache {
     ///
     /// The connecting thread starts the next block's read this way before
     /// connecting the current block, so the read and the connect overlap
-    /// ([`crate::stages::connector`]). What the current block does to the
+    /// (`crate::stages::connector`). What the current block does to the
     /// cache meanwhile cannot make the read's coins wrong: an outpoint is
     /// read only when no entry holds it, a block can only spend or
     /// overwrite an outpoint through an entry (which

@@ -71,7 +71,7 @@ impl Chainstate {
     /// [`Self::activate_best_chain`] without waiting for the last blocks'
     /// scripts: the step after each block of a stream (an import, a
     /// download), so that scripts overlap the next blocks (see
-    /// [`crate::stages::script_queue`]). Up to [`SCRIPT_PIPELINE_BLOCKS`] blocks may be
+    /// `crate::stages::script_queue`). Up to [`SCRIPT_PIPELINE_BLOCKS`] blocks may be
     /// left pending, and one of them may still fail: once no more blocks
     /// are coming, call [`Self::activate_best_chain`] to reach the fixed
     /// point.

@@ -97,7 +97,7 @@ pub enum ChainEvent {
         /// Bytes of the cache being written.
         cache_bytes: usize,
         /// Whether it is written by the writer thread while validation goes
-        /// on (see [`crate::coins::background`]), rather than with validation stopped.
+        /// on (see `crate::coins::background`), rather than with validation stopped.
         background: bool,
     },
     /// The coins and index were written.
@@ -118,7 +118,7 @@ pub enum ChainEvent {
     /// [`ChainEvent::Flushed`] (boxed: ~500 bytes, once a flush).
     CoinsDatabaseMeasured(Box<CoinsDatabaseIo>),
     /// The coins database's table readers passed
-    /// 1/[`WHOLE_KEY_FILTERS_SHARE_DIVISOR`](crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR)
+    /// 1/`WHOLE_KEY_FILTERS_SHARE_DIVISOR`
     /// of the UTXO cache's share of `-dbcache`: tables written from now on
     /// filter on transaction ids only
     /// ([`crate::coins::database::CoinsDatabase::drop_whole_key_filters`]).

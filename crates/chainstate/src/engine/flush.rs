@@ -65,7 +65,7 @@ impl Chainstate {
     }
 
     /// Starts a coins flush on the writer thread (see
-    /// [`crate::coins::background`]): validation goes on while it is written.
+    /// `crate::coins::background`): validation goes on while it is written.
     /// Files and the block index are made durable first, synchronously.
     pub fn flush_in_background(
         &mut self,

@@ -58,6 +58,7 @@ mod headers;
 mod import_activation;
 pub mod invalidate;
 pub mod open;
+pub mod read_api;
 pub mod reader;
 pub mod recovery;
 pub mod service;
@@ -79,6 +80,10 @@ pub use api::BlockSource;
 pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
 pub use invalidate::ChainControlError;
+pub use read_api::{
+    BestChainBlocks, BlockAncestry, BlocksAtTip, CoinsAtTip, ForkPoint, IndexedBlock, ReadView,
+    TipState, TxOutSetAtTip, MAX_TIP_AGE_SECONDS,
+};
 pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
 pub use service::{
     engine_service, ChainControlReply, EngineCommand, EngineNotice, EngineService, ServiceEnd,
@@ -199,7 +204,7 @@ impl Chainstate {
     }
 
     /// The counters and levels this engine publishes for other threads
-    /// (see [`crate::metrics`]).
+    /// (see `crate::metrics`).
     pub fn metrics(&self) -> Arc<ChainMetrics> {
         self.shared.metrics.clone()
     }

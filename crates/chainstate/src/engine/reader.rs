@@ -11,14 +11,19 @@
 //!   they answer at once, even during a flush. The tip and the hash list are
 //!   published together, under one lock: a reader never sees a tip whose
 //!   hash is not at its height in the list.
-//! - **Queries** ([`ChainReader::query`]): anything else (index entries,
-//!   coins from the cache then the database, blocks and undo data, chain
-//!   tips) is a closure run *on the engine's thread* with `&Chainstate`,
-//!   between blocks. Before it runs, the engine settles every pending
-//!   script verdict, so the closure sees the index, the active chain and the
-//!   coins as of one settled tip: the state Core's `cs_main` gives its RPC.
-//!   Validation is not stopped; it pauses for the queries waiting (a pipeline
-//!   bubble of one block per batch, nothing when no query waits).
+//! - **Queries** (the read API, [`crate::engine::read_api`]): anything
+//!   else (index entries, locators and headers, coins from the cache then
+//!   the database, chain tips) is a typed question whose answer is computed
+//!   *on the engine's thread* between blocks and handed back owned. A
+//!   settled one ([`ChainReader::settled`]) runs after the engine settles
+//!   every pending script verdict, so it sees the index, the active chain
+//!   and the coins as of one settled tip: the state Core's `cs_main` gives
+//!   its RPC. Validation is not stopped; it pauses for the queries waiting
+//!   (a pipeline bubble of one block per batch, nothing when no query
+//!   waits). An unsettled one ([`ChainReader::unsettled`]) settles
+//!   nothing: the P2P sync reads the block index and header chains so.
+//!   Block and undo bytes are read on the asking thread, from the
+//!   positions an answer gives.
 //!
 //! # Bounds
 //! At most [`READ_QUERIES_WAITING_MAX`] queries wait; more are refused at
@@ -145,7 +150,7 @@ impl ChainReader {
     }
 
     /// The serialised block `hash` stored at `position` (a position read
-    /// from its index entry with [`Self::query`]), read on the calling
+    /// from its index entry, [`crate::IndexedBlock::position`]), read on the calling
     /// thread: serving a block to a peer or an RPC client neither parses it
     /// nor holds up the engine. The bytes must hold that block (its header
     /// hashes to `hash`), else [`ChainstateError::WrongBlockInFile`].
@@ -170,9 +175,16 @@ impl ChainReader {
         Ok(bytes)
     }
 
+    /// The block and undo files, for reads on the calling thread.
+    pub(crate) fn files(&self) -> &BlockFiles {
+        &self.files
+    }
+
     /// Runs `read` on the engine's thread against a settled state and
-    /// returns its result, waiting at most `timeout`.
-    pub fn query<R: Send + 'static>(
+    /// returns its result, waiting at most `timeout` (the crate's tests
+    /// read the engine's inner state so; other readers ask the read API).
+    #[cfg(test)]
+    pub(crate) fn query<R: Send + 'static>(
         &self,
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
         timeout: Duration,
@@ -186,7 +198,8 @@ impl ChainReader {
     /// chains (what a download scheduler or a headers sync needs): the
     /// active chain and the coins it sees may include blocks whose scripts
     /// are still being checked, which a failed verdict would roll back.
-    pub fn query_unsettled<R: Send + 'static>(
+    #[cfg(test)]
+    pub(crate) fn query_unsettled<R: Send + 'static>(
         &self,
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
         timeout: Duration,
@@ -194,7 +207,9 @@ impl ChainReader {
         self.send_query(false, read, timeout)
     }
 
-    fn send_query<R: Send + 'static>(
+    /// Runs `read` on the engine's thread, after settling the pending
+    /// verdicts when `settled`, waiting at most `timeout`.
+    pub(crate) fn send_query<R: Send + 'static>(
         &self,
         settled: bool,
         read: impl FnOnce(&Chainstate) -> R + Send + 'static,
@@ -311,8 +326,8 @@ impl ReadService {
 }
 
 impl Chainstate {
-    /// A handle for other threads to read this chainstate (see
-    /// [`crate::engine::reader`]).
+    /// A handle for other threads to read this chainstate: snapshots and
+    /// the read API ([`ChainReader::settled`], [`ChainReader::unsettled`]).
     pub fn reader(&self) -> ChainReader {
         self.shared.reads.reader()
     }

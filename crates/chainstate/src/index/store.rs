@@ -134,7 +134,7 @@ pub fn decode_entry(hash: BlockHash, bytes: &[u8]) -> Option<StoredEntry> {
 
 impl IndexStore {
     /// Opens the index database at `path`, or creates it where there is
-    /// none ([`holds_database_files`]).
+    /// none (`holds_database_files`).
     pub fn open(path: &Path) -> Result<IndexStore, ChainstateError> {
         let mut options = Self::options();
         options.create_if_missing(!holds_database_files(path));

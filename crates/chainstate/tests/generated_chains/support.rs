@@ -115,8 +115,7 @@ impl Node {
             root,
             events: Events::default(),
             cache_bytes_max: 32 << 20,
-            table_readers_uncounted_bytes:
-                ibex_chainstate::coins::cache::TABLE_READERS_UNCOUNTED_BYTES_MAX,
+            table_readers_uncounted_bytes: ibex_chainstate::TABLE_READERS_UNCOUNTED_BYTES_MAX,
             params: Params::regtest(),
         }
     }

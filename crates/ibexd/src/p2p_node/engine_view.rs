@@ -1,83 +1,46 @@
-//! The engine as the sync state machines read it, through a
-//! [`ChainReader`]: the block index for headers sync ([`ReaderIndex`]), the
-//! best header chain above the tip for the block download
-//! ([`BestChainWindow`]), and the reads that answer peers (`getheaders`,
-//! `getdata`), each one query run on the engine's thread.
+//! The engine as the sync state machines read it, through the
+//! chainstate's read API ([`ChainReader`]'s views): the block index for
+//! headers sync ([`ReaderIndex`]), the best header chain above the tip for
+//! the block download ([`BestChainWindow`]), and the reads that answer
+//! peers (`getheaders`, `getdata`), each one question answered on the
+//! engine's thread.
 //!
 //! The sync's own reads (index lookups, locators, the window, where a
-//! peer's chain meets ours) are unsettled queries
-//! ([`ChainReader::query_unsettled`]): they read the block index and the
-//! header chains, which no pending script verdict changes, and make no
-//! pipeline bubble. What answers peers and announces tips reads a settled
-//! state: nothing is served that a failed verdict could take back.
+//! peer's chain meets ours) are unsettled ([`ChainReader::unsettled`]):
+//! they read the block index and the header chains, which no pending
+//! script verdict changes, and make no pipeline bubble. What answers peers
+//! and announces tips reads a settled state: nothing is served that a
+//! failed verdict could take back.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use ibex_chainstate::{BlockStatus, ChainReader, Chainstate, EntryId};
+use ibex_chainstate::{BestChainBlocks, BlockStatus, ChainReader, IndexedBlock, ReadView};
 use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
 use ibex_p2p::sync::headers::anti_dos_work_threshold;
 use ibex_p2p::sync::IndexedHeader;
-use ibex_p2p::sync::{headers_to_serve, locator_entries, ChainView, HeaderChain, HeaderIndex};
-use ibex_p2p::LocatorRequest;
+use ibex_p2p::sync::{HeaderChain, HeaderIndex};
+use ibex_p2p::{LocatorRequest, HEADERS_PER_MESSAGE_MAX};
 use ibex_primitives::{BlockHash, ChainWork, Header};
 
 /// How long a read may wait for the engine (a long flush at worst).
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
-/// A tip older than this (in seconds) means initial block download
-/// (Core's `DEFAULT_MAX_TIP_AGE`).
-const MAX_TIP_AGE_SECONDS: i64 = 24 * 60 * 60;
 
-fn indexed_header(chainstate: &Chainstate, id: EntryId) -> IndexedHeader {
-    let index = chainstate.index();
-    let entry = index.entry(id);
+fn indexed_header(block: &IndexedBlock) -> IndexedHeader {
     IndexedHeader {
-        hash: entry.hash,
-        previous_block_hash: entry.header.previous_block_hash,
-        height: entry.height,
-        chain_work: entry.chain_work,
-        bits: entry.header.bits,
-        time: entry.header.time,
-        median_time_past: index.median_time_past(id),
+        hash: block.hash,
+        previous_block_hash: block.header.previous_block_hash,
+        height: block.height,
+        chain_work: block.chain_work,
+        bits: block.header.bits,
+        time: block.header.time,
+        median_time_past: block.median_time_past,
     }
 }
 
-/// The active chain of a chainstate, read on the engine's thread.
-struct ActiveView<'a>(&'a Chainstate);
-
-impl ChainView for ActiveView<'_> {
-    fn tip_height(&self) -> Option<u32> {
-        self.0.chain().height()
-    }
-
-    fn hash_at(&self, height: u32) -> Option<BlockHash> {
-        self.0.chain().at(height).map(|id| self.0.index().entry(id).hash)
-    }
-
-    fn height_of(&self, hash: &BlockHash) -> Option<u32> {
-        let id = self.0.index().get(hash)?;
-        let height = self.0.index().entry(id).height;
-        self.0.chain().contains(id, height).then_some(height)
-    }
-
-    fn descends_from_tip(&self, hash: &BlockHash) -> bool {
-        let (Some(tip), Some(id)) = (self.0.chain().tip(), self.0.index().get(hash)) else {
-            return false;
-        };
-        self.0.index().is_ancestor(tip, id)
-    }
-}
-
-/// The best header's entry (the tip's, or genesis', before any header).
-fn best_header_id(chainstate: &Chainstate) -> Option<EntryId> {
-    chainstate
-        .best_header()
-        .and_then(|hash| chainstate.index().get(&hash))
-        .or_else(|| chainstate.chain().tip())
-}
-
-/// The headers sync's view of the engine's index: each call one query.
-/// A query that fails (the engine stopped or is busy) reads as "unknown".
+/// The headers sync's view of the engine's index: each call one question.
+/// A question the engine does not answer (stopped or busy) reads as
+/// "unknown".
 #[derive(Debug, Clone)]
 pub struct ReaderIndex {
     reader: ChainReader,
@@ -99,70 +62,41 @@ impl ReaderIndex {
         ReaderIndex { reader, genesis, minimum_chain_work: params.minimum_chain_work }
     }
 
-    fn query<R: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Chainstate) -> R + Send + 'static,
-    ) -> Option<R> {
-        self.reader.query_unsettled(read, QUERY_TIMEOUT).ok()
+    fn view(&self) -> ReadView<'_> {
+        self.reader.unsettled(QUERY_TIMEOUT)
     }
 }
 
 impl HeaderIndex for ReaderIndex {
     fn lookup(&self, hash: &BlockHash) -> Option<IndexedHeader> {
-        let hash = *hash;
-        self.query(move |chainstate| {
-            let id = chainstate.index().get(&hash)?;
-            let failed = chainstate.index().entry(id).status.is_failed();
-            (!failed).then(|| indexed_header(chainstate, id))
-        })
-        .flatten()
+        let block = self.view().block(hash).ok().flatten()?;
+        (!block.status.is_failed()).then(|| indexed_header(&block))
     }
 
     fn is_ancestor_of_best_header_or_tip(&self, hash: &BlockHash) -> bool {
-        let hash = *hash;
-        self.query(move |chainstate| {
-            let index = chainstate.index();
-            let Some(id) = index.get(&hash) else { return false };
-            let on_best =
-                best_header_id(chainstate).is_some_and(|best| index.is_ancestor(id, best));
-            let on_tip = chainstate.chain().contains(id, index.entry(id).height);
-            on_best || on_tip
-        })
-        .unwrap_or(false)
+        self.view().on_best_header_or_active_chain(hash).unwrap_or(false)
     }
 
     fn best_header(&self) -> IndexedHeader {
-        self.query(|chainstate| best_header_id(chainstate).map(|id| indexed_header(chainstate, id)))
-            .flatten()
-            .unwrap_or_else(|| self.genesis.clone())
+        let best = self.view().best_header().ok().flatten();
+        best.map_or_else(|| self.genesis.clone(), |block| indexed_header(&block))
     }
 
     fn locator(&self, hash: &BlockHash) -> Vec<BlockHash> {
-        let hash = *hash;
-        self.query(move |chainstate| {
-            let index = chainstate.index();
-            let Some(id) = index.get(&hash) else { return Vec::new() };
-            let view = AncestorView { chainstate, id, height: index.entry(id).height };
-            locator_entries(&view, view.height)
-        })
-        .unwrap_or_default()
+        self.view().locator(hash).unwrap_or_default()
     }
 
     fn anti_dos_work_threshold(&self) -> ChainWork {
-        self.query(|chainstate| {
-            let minimum = chainstate.params().minimum_chain_work;
-            match chainstate.chain().tip() {
-                Some(tip) => {
-                    let entry = chainstate.index().entry(tip);
-                    anti_dos_work_threshold(entry.chain_work, entry.header.bits, minimum)
-                }
-                None => minimum,
+        match self.view().tip() {
+            Ok(Some(tip)) => {
+                anti_dos_work_threshold(tip.chain_work, tip.header.bits, self.minimum_chain_work)
             }
-        })
-        // Fail closed: a threshold the engine cannot tell (busy, timed out,
-        // gone) is one no header chain reaches, so low-work headers go to
-        // presync instead of into the index.
-        .unwrap_or(ChainWork::MAX)
+            Ok(None) => self.minimum_chain_work,
+            // Fail closed: a threshold the engine cannot tell (busy, timed
+            // out, gone) is one no header chain reaches, so low-work
+            // headers go to presync instead of into the index.
+            Err(_) => ChainWork::MAX,
+        }
     }
 
     fn minimum_chain_work(&self) -> ChainWork {
@@ -170,98 +104,58 @@ impl HeaderIndex for ReaderIndex {
     }
 
     fn is_initial_block_download(&self) -> bool {
-        let now = unix_seconds();
-        self.query(move |chainstate| in_initial_block_download(chainstate, now)).unwrap_or(true)
+        self.view().initial_block_download(unix_seconds()).unwrap_or(true)
     }
-}
-
-/// Core's `IsInitialBlockDownload` (without its latch): no tip, a tip
-/// below the minimum chain work, or a tip older than a day.
-fn in_initial_block_download(chainstate: &Chainstate, now_unix_seconds: i64) -> bool {
-    let Some(tip) = chainstate.chain().tip() else { return true };
-    let entry = chainstate.index().entry(tip);
-    entry.chain_work < chainstate.params().minimum_chain_work
-        || i64::from(entry.header.time) < now_unix_seconds - MAX_TIP_AGE_SECONDS
 }
 
 /// Whether the settled tip `tip` is too old for anything to be announced
 /// (initial block download by its age alone): decided from a snapshot, so
 /// an IBD makes no settled query per tip move.
 pub fn tip_is_stale(tip: &ibex_chainstate::TipSummary, now_unix_seconds: i64) -> bool {
-    i64::from(tip.time) < now_unix_seconds - MAX_TIP_AGE_SECONDS
+    i64::from(tip.time) < now_unix_seconds - ibex_chainstate::MAX_TIP_AGE_SECONDS
 }
 
 /// Core's `Synchronizing blockheaders, height: N (~P%)` line for the
 /// indexed header `hash`, logged while in initial block download: the
 /// share of the chain its height is, estimating the blocks after it from
-/// its age. `None` out of initial block download or for an unknown hash.
-pub fn headers_progress_line(reader: &ChainReader, hash: BlockHash) -> Option<String> {
+/// its age (`spacing_seconds` a block). `None` out of initial block
+/// download or for an unknown hash.
+pub fn headers_progress_line(
+    reader: &ChainReader,
+    hash: BlockHash,
+    spacing_seconds: i64,
+) -> Option<String> {
     let now = unix_seconds();
-    let read = move |chainstate: &Chainstate| {
-        if !in_initial_block_download(chainstate, now) {
-            return None;
-        }
-        let entry = chainstate.index().entry(chainstate.index().get(&hash)?);
-        let spacing = chainstate.params().pow_target_spacing_seconds.max(1);
-        let blocks_left = ((now - i64::from(entry.header.time)) / spacing).max(0);
-        let height = i64::from(entry.height);
-        let total = (height + blocks_left).max(1) as f64;
-        let progress = 100.0 * height as f64 / total;
-        Some(format!("Synchronizing blockheaders, height: {height} (~{progress:.2}%)"))
-    };
-    reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
+    let view = reader.unsettled(QUERY_TIMEOUT);
+    if !view.initial_block_download(now).ok()? {
+        return None;
+    }
+    let block = view.block(&hash).ok()??;
+    let blocks_left = ((now - i64::from(block.header.time)) / spacing_seconds.max(1)).max(0);
+    let height = i64::from(block.height);
+    let total = (height + blocks_left).max(1) as f64;
+    let progress = 100.0 * height as f64 / total;
+    Some(format!("Synchronizing blockheaders, height: {height} (~{progress:.2}%)"))
 }
 
 /// What announces a new tip to peers that asked for `headers` (BIP130):
 /// the headers of the active chain above `from_height` up to the tip, at
 /// most `count_max`; `None` in initial block download (Core announces
-/// nothing then) or when there are more than `count_max` (Core sends an
-/// `inv` of the tip instead: the caller does).
+/// nothing then) or when there are none; empty when there are more than
+/// `count_max` (Core sends an `inv` of the tip instead: the caller does).
 pub fn announcement_headers(
     reader: &ChainReader,
     from_height: u32,
     count_max: usize,
 ) -> Option<Vec<Header>> {
-    let now = unix_seconds();
-    let read = move |chainstate: &Chainstate| {
-        if in_initial_block_download(chainstate, now) {
-            return None;
-        }
-        let tip_height = chainstate.chain().height()?;
-        let first = from_height.saturating_add(1);
-        let count = usize::try_from(tip_height.checked_sub(first)? + 1).ok()?;
-        if count > count_max {
-            return Some(Vec::new());
-        }
-        let index = chainstate.index();
-        let headers = (first..=tip_height)
-            .filter_map(|height| chainstate.chain().at(height))
-            .map(|id| index.entry(id).header)
-            .collect();
-        Some(headers)
-    };
-    reader.query(read, QUERY_TIMEOUT).ok().flatten()
-}
-
-/// The chain of ancestors of one index entry, for its locator.
-struct AncestorView<'a> {
-    chainstate: &'a Chainstate,
-    id: EntryId,
-    height: u32,
-}
-
-impl ChainView for AncestorView<'_> {
-    fn tip_height(&self) -> Option<u32> {
-        Some(self.height)
+    let view = reader.settled(QUERY_TIMEOUT);
+    if view.initial_block_download(unix_seconds()).ok()? {
+        return None;
     }
-
-    fn hash_at(&self, height: u32) -> Option<BlockHash> {
-        let index = self.chainstate.index();
-        index.ancestor(self.id, height).map(|id| index.entry(id).hash)
-    }
-
-    fn height_of(&self, _hash: &BlockHash) -> Option<u32> {
-        None
+    match view.active_headers(from_height.saturating_add(1), count_max).ok()? {
+        Some(headers) if headers.is_empty() => None,
+        Some(headers) => Some(headers),
+        None => Some(Vec::new()),
     }
 }
 
@@ -291,106 +185,48 @@ pub fn unix_seconds() -> i64 {
 /// download window reaches and one more: what the block download
 /// scheduler reads.
 #[derive(Debug, Clone, Default)]
-pub struct BestChainWindow {
-    /// The best header's height.
-    best_height: u32,
-    /// The height of `blocks[0]`.
-    first_height: u32,
-    /// Where the best chain leaves the active chain, below the tip.
-    fork_height: Option<u32>,
-    /// Hash and whether the engine holds its data, by height.
-    blocks: Vec<(BlockHash, bool)>,
-}
+pub struct BestChainWindow(BestChainBlocks);
 
 impl BestChainWindow {
-    /// Reads the window above `tip_height` (one query); `None` when the
+    /// Reads the window above `tip_height` (one question); `None` when the
     /// engine does not answer.
     pub fn read(reader: &ChainReader, tip_height: u32) -> Option<BestChainWindow> {
-        let read = move |chainstate: &Chainstate| {
-            let index = chainstate.index();
-            let best = best_header_id(chainstate)?;
-            let best_height = index.entry(best).height;
-            let fork_height = fork_below_tip(chainstate, best, tip_height);
-            let first_height = fork_height.unwrap_or(tip_height).saturating_add(1);
-            // One block past the window too: the scheduler tells that the
-            // window is what holds a peer back (Core's staller detection)
-            // only by seeing a block there it may not ask for yet.
-            let last_height = best_height
-                .min(tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS).saturating_add(1));
-            let mut blocks = Vec::new();
-            let mut walk = index.ancestor(best, last_height);
-            while let Some(id) = walk {
-                let entry = index.entry(id);
-                if entry.height < first_height {
-                    break;
-                }
-                blocks.push((entry.hash, entry.status.has(BlockStatus::HAVE_DATA)));
-                walk = entry.parent;
-            }
-            blocks.reverse();
-            Some(BestChainWindow { best_height, first_height, fork_height, blocks })
-        };
-        reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
+        // One block past the window too: the scheduler tells that the
+        // window is what holds a peer back (Core's staller detection) only
+        // by seeing a block there it may not ask for yet.
+        let last_height_max =
+            tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS).saturating_add(1);
+        let view = reader.unsettled(QUERY_TIMEOUT);
+        view.best_chain_blocks(tip_height, last_height_max).ok().flatten().map(BestChainWindow)
     }
-}
-
-/// The height where the chain of `best` leaves the active chain, when that
-/// is below `tip_height` (the tip is on another branch): one step down per
-/// block of the fork.
-fn fork_below_tip(chainstate: &Chainstate, best: EntryId, tip_height: u32) -> Option<u32> {
-    let index = chainstate.index();
-    let chain = chainstate.chain();
-    let start_height = tip_height.min(index.entry(best).height);
-    let mut walk = index.ancestor(best, start_height);
-    while let Some(id) = walk {
-        let height = index.entry(id).height;
-        if chain.at(height) == Some(id) {
-            return (height < tip_height).then_some(height);
-        }
-        walk = index.entry(id).parent;
-    }
-    None
 }
 
 impl HeaderChain for BestChainWindow {
     fn best_height(&self) -> u32 {
-        self.best_height
+        self.0.best_height
     }
 
     fn hash_at(&self, height: u32) -> Option<BlockHash> {
-        let offset = height.checked_sub(self.first_height)?;
-        self.blocks.get(usize::try_from(offset).ok()?).map(|(hash, _)| *hash)
+        let offset = height.checked_sub(self.0.first_height)?;
+        self.0.blocks.get(usize::try_from(offset).ok()?).map(|(hash, _)| *hash)
     }
 
     fn have_block_data(&self, height: u32, hash: &BlockHash) -> bool {
-        let Some(offset) = height.checked_sub(self.first_height) else { return true };
+        let Some(offset) = height.checked_sub(self.0.first_height) else { return true };
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
-        self.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
+        self.0.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
     }
 
     fn fork_height(&self) -> Option<u32> {
-        self.fork_height
+        self.0.fork_height
     }
 }
 
 /// Where `peer_best`'s chain meets our best header chain (the height the
 /// block download may fetch from that peer up to); `None` when unknown.
 pub fn common_height_with_best(reader: &ChainReader, peer_best: BlockHash) -> Option<u32> {
-    let read = move |chainstate: &Chainstate| {
-        let index = chainstate.index();
-        let peer = index.get(&peer_best)?;
-        let best = best_header_id(chainstate)?;
-        let mut height = index.entry(peer).height.min(index.entry(best).height);
-        // Bounded by the height: one step down per block of a fork.
-        loop {
-            let ours = index.ancestor(best, height)?;
-            if index.ancestor(peer, height) == Some(ours) {
-                return Some(height);
-            }
-            height = height.checked_sub(1)?;
-        }
-    };
-    reader.query_unsettled(read, QUERY_TIMEOUT).ok().flatten()
+    let view = reader.unsettled(QUERY_TIMEOUT);
+    view.meeting_height_with_best_header(&peer_best).ok().flatten()
 }
 
 /// The headers answering `request` from our active chain (Core's
@@ -402,26 +238,18 @@ pub fn headers_for(
     request: LocatorRequest,
     minimum_chain_work: Option<ChainWork>,
 ) -> Option<Vec<Header>> {
-    let read = move |chainstate: &Chainstate| {
-        let tip_work = chainstate.chain().tip().map(|tip| chainstate.index().entry(tip).chain_work);
-        let too_little_work = match (tip_work, minimum_chain_work) {
-            (None, _) => true,
-            (Some(work), Some(minimum)) => work < minimum,
-            (Some(_), None) => false,
-        };
-        if too_little_work {
-            return Some(Vec::new());
-        }
-        let view = ActiveView(chainstate);
-        let range = headers_to_serve(&view, &request)?;
-        let index = chainstate.index();
-        let headers = range
-            .filter_map(|height| chainstate.chain().at(height))
-            .map(|id| index.entry(id).header)
-            .collect();
-        Some(headers)
+    let view = reader.settled(QUERY_TIMEOUT);
+    let tip_work = view.tip().ok()?.map(|tip| tip.chain_work);
+    let too_little_work = match (tip_work, minimum_chain_work) {
+        (None, _) => true,
+        (Some(work), Some(minimum)) => work < minimum,
+        (Some(_), None) => false,
     };
-    reader.query(read, QUERY_TIMEOUT).ok().flatten()
+    if too_little_work {
+        return Some(Vec::new());
+    }
+    let (locator, stop) = (&request.locator_hashes, &request.stop_hash);
+    view.headers_after_locator(locator, stop, HEADERS_PER_MESSAGE_MAX).ok().flatten()
 }
 
 /// How far a block off the active chain may lie behind the best header, in
@@ -432,28 +260,30 @@ const STALE_RELAY_AGE_LIMIT_SECONDS: u64 = 30 * 24 * 60 * 60;
 /// Core's `BlockRequestAllowed`: a block of the active chain, or one that
 /// was fully validated (connected once) and is less than 30 days behind the
 /// best header both by its time and by its work
-/// (`GetBlockProofEquivalentTime`). Stale blocks older than that are not
-/// served, so a peer cannot learn which old forks we saw.
-fn block_request_allowed(chainstate: &Chainstate, id: EntryId) -> bool {
-    let index = chainstate.index();
-    let entry = index.entry(id);
-    if chainstate.chain().contains(id, entry.height) {
-        return true;
+/// (`GetBlockProofEquivalentTime`, blocks of `spacing_seconds`). Stale
+/// blocks older than that are not served, so a peer cannot learn which old
+/// forks we saw.
+fn block_request_allowed(
+    view: &ReadView<'_>,
+    block: &IndexedBlock,
+    spacing_seconds: u64,
+) -> Option<bool> {
+    if block.in_active_chain {
+        return Some(true);
     }
-    let Some(best) = best_header_id(chainstate) else { return false };
-    let best = index.entry(best);
-    let age_seconds = i64::from(best.header.time) - i64::from(entry.header.time);
-    let spacing_seconds =
-        u64::try_from(chainstate.params().pow_target_spacing_seconds).unwrap_or(600);
+    let Some(best) = view.best_header().ok()? else { return Some(false) };
+    let age_seconds = i64::from(best.header.time) - i64::from(block.header.time);
     let work_seconds = proof_equivalent_seconds(
         best.chain_work,
-        entry.chain_work,
+        block.chain_work,
         best.header.bits,
         spacing_seconds,
     );
-    entry.status.is_valid(BlockStatus::VALID_SCRIPTS)
-        && age_seconds < STALE_RELAY_AGE_LIMIT_SECONDS as i64
-        && work_seconds < STALE_RELAY_AGE_LIMIT_SECONDS
+    Some(
+        block.status.is_valid(BlockStatus::VALID_SCRIPTS)
+            && age_seconds < STALE_RELAY_AGE_LIMIT_SECONDS as i64
+            && work_seconds < STALE_RELAY_AGE_LIMIT_SECONDS,
+    )
 }
 
 /// Core's `GetBlockProofEquivalentTime(best, block, best)`: the seconds of
@@ -483,23 +313,22 @@ fn proof_equivalent_seconds(
 }
 
 /// The stored block `hash` (serialised, with witness data) when the engine
-/// holds it valid and Core's `BlockRequestAllowed` lets it be served;
-/// `None` otherwise. The engine only looks up where it is (one settled
-/// query); the bytes are read here, unparsed, off the engine's thread.
-pub fn block_for(reader: &ChainReader, hash: BlockHash) -> Option<Vec<u8>> {
-    let locate = move |chainstate: &Chainstate| {
-        let id = chainstate.index().get(&hash)?;
-        let entry = chainstate.index().entry(id);
-        if !entry.status.has(BlockStatus::HAVE_DATA) || entry.status.is_failed() {
-            return None;
-        }
-        if !block_request_allowed(chainstate, id) {
-            return None;
-        }
-        entry.block_position
-    };
-    let position = reader.query(locate, QUERY_TIMEOUT).ok().flatten()?;
-    reader.read_stored_block(position, &hash).ok()
+/// holds it valid and Core's `BlockRequestAllowed` lets it be served
+/// (`spacing_seconds`: the chain's block interval); `None` otherwise. The
+/// engine only looks up where it is (settled reads: one for a block of the
+/// active chain, and the best header for one off it); the bytes are read
+/// here, unparsed, off the engine's thread.
+pub fn block_for(reader: &ChainReader, hash: BlockHash, spacing_seconds: i64) -> Option<Vec<u8>> {
+    let view = reader.settled(QUERY_TIMEOUT);
+    let block = view.block(&hash).ok()??;
+    if !block.status.has(BlockStatus::HAVE_DATA) || block.status.is_failed() {
+        return None;
+    }
+    let spacing_seconds = u64::try_from(spacing_seconds).unwrap_or(600);
+    if !block_request_allowed(&view, &block, spacing_seconds)? {
+        return None;
+    }
+    reader.read_stored_block(block.position?, &hash).ok()
 }
 
 /// The header the headers sync starts from when the engine cannot answer.
@@ -537,8 +366,11 @@ mod tests {
             periodic_flush_interval: Duration::from_secs(3600),
             stop_at_height: None,
         };
-        let chainstate =
-            Chainstate::open(options, Box::new(|_: &ibex_chainstate::ChainEvent| {})).unwrap();
+        let chainstate = ibex_chainstate::Chainstate::open(
+            options,
+            Box::new(|_: &ibex_chainstate::ChainEvent| {}),
+        )
+        .unwrap();
         let index = ReaderIndex::new(chainstate.reader(), genesis_header(&params), &params);
         // The engine is gone: no answer can come.
         drop(chainstate);
@@ -563,12 +395,12 @@ mod tests {
 
     #[test]
     fn the_window_answers_only_above_the_tip_and_knows_stored_blocks() {
-        let window = BestChainWindow {
+        let window = BestChainWindow(BestChainBlocks {
             best_height: 12,
             first_height: 10,
             fork_height: Some(9),
             blocks: vec![(hash(10), true), (hash(11), false), (hash(12), false)],
-        };
+        });
         assert_eq!(window.fork_height(), Some(9));
         assert_eq!(window.best_height(), 12);
         assert_eq!(window.hash_at(9), None);

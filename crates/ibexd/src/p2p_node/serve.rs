@@ -146,12 +146,13 @@ pub fn serve_next(
     reader: &ChainReader,
     peer: PeerId,
     queue: &mut GetDataQueue,
+    spacing_seconds: i64,
 ) -> bool {
     if queue.is_empty() || network.send_queue_full(peer) {
         return false;
     }
     let Some(entry) = queue.pop() else { return false };
-    let bytes = block_for(reader, BlockHash(entry.hash.0));
+    let bytes = block_for(reader, BlockHash(entry.hash.0), spacing_seconds);
     let payload = bytes.and_then(|bytes| match entry.inventory_type {
         InventoryType::BLOCK => without_witness(bytes),
         _ => Some(bytes),

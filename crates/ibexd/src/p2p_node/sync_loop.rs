@@ -5,7 +5,7 @@
 //! chain, and handles the engine's notices.
 //!
 //! It runs on its own thread, not on the tokio runtime: reads of the
-//! engine ([`ibex_chainstate::ChainReader::query`]) wait for the engine's
+//! engine (the read API, [`ibex_chainstate::ReadView`]) wait for the engine's
 //! thread, and blocks are parsed here, so the reactor never blocks.
 //!
 //! Beside it: `block_sources` (who sent each block, to punish the sender
@@ -484,7 +484,8 @@ impl SyncLoop {
                     self.check_header_offer(last);
                 }
                 if let Some(last) = last.filter(|_| added > 0) {
-                    if let Some(line) = headers_progress_line(&self.reader, last) {
+                    let spacing_seconds = self.params.pow_target_spacing_seconds;
+                    if let Some(line) = headers_progress_line(&self.reader, last, spacing_seconds) {
                         self.logger.log(&line);
                     }
                 }

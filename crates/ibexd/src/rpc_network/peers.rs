@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use ibex_chainstate::{Chainstate, ReadError};
+use ibex_chainstate::ReadError;
 use ibex_p2p::sync::PeerId;
 use ibex_primitives::{BlockHash, Height};
 use ibex_rpc::backend::{BackendError, PeerReport, PeerState};
@@ -26,23 +26,21 @@ struct PeerHeights {
     common: Option<Height>,
 }
 
-/// The heights of each hash in `best_known`, read on the engine's thread.
+/// The heights of each hash in `best_known` and where each meets the
+/// active chain, in one unsettled read (the block index and header chains).
 fn heights_of(
-    chainstate: &Chainstate,
+    reader: &ibex_chainstate::ChainReader,
     best_known: &[(PeerId, BlockHash)],
-) -> HashMap<PeerId, PeerHeights> {
-    let index = chainstate.index();
-    let chain = chainstate.chain();
-    best_known
-        .iter()
-        .filter_map(|(peer, hash)| {
-            let id = index.get(hash)?;
-            let best_known = Some(Height::new(index.entry(id).height));
-            let common =
-                chain.find_fork(index, id).map(|fork| Height::new(index.entry(fork).height));
-            Some((*peer, PeerHeights { best_known, common }))
-        })
-        .collect()
+) -> Result<HashMap<PeerId, PeerHeights>, ReadError> {
+    let hashes: Vec<BlockHash> = best_known.iter().map(|(_, hash)| *hash).collect();
+    let points = reader.unsettled(QUERY_TIMEOUT).fork_points(&hashes)?;
+    let heights = best_known.iter().zip(points).filter_map(|((peer, _), point)| {
+        let point = point?;
+        let best_known = Some(Height::new(point.height));
+        let common = point.fork_height.map(Height::new);
+        Some((*peer, PeerHeights { best_known, common }))
+    });
+    Ok(heights.collect())
 }
 
 impl NetworkRpc {
@@ -57,8 +55,7 @@ impl NetworkRpc {
         let heights = if best_known.is_empty() {
             HashMap::new()
         } else {
-            let read = move |chainstate: &Chainstate| heights_of(chainstate, &best_known);
-            self.reader.query_unsettled(read, QUERY_TIMEOUT).map_err(|error| match error {
+            heights_of(&self.reader, &best_known).map_err(|error| match error {
                 ReadError::Busy => BackendError::Busy,
                 ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
                 _ => BackendError::Stopped,

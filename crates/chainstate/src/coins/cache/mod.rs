@@ -101,7 +101,7 @@ pub const MAP_SHARE_FLOOR_DIVISOR: usize = 4;
 /// 8.0 and 7.8 s against 10.1 and 8.6, and peak RSS 288-298 MiB against
 /// 233-244, inside the budget of `-dbcache` + 256 MiB. A mainnet set of
 /// 180 M coins holds ~90 MiB of readers without last-level filters
-/// ([`crate::coins::database`]): the excess is still counted.
+/// (`crate::coins::database`): the excess is still counted.
 pub const TABLE_READERS_UNCOUNTED_BYTES_MAX: usize = 64 << 20;
 /// A flush starts with 1/this of the limit left for the next live map
 /// ([`CoinsCache::flush_headroom_bytes`]).
@@ -199,7 +199,7 @@ impl CoinsCache {
     /// filters and indexes) against the share, beyond
     /// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`]: they grow with the
     /// database, ~1.8 bytes a coin with whole-key filters (fewer once the
-    /// engine drops them: [`crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`]).
+    /// engine drops them: `crate::engine::flush::WHOLE_KEY_FILTERS_SHARE_DIVISOR`).
     pub fn set_table_readers_bytes(&mut self, bytes: usize) {
         self.table_readers_bytes = bytes;
     }
@@ -218,7 +218,7 @@ impl CoinsCache {
 
     /// The maps' limit: the share less what the table readers take from it
     /// ([`CoinsCache::counted_table_readers_bytes`]), at least
-    /// 1/[`MAP_SHARE_FLOOR_DIVISOR`] of it (past that, on a set of hundreds
+    /// 1/`MAP_SHARE_FLOOR_DIVISOR` of it (past that, on a set of hundreds
     /// of millions of coins with a small `-dbcache`, the readers are not
     /// all counted).
     pub fn limit_bytes(&self) -> usize {
@@ -240,7 +240,7 @@ impl CoinsCache {
     }
 
     /// Room a flush leaves the next live map before the writer frees
-    /// anything: 1/[`FLUSH_HEADROOM_DIVISOR`] of the limit (the live map
+    /// anything: 1/`FLUSH_HEADROOM_DIVISOR` of the limit (the live map
     /// starts empty and takes ~14 MB a second with scripts skipped; the
     /// first shard is freed within ~0.4 s).
     pub fn flush_headroom_bytes(&self) -> usize {

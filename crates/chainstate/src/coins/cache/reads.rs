@@ -45,7 +45,7 @@ impl CoinsCache {
 
     /// Whether an unspent coin exists at `outpoint`, caching nothing: the
     /// BIP30 lookups, almost all for outpoints that do not exist, run on
-    /// several threads at once (see [`crate::connect`]).
+    /// several threads at once (see `crate::connect`).
     pub fn has_unspent(&self, outpoint: &OutPoint) -> Result<bool, ChainstateError> {
         match self.memory_entry(outpoint) {
             Some(unspent) => Ok(unspent),

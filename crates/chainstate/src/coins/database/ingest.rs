@@ -6,7 +6,7 @@
 //! memtable is written to a level-0 table later, and that table is
 //! compacted into the levels below. A flush already holds its coins in
 //! memory and can sort them itself (~0.1 us a key): written as a table
-//! (RocksDB's `SstFileWriter`, here [`super::table_writer`]) and ingested
+//! (RocksDB's `SstFileWriter`, here `super::table_writer`) and ingested
 //! (`IngestExternalFile`, the file moved into the database), it skips the
 //! memtable inserts (a fifth of the import's CPU with scripts skipped) and
 //! the memtable flushes, and the memory the memtables held goes to the
@@ -26,7 +26,7 @@
 //! before it, and RocksDB first writes any memtable that holds keys in the
 //! table's range, so what survives a crash is still a prefix of the writes
 //! (the `database` module docs). A table written but not ingested is left
-//! in [`TABLES_DIRECTORY`](super::TABLES_DIRECTORY), which the next open empties.
+//! in `TABLES_DIRECTORY`, which the next open empties.
 //!
 //! `-dbcrashratio` (tests) keeps the batch path: it crashes between
 //! batches, which a table never has.
@@ -180,7 +180,7 @@ struct TableEdges<'a> {
 
 /// A flush written as a given number of tables, ingested one after
 /// another, so that a background flush can free each part of the frozen
-/// map as soon as its table is in ([`crate::coins::background`]). The parts come
+/// map as soon as its table is in (`crate::coins::background`). The parts come
 /// in descending key order: the first holds the highest coin keys, the
 /// last the lowest.
 ///
@@ -232,7 +232,7 @@ impl<'a> TableFlush<'a> {
     }
 
     /// Writes and ingests the next part, `writes` sorted by
-    /// [`sort_in_key_order`](super::key_order::sort_in_key_order) and below the keys of the parts before it; a
+    /// `sort_in_key_order` and below the keys of the parts before it; a
     /// middle part with nothing to write is skipped. A part after the last
     /// is refused.
     pub fn ingest_part(&mut self, writes: &[KeyedCoinWrite<'_>]) -> Result<(), ChainstateError> {

@@ -51,7 +51,7 @@ pub struct Level0Triggers {
 /// 3.1 MiB memtables, to height 1,300 of the `utxo-heavy` chain,
 /// compactions wrote 11 GB for 1.5 GB of memtables, writes stalled at 20
 /// files (down to 3.5 MB/s), and validation waited up to 1.6 s for a
-/// flush. Starting at [`LEVEL0_COMPACTION_BYTES_MIN`] of level 0 (4
+/// flush. Starting at `LEVEL0_COMPACTION_BYTES_MIN` of level 0 (4
 /// files from 64 MiB memtables up, RocksDB's defaults; 15 at
 /// `-dbcache=100`'s 16.7 MiB) makes each rewrite carry several times as much, with the stall thresholds moved
 /// up alike: over the whole 2,000 blocks at `-dbcache=100`, no stall, the

@@ -116,10 +116,8 @@ pub mod table_writer;
 
 pub use batch::{CoinBatches, FlushWriter};
 pub use options::{
-    CoinsDatabaseMemory, DatabaseOptions, BLOCK_CACHE_BYTES_DEFAULT, COIN_TXID_PREFIX_BYTES,
-    COMPACTION_JOBS_MAX, FLUSH_BATCH_BYTES_DEFAULT, FLUSH_BATCH_BYTES_MIN, LAST_LEVEL_FILTERS,
-    MEMTABLES_MERGED_PER_FLUSH, MEMTABLE_BYTES_DEFAULT, MEMTABLE_COUNT_MAX, SUBCOMPACTIONS_MAX,
+    CoinsDatabaseMemory, DatabaseOptions, BLOCK_CACHE_BYTES_DEFAULT, COMPACTION_JOBS_MAX,
+    FLUSH_BATCH_BYTES_DEFAULT, MEMTABLES_MERGED_PER_FLUSH, MEMTABLE_BYTES_DEFAULT,
+    MEMTABLE_COUNT_MAX, SUBCOMPACTIONS_MAX,
 };
-pub use store::{
-    holds_database_files, CoinPrefixSeeker, CoinsDatabase, FlushStats, HeadBlocks, TABLES_DIRECTORY,
-};
+pub use store::{holds_database_files, CoinPrefixSeeker, CoinsDatabase, FlushStats, HeadBlocks};

@@ -274,7 +274,7 @@ impl CoinsDatabase {
         Ok(self.db.get_pinned(CoinKey::new(outpoint))?.is_some())
     }
 
-    /// An iterator for [`CoinPrefixSeeker::has_coin_of`] questions
+    /// An iterator for `CoinPrefixSeeker::has_coin_of` questions
     /// (BIP30's: whether any output of a transaction is an unspent coin,
     /// one prefix seek answered by the prefix bloom filters for nearly
     /// every new transaction, instead of one point read per output). It

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use ibex_chainstate::{ChainReader, Chainstate};
+use ibex_chainstate::ChainReader;
 use ibex_p2p::sync::{Misbehavior, PeerId};
 use ibex_primitives::{BlockHash, Header};
 
@@ -77,8 +77,8 @@ impl SyncLoop {
 
 /// Whether `hash` is in the index; `None` when the engine did not answer.
 fn indexed(reader: &ChainReader, hash: BlockHash) -> Option<bool> {
-    let read = move |chainstate: &Chainstate| chainstate.index().get(&hash).is_some();
-    reader.query(read, QUERY_TIMEOUT).ok()
+    let block = reader.settled(QUERY_TIMEOUT).block(&hash).ok()?;
+    Some(block.is_some())
 }
 
 #[cfg(test)]

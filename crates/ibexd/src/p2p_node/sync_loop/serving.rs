@@ -40,6 +40,7 @@ impl SyncLoop {
     pub(super) fn serve_getdata_queues(&mut self) -> bool {
         let mut served = false;
         let minimum = self.params.minimum_chain_work;
+        let spacing_seconds = self.params.pow_target_spacing_seconds;
         for (peer, state) in self.peers.iter_mut() {
             if state.getheaders_waiting.is_some() && !self.network.send_queue_full(*peer) {
                 if let Some(request) = state.getheaders_waiting.take() {
@@ -47,7 +48,8 @@ impl SyncLoop {
                     serve_headers(&self.network, &self.reader, *peer, request, minimum, permitted);
                 }
             }
-            served |= serve_next(&self.network, &self.reader, *peer, &mut state.getdata);
+            served |=
+                serve_next(&self.network, &self.reader, *peer, &mut state.getdata, spacing_seconds);
         }
         served
     }

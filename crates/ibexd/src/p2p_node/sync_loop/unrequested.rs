@@ -21,12 +21,12 @@
 
 use std::time::Instant;
 
-use ibex_chainstate::{BlockRejection, BlockSource, BlockStatus, ChainReader, Chainstate};
+use ibex_chainstate::{BlockRejection, BlockSource, BlockStatus, ChainReader};
 use ibex_chainstate::{EngineCommand, PreparedBlock};
 use ibex_p2p::sync::{Misbehavior, PeerId};
 use ibex_primitives::hash::sha256d;
 use ibex_primitives::pow::block_proof;
-use ibex_primitives::{BlockBuffers, BlockHash, CompactTarget, Header, HEADER_BYTES};
+use ibex_primitives::{BlockBuffers, BlockHash, ChainWork, CompactTarget, Header, HEADER_BYTES};
 
 use super::block_sources::punishment;
 use super::SyncLoop;
@@ -72,7 +72,7 @@ impl SyncLoop {
         let mut header = [0u8; HEADER_BYTES];
         header.copy_from_slice(header_bytes);
         let header = Header::decode(&header);
-        match standing(&self.reader, header, hash) {
+        match standing(&self.reader, header, hash, self.params.minimum_chain_work) {
             // The engine did not answer in time: dropped, as a busy Core
             // would not have read it yet.
             None => {}
@@ -149,34 +149,34 @@ impl SyncLoop {
     }
 }
 
-/// One query: where `header` (hashing to `hash`) stands (Core's
-/// `AcceptBlock` tests for a block it did not request).
-fn standing(reader: &ChainReader, header: Header, hash: BlockHash) -> Option<Standing> {
-    let read = move |chainstate: &Chainstate| {
-        let index = chainstate.index();
-        if let Some(id) = index.get(&hash) {
-            let status = index.entry(id).status;
-            if status.has(BlockStatus::HAVE_DATA) || status.is_failed() {
-                return Standing::Known { height: index.entry(id).height };
-            }
+/// One question: where `header` (hashing to `hash`) stands (Core's
+/// `AcceptBlock` tests for a block it did not request), on a chain whose
+/// minimum chain work is `minimum_chain_work`.
+fn standing(
+    reader: &ChainReader,
+    header: Header,
+    hash: BlockHash,
+    minimum_chain_work: ChainWork,
+) -> Option<Standing> {
+    let hashes = [hash, header.previous_block_hash];
+    let answer = reader.settled(QUERY_TIMEOUT).blocks_at_tip(&hashes).ok()?;
+    if let Some(Some(known)) = answer.blocks.first() {
+        if known.status.has(BlockStatus::HAVE_DATA) || known.status.is_failed() {
+            return Some(Standing::Known { height: known.height });
         }
-        let Some(parent) = index.get(&header.previous_block_hash) else {
-            return Standing::ParentUnknown;
-        };
-        let parent = index.entry(parent);
-        let height = parent.height.saturating_add(1);
-        let chain_work = parent.chain_work.wrapping_add(block_proof(CompactTarget(header.bits)));
-        let (tip_work, tip_height) = chainstate.chain().tip().map_or_else(
-            || (ibex_primitives::ChainWork::ZERO, 0),
-            |tip| (index.entry(tip).chain_work, index.entry(tip).height),
-        );
-        let too_far_ahead = height > tip_height.saturating_add(UNREQUESTED_BLOCKS_AHEAD_MAX);
-        let below_minimum = chain_work < chainstate.params().minimum_chain_work;
-        if chain_work < tip_work || too_far_ahead || below_minimum {
-            Standing::NotWanted { height }
-        } else {
-            Standing::Wanted { height }
-        }
+    }
+    let Some(Some(parent)) = answer.blocks.get(1) else {
+        return Some(Standing::ParentUnknown);
     };
-    reader.query(read, QUERY_TIMEOUT).ok()
+    let height = parent.height.saturating_add(1);
+    let chain_work = parent.chain_work.wrapping_add(block_proof(CompactTarget(header.bits)));
+    let (tip_work, tip_height) =
+        answer.tip.map_or((ChainWork::ZERO, 0), |tip| (tip.chain_work, tip.height));
+    let too_far_ahead = height > tip_height.saturating_add(UNREQUESTED_BLOCKS_AHEAD_MAX);
+    let below_minimum = chain_work < minimum_chain_work;
+    if chain_work < tip_work || too_far_ahead || below_minimum {
+        Some(Standing::NotWanted { height })
+    } else {
+        Some(Standing::Wanted { height })
+    }
 }
