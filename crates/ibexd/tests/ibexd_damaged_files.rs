@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{copy_core_blocks, debug_log, log_or_empty, spawn_node, terminate, wait_for_log};
+use common::{copy_core_blocks, debug_log, log_or_empty, spawn_node, terminate};
 
 /// Core's chain tip height.
 const CORE_TIP_HEIGHT: u32 = 1190;
@@ -36,8 +36,9 @@ fn run_until_imported(datadir: &Path, extra: &[&str]) -> String {
         &common::REGTEST_QUIET,
         &["-server=0", "-connect=0", "-listen=0"],
     );
+    let log_bytes_before = common::log_bytes(datadir);
     let mut node = spawn_node(command.args(extra).env("HOME", datadir));
-    wait_for_log(datadir, "init message: Done loading", &mut node);
+    common::wait_for_log_after(datadir, "init message: Done loading", log_bytes_before, &mut node);
     terminate(&node);
     let status = common::wait_exit(&mut node, datadir);
     assert_eq!(status.code(), Some(0), "{}", log_or_empty(datadir));

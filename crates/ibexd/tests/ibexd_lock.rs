@@ -49,8 +49,9 @@ fn node(datadir: &Path, extra: &[&str]) -> Command {
 /// below any stop height: with no P2P it idles once loaded, and SIGTERM
 /// ends it; whether it exited cleanly.
 fn run_until_loaded(mut command: Command, datadir: &Path) -> bool {
+    let log_bytes_before = common::log_bytes(datadir);
     let mut child = command.args(["-connect=0", "-listen=0"]).spawn().unwrap();
-    common::wait_for_log(datadir, "init message: Done loading", &mut child);
+    common::wait_for_log_after(datadir, "init message: Done loading", log_bytes_before, &mut child);
     common::terminate(&child);
     common::wait_exit(&mut child, datadir).success()
 }

@@ -34,10 +34,11 @@ fn ibexd(datadir: &Path, extra: &[&str]) -> Output {
 /// below the stop height: stopped with SIGTERM once loaded; its status.
 fn ibexd_until_loaded(datadir: &Path, extra: &[&str]) -> std::process::ExitStatus {
     let options = ["-server=0", "-connect=0", "-listen=0"];
+    let log_bytes_before = common::log_bytes(datadir);
     let mut node = common::spawn_node(
         common::quiet_ibexd(datadir, &common::REGTEST_QUIET, &options).args(extra),
     );
-    common::wait_for_log(datadir, "init message: Done loading", &mut node);
+    common::wait_for_log_after(datadir, "init message: Done loading", log_bytes_before, &mut node);
     common::terminate(&node);
     common::wait_exit(&mut node, datadir)
 }

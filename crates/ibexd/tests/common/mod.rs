@@ -195,8 +195,20 @@ pub fn log_or_empty(datadir: &Path) -> String {
 
 /// Waits until `datadir`'s log contains `text`, or fails with the log.
 pub fn wait_for_log(datadir: &Path, text: &str, child: &mut Child) {
+    wait_for_log_after(datadir, text, 0, child);
+}
+
+/// The bytes `datadir`'s log holds now: what a node started next writes
+/// comes after them ([`wait_for_log_after`]).
+pub fn log_bytes(datadir: &Path) -> usize {
+    log_or_empty(datadir).len()
+}
+
+/// As [`wait_for_log`], for `text` written after the log's first
+/// `offset_bytes` (a run on a data directory that earlier runs logged to).
+pub fn wait_for_log_after(datadir: &Path, text: &str, offset_bytes: usize, child: &mut Child) {
     let started = Instant::now();
-    while !log_or_empty(datadir).contains(text) {
+    while !log_or_empty(datadir).get(offset_bytes..).is_some_and(|new| new.contains(text)) {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("ibexd exited ({status:?}) before '{text}':\n{}", log_or_empty(datadir));
         }
