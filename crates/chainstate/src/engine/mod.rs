@@ -128,8 +128,8 @@ pub struct ChainstateOptions {
 /// The engine (Core's `ChainstateManager`): what every chainstate shares
 /// (the block index, the block and undo files, the best header) and the
 /// active chainstate (the chain, its coins, its candidates), with room for
-/// a second one beside it (see the [module docs](crate::engine)). It keeps the name
-/// callers know.
+/// a second one beside it (`docs/architecture.md`, "The engine"). It keeps
+/// the name callers know.
 pub struct Chainstate {
     /// The block index, the files, the best header, the script threads,
     /// the observer and what is published to readers and monitoring.
