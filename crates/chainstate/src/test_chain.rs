@@ -13,9 +13,19 @@ use crate::prepared::PreparedBlock;
 /// A six-block chain (genesis and five) and a chainstate on an empty
 /// directory.
 pub(crate) fn chain_and_chainstate(root: &std::path::Path) -> (Vec<Vec<u8>>, Chainstate) {
+    generated_chain_and_chainstate(root, 3, 5)
+}
+
+/// A generated chain of genesis and `blocks_above_genesis` blocks from
+/// `seed`, and a chainstate on an empty directory.
+pub(crate) fn generated_chain_and_chainstate(
+    root: &std::path::Path,
+    seed: u64,
+    blocks_above_genesis: u32,
+) -> (Vec<Vec<u8>>, Chainstate) {
     let generated = root.join("generated");
-    let mut options = GeneratorOptions::new(Profile::Tiny, 3, generated.clone());
-    options.blocks = Some(5);
+    let mut options = GeneratorOptions::new(Profile::Tiny, seed, generated.clone());
+    options.blocks = Some(blocks_above_genesis);
     options.threads = Some(1);
     generate(&options).unwrap();
     let params = Params::regtest();

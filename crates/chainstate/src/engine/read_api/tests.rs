@@ -5,13 +5,12 @@
 
 use std::time::Duration;
 
-use ibex_generator::{generate, GeneratorOptions, Profile};
-use ibex_primitives::{BlockBuffers, BlockHash, Params};
+use ibex_primitives::BlockHash;
 
 use super::IndexedBlock;
-use crate::engine::{ChainReader, Chainstate, ChainstateOptions};
+use crate::engine::{ChainReader, Chainstate};
 use crate::error::ChainstateError;
-use crate::prepared::PreparedBlock;
+use crate::test_chain::{accept, generated_chain_and_chainstate};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Blocks above genesis: enough for a locator's steps to double.
@@ -19,28 +18,9 @@ const CHAIN_BLOCKS: u32 = 40;
 
 /// A chain of genesis and [`CHAIN_BLOCKS`] blocks, all connected.
 fn connected_chain(root: &std::path::Path) -> Chainstate {
-    let generated = root.join("generated");
-    let mut options = GeneratorOptions::new(Profile::Tiny, 5, generated.clone());
-    options.blocks = Some(CHAIN_BLOCKS);
-    options.threads = Some(1);
-    generate(&options).unwrap();
-    let params = Params::regtest();
-    let blocks = ibex_generator::replay::read_blocks(&generated, params.message_start).unwrap();
-    let options = ChainstateOptions {
-        params: params.clone(),
-        blocks_directory: root.join("blocks"),
-        chainstate_directory: root.join("chainstate"),
-        memory: crate::MemoryBudget::for_coins_bytes(1 << 20, 1 << 16),
-        script_threads: 1,
-        assume_valid: None,
-        periodic_flush_interval: Duration::from_secs(3600),
-        stop_at_height: None,
-    };
-    let mut chainstate = Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap();
-    let mut buffers = BlockBuffers::default();
-    for bytes in blocks {
-        let block = PreparedBlock::prepare(bytes, None, &params, &mut buffers).unwrap();
-        chainstate.accept_block(block).unwrap();
+    let (blocks, mut chainstate) = generated_chain_and_chainstate(root, 5, CHAIN_BLOCKS);
+    for bytes in &blocks {
+        accept(&mut chainstate, bytes);
     }
     chainstate.activate_best_chain().unwrap();
     assert_eq!(chainstate.chain().height(), Some(CHAIN_BLOCKS));
