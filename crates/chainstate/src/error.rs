@@ -241,6 +241,18 @@ pub enum ChainstateError {
         /// The RocksDB error.
         source: rocksdb::Error,
     },
+    /// A snapshot's rollback would hold more coin changes in memory than
+    /// its bound.
+    #[error(
+        "rolling back that far changes more than {coin_changes_max} coins: dump a later block"
+    )]
+    RollbackTooDeep {
+        /// The bound.
+        coin_changes_max: usize,
+    },
+    /// A UTXO snapshot could not be read or written.
+    #[error(transparent)]
+    Snapshot(#[from] crate::snapshot::SnapshotError),
 }
 
 /// The [`ChainstateError::CorruptRecord`] name of a block index key.

@@ -34,6 +34,7 @@ pub(crate) mod index;
 pub(crate) mod metrics;
 pub(crate) mod prepared;
 pub(crate) mod scripts;
+pub mod snapshot;
 pub(crate) mod stages;
 #[cfg(test)]
 mod test_chain;
@@ -59,14 +60,17 @@ pub use coins::heap::bound_heap_retention;
 pub use coins::prefetch::{
     PrefetchInFlight, PrefetchRequest, PrefetchedCoins, PREFETCH_CHUNK_OUTPOINTS,
 };
-pub use coins::txoutset::{txoutset_stats, txoutset_stats_with_pending, PendingCoin};
+pub use coins::txoutset::{stats_of_coins, stats_of_view, txoutset_stats, GroupedHasher};
 // The coins' modules at the crate root, where other crates (the fuzz
 // checks, the node's docs) name them.
 pub use coins::database::{ingest as database_ingest, io as database_io};
+pub use coins::view::{CoinChange, CoinSetView};
 pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
 pub use engine::open::INDEX_DIRECTORY;
-pub use engine::read_api::{LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX};
+pub use engine::read_api::{
+    CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX,
+};
 pub use engine::tips::ChainTip;
 pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 pub use engine::{

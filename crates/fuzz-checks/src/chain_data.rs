@@ -1,7 +1,8 @@
 //! What the node reads back from its own disk, which a bad disk, a bad copy
 //! or another program may have changed: undo records (`rev?????.dat`
 //! payloads), coins and their compressed amounts and scripts (the coins
-//! database), and block index records (`blocks/index`).
+//! database), and block index records (`blocks/index`); and UTXO snapshot
+//! files, which come from strangers.
 
 use std::collections::BTreeMap;
 
@@ -9,10 +10,12 @@ use ibex_chainstate::compress::{
     compress_amount, decompress_amount, read_script, script_encoded_bytes, write_script,
 };
 use ibex_chainstate::index_store::{build_index, decode_record, encode_entry, StoredEntry};
+use ibex_chainstate::snapshot::{SnapshotReader, SnapshotWriter};
 use ibex_chainstate::{BlockIndexEntry, BlockUndo, Coin};
 use ibex_primitives::encode::Reader;
 use ibex_primitives::limits::SCRIPT_BYTES_MAX;
 use ibex_primitives::ChainWork;
+use ibex_primitives::{Height, Params};
 
 /// The script a too-long compressed script reads as (Core's `OP_RETURN`).
 const OP_RETURN_SCRIPT: [u8; 1] = [0x6a];
@@ -200,4 +203,50 @@ pub fn block_index_records(data: &[u8]) {
         assert_eq!(index.get(&entry.hash), Some(id));
     }
     assert!(index.next_sequence() > sequence_max, "new blocks come after stored ones");
+}
+
+/// Base height the `utxo_snapshot` target reads with: high enough that
+/// the height check passes for most coins and fails for some.
+pub const SNAPSHOT_BASE_HEIGHT: u32 = 1_000_000;
+/// Coins the `utxo_snapshot` target reads at most from one input.
+const SNAPSHOT_COINS_READ_MAX: usize = 100_000;
+
+/// `utxo_snapshot`: `SnapshotReader` on a regtest snapshot file (what
+/// `loadtxoutset` reads from strangers). Reading ends in a coin list or
+/// an error, never a panic; a file read to its end writes back (through
+/// `SnapshotWriter`) to a file that reads as the same coins, no longer
+/// than the input.
+pub fn utxo_snapshot(data: &[u8]) {
+    let params = Params::regtest();
+    let length = data.len() as u64;
+    let base_height = Height::new(SNAPSHOT_BASE_HEIGHT);
+    let Ok(mut reader) = SnapshotReader::new(data, &params, Some(length), base_height) else {
+        return;
+    };
+    let metadata = *reader.metadata();
+    let mut coins = Vec::new();
+    loop {
+        match reader.next_coin() {
+            Ok(Some(coin)) => coins.push(coin),
+            Ok(None) => break,
+            Err(_) => return,
+        }
+        if coins.len() >= SNAPSHOT_COINS_READ_MAX {
+            return;
+        }
+    }
+    assert_eq!(coins.len() as u64, metadata.coin_count);
+    let mut writer = SnapshotWriter::new(Vec::new(), &metadata).expect("a header writes");
+    for (outpoint, coin) in &coins {
+        writer.add(outpoint, coin).expect("coins read in key order write in key order");
+    }
+    let (rewritten, written) = writer.finish().expect("writing to memory");
+    assert_eq!(written, metadata.coin_count);
+    assert!(rewritten.len() <= data.len(), "the canonical form is never longer");
+    let mut again = SnapshotReader::new(rewritten.as_slice(), &params, None, base_height)
+        .expect("a written header reads");
+    for expected in &coins {
+        assert_eq!(again.next_coin().expect("a written coin reads").as_ref(), Some(expected));
+    }
+    assert!(again.next_coin().expect("a written file ends cleanly").is_none());
 }

@@ -6,13 +6,17 @@
 use ibex_blockstore::BlockPosition;
 use ibex_chainstate::compress::write_script;
 use ibex_chainstate::index_store::encode_entry;
+use ibex_chainstate::snapshot::{SnapshotMetadata, SnapshotWriter};
 use ibex_chainstate::{BlockIndexEntry, BlockStatus, BlockUndo, Coin, TransactionUndo};
 use ibex_p2p::addrman::file::encode as encode_address_file;
 use ibex_p2p::addrman::{
     AddressCandidate, AddressManager, AddressNetwork, AddressPolicy, AddressSource, PeerAddress,
 };
 use ibex_p2p::{encode_message, Inventory, InventoryType, NetworkMessage, ServiceFlags};
-use ibex_primitives::{Amount, BlockHash, ChainWork, Header, Network, Params, MAX_MONEY};
+use ibex_primitives::txoutset::is_unspendable;
+use ibex_primitives::{
+    Amount, BlockHash, ChainWork, Header, Network, OutPoint, Params, Txid, MAX_MONEY,
+};
 
 use crate::wire::MAGIC;
 
@@ -178,6 +182,7 @@ fn chain_data_seeds() -> Vec<Seed> {
             transactions.iter().map(|spent| TransactionUndo { spent: spent.to_vec() }).collect();
         BlockUndo { transactions }.encode()
     };
+    seeds.extend(snapshot_seeds(&spent));
     seeds.push(seed("undo_record", "empty", undo(&[])));
     seeds.push(seed("undo_record", "one-coin", undo(&[&spent[1..2]])));
     seeds.push(seed("undo_record", "every-script", undo(&[&spent[..4], &spent[4..], &[]])));
@@ -306,4 +311,39 @@ fn client_seeds() -> Vec<Seed> {
     seeds.push(seed("getutxos_body", "sixteen-outpoints", sixteen));
     seeds.push(seed("getutxos_body", "count-beyond-bytes", [0xfd, 0xff, 0x00]));
     seeds
+}
+
+/// Snapshots of `coins` (every sample script), grouped by transaction as
+/// Core writes them, and an empty one.
+fn snapshot_seeds(coins: &[Coin]) -> Vec<Seed> {
+    let snapshot = |coins: &[(OutPoint, Coin)]| {
+        let metadata = SnapshotMetadata {
+            message_start: Params::regtest().message_start,
+            base_block: Params::regtest().genesis_hash,
+            coin_count: coins.len() as u64,
+        };
+        let mut writer = SnapshotWriter::new(Vec::new(), &metadata).expect("a header writes");
+        for (outpoint, coin) in coins {
+            writer.add(outpoint, coin).expect("coins in key order");
+        }
+        writer.finish().expect("writing to memory").0
+    };
+    // Two coins a transaction, transaction ids ascending; only coins a
+    // snapshot based at the target's height can hold.
+    let keyed: Vec<(OutPoint, Coin)> = coins
+        .iter()
+        .filter(|coin| {
+            !is_unspendable(coin.script_pubkey())
+                && coin.height() <= crate::chain_data::SNAPSHOT_BASE_HEIGHT
+        })
+        .enumerate()
+        .map(|(index, coin)| {
+            let txid = Txid([(index / 2) as u8 + 1; 32]);
+            (OutPoint { txid, vout: (index % 2) as u32 }, coin.clone())
+        })
+        .collect();
+    vec![
+        seed("utxo_snapshot", "empty", snapshot(&[])),
+        seed("utxo_snapshot", "every-script", snapshot(&keyed)),
+    ]
 }

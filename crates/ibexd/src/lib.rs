@@ -30,6 +30,7 @@ pub mod reindex_marker;
 pub mod rpc_backend;
 pub mod rpc_control;
 pub mod rpc_network;
+pub mod rpc_snapshot;
 pub mod rpc_start;
 pub mod signals;
 pub mod standard_output;

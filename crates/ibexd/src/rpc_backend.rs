@@ -46,10 +46,11 @@ use crate::txoutset::TxOutSetError;
 
 /// How long an RPC waits for the engine before giving up.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long `gettxoutsetinfo` waits for the engine: it walks every coin on
-/// the engine's thread (~20-35 s for mainnet's ~180 M coins with
-/// `hash_serialized_3`, ~6 minutes with `muhash`: see
-/// `ibex_primitives::txoutset`), far longer than other queries.
+/// How long `gettxoutsetinfo` and `dumptxoutset` wait for the engine to
+/// hand out a view of the coins: it copies the cache's unflushed entries
+/// (under a second at a large `-dbcache`) at its next pause, which a long
+/// flush can put off for minutes; the walk itself runs on the RPC's
+/// thread afterwards, without a timeout.
 pub const TXOUTSET_QUERY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How often a wait for a new tip looks at the snapshot.
 const TIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
@@ -72,6 +73,10 @@ pub struct ChainBackend {
     network: OnceLock<NetworkRpc>,
     /// The engine service's operator channel, while the node runs one.
     engine_control: OnceLock<SyncSender<EngineCommand>>,
+    /// The chain's data directory (`<datadir>/<chain>`), where relative
+    /// `dumptxoutset` paths go; the blocks directory's parent until told
+    /// ([`ChainBackend::with_chain_directory`]).
+    chain_directory: std::path::PathBuf,
 }
 
 impl ChainBackend {
@@ -95,9 +100,12 @@ impl ChainBackend {
         blocks_directory: std::path::PathBuf,
         shutdown: Arc<AtomicBool>,
     ) -> ChainBackend {
+        let chain_directory =
+            blocks_directory.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         ChainBackend {
             reader: OnceLock::new(),
             params,
+            chain_directory,
             blocks_directory,
             shutdown,
             initial_download_left: AtomicBool::new(false),
@@ -115,6 +123,12 @@ impl ChainBackend {
     /// The same backend reporting the caches of `memory` (`-dbcache`'s split).
     pub fn with_memory_budget(mut self, memory: MemoryBudget) -> ChainBackend {
         self.memory = memory;
+        self
+    }
+
+    /// Relative `dumptxoutset` paths go under `chain_directory`.
+    pub fn with_chain_directory(mut self, chain_directory: std::path::PathBuf) -> ChainBackend {
+        self.chain_directory = chain_directory;
         self
     }
 
@@ -152,7 +166,7 @@ impl ChainBackend {
 }
 
 /// Core's error for a read the engine did not answer.
-fn unanswered(error: ReadError) -> BackendError {
+pub(crate) fn unanswered(error: ReadError) -> BackendError {
     match error {
         ReadError::Busy => BackendError::Busy,
         ReadError::TimedOut { timeout_ms } => BackendError::TimedOut { timeout_ms },
@@ -402,6 +416,20 @@ impl NodeBackend for ChainBackend {
             stats: answer.stats,
             disk_size_bytes: answer.disk_size_bytes,
         })
+    }
+
+    fn assumeutxo_heights(&self) -> Vec<u32> {
+        self.params.assumeutxo.iter().map(|entry| entry.height).collect()
+    }
+
+    fn dump_txoutset(
+        &self,
+        path: &str,
+        target: Option<BlockHash>,
+    ) -> Result<ibex_rpc::backend::DumpedTxOutSet, BackendError> {
+        let path = self.chain_directory.join(path);
+        let view = self.view(TXOUTSET_QUERY_TIMEOUT)?;
+        crate::rpc_snapshot::dump_txoutset(self.reader()?, view, &self.params, &path, target)
     }
 
     fn deployment_info(

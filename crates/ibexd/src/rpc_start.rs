@@ -116,7 +116,8 @@ pub fn start_rpc_server(
             options.blocks_directory.clone(),
             shutdown,
         )
-        .with_memory_budget(crate::memory_budget::memory_budget(options)),
+        .with_memory_budget(crate::memory_budget::memory_budget(options))
+        .with_chain_directory(options.chain_directory.clone()),
     );
     let server = RpcServer::start(config, backend.clone())?;
     Ok(Some(NodeRpc { server, backend }))

@@ -39,6 +39,13 @@ pub struct OutPoint {
     pub vout: u32,
 }
 
+/// `txid:vout`, the transaction id in display (reversed) order.
+impl std::fmt::Display for OutPoint {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}:{}", self.txid, self.vout)
+    }
+}
+
 impl OutPoint {
     /// The outpoint a coinbase input spends: zero txid and index 0xffffffff.
     pub const NULL: OutPoint = OutPoint { txid: Txid::ZERO, vout: u32::MAX };

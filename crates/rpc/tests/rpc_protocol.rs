@@ -206,8 +206,9 @@ fn help_uptime_and_stop() {
     let test = start();
     let list = call(test.address, "help", "[]");
     let list = list.as_str().unwrap();
-    assert!(list
-        .starts_with("== Blockchain ==\ngetbestblockhash\ngetblock \"blockhash\" ( verbosity )\n"));
+    assert!(list.starts_with(
+        "== Blockchain ==\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\" ( verbosity )\n"
+    ));
     for method in [
         "getblockchaininfo",
         "gettxout \"txid\" n ( include_mempool )",

@@ -172,14 +172,21 @@ impl Coin {
     /// Decodes Core's serialisation; the whole input must be used.
     pub fn decode(bytes: &[u8]) -> Result<Coin, CoinDecodeError> {
         let mut reader = Reader::new(bytes);
+        let coin = Coin::read(&mut reader)?;
+        reader.finish()?;
+        Ok(coin)
+    }
+
+    /// Decodes Core's serialisation from the front of `reader`, leaving the
+    /// bytes after it (a UTXO snapshot holds coins one after another).
+    pub fn read(reader: &mut Reader<'_>) -> Result<Coin, CoinDecodeError> {
         let code = reader.read_varint()?;
         let code =
             u32::try_from(code).map_err(|_| CoinDecodeError::HeightCodeOutOfRange { code })?;
-        let satoshis = read_amount(&mut reader)?;
+        let satoshis = read_amount(reader)?;
         let amount = Amount::from_sat(satoshis)
             .map_err(|_| CoinDecodeError::AmountOutOfRange { compressed: satoshis as u64 })?;
-        let script_pubkey = CoinScript::new(&read_script(&mut reader)?);
-        reader.finish()?;
+        let script_pubkey = CoinScript::new(&read_script(reader)?);
         let amount = PackedAmount::from(amount);
         Ok(Coin { amount, script_pubkey, height: code >> 1, bits: (code & 1) as u8 })
     }

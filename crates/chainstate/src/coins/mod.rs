@@ -58,3 +58,4 @@ pub mod heap;
 mod position_table;
 pub mod prefetch;
 pub mod txoutset;
+pub mod view;

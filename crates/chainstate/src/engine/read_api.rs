@@ -14,6 +14,7 @@
 //! [`ChainReader::read_stored_undo`]), each checked to belong to its block.
 
 mod answers;
+mod coin_set;
 mod header_chains;
 #[cfg(test)]
 mod settled_state_tests;
@@ -29,10 +30,12 @@ pub use answers::{
     BestChainBlocks, BlockAncestry, BlocksAtTip, CoinsAtTip, ForkPoint, IndexedBlock, TipState,
     TxOutSetAtTip, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX, MAX_TIP_AGE_SECONDS,
 };
+pub use coin_set::{CoinSetAtTip, CoinSetTargetError};
 
 use super::reader::{ChainReader, ReadError};
 use super::tips::ChainTip;
 use super::Chainstate;
+use crate::coins::txoutset::stats_of_view;
 use crate::error::ChainstateError;
 use crate::undo::BlockUndo;
 
@@ -178,13 +181,32 @@ impl ReadView<'_> {
         self.ask(move |chainstate| answers::coins_at_tip(chainstate, &outpoints))
     }
 
-    /// `gettxoutsetinfo`'s figures at the tip (`None`: no tip). It walks
-    /// every coin on the engine's thread: give the view a long timeout.
+    /// `gettxoutsetinfo`'s figures at the tip (`None`: no tip). The engine
+    /// hands out a view of the coins ([`crate::coins::view`]); the walk of
+    /// every coin runs on the calling thread while the engine goes on.
     pub fn txoutset(
         &self,
         hash_type: TxOutSetHashType,
     ) -> Result<Result<Option<TxOutSetAtTip>, ChainstateError>, ReadError> {
-        self.ask(move |chainstate| answers::txoutset_at_tip(chainstate, hash_type))
+        let captured = self.ask(answers::txoutset_view_at_tip)?;
+        Ok(captured.and_then(|captured| {
+            let Some(captured) = captured else { return Ok(None) };
+            let stats = stats_of_view(&captured.view, hash_type)?;
+            let disk_size_bytes = captured.disk_size_bytes;
+            Ok(Some(TxOutSetAtTip { tip: captured.tip, stats, disk_size_bytes }))
+        }))
+    }
+
+    /// The coin set at the tip as a view to walk on the calling thread
+    /// (the engine goes on meanwhile: [`crate::coins::view`]), with the
+    /// active chain's blocks above `target` for a rollback (none when
+    /// `target` is `None`, the tip).
+    pub fn coin_set(
+        &self,
+        target: Option<&BlockHash>,
+    ) -> Result<Result<CoinSetAtTip, CoinSetTargetError>, ReadError> {
+        let target = target.copied();
+        self.ask(move |chainstate| coin_set::coin_set_at_tip(chainstate, target.as_ref()))
     }
 
     /// Where each of `hashes` stands against the active chain.

@@ -11,6 +11,8 @@
 //! `cargo test --workspace` builds both before any test runs.
 #![allow(dead_code, clippy::panic)]
 
+pub mod rpc;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! Mainnet (Core's `CMainParams`).
 
+use super::assumeutxo;
 use super::literal::{hash_literal, u256_literal};
 use super::{
     GenesisSpecification, Network, Params, ScriptFlagException, POW_TARGET_SPACING_SECONDS,
@@ -61,6 +62,7 @@ impl Params {
                 "00000000000000000000611fd22f2df7c8fbd0688745c3a6c3bb5109cc2a12cb"
             )),
             signet_challenge: None,
+            assumeutxo: assumeutxo::MAIN.to_vec(),
         }
     }
 }

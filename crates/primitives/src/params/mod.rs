@@ -8,6 +8,7 @@
 //! a network's own constructor, [`Params::custom_signet`] or, for regtest
 //! with `-testactivationheight` overrides, [`RegtestOptions`].
 
+pub mod assumeutxo;
 mod bip30;
 mod deployment;
 mod genesis;
@@ -18,6 +19,7 @@ mod regtest;
 mod signet;
 mod testnet;
 
+pub use assumeutxo::AssumeUtxoEntry;
 pub use bip30::{
     is_bip30_repeat, is_bip30_unspendable, BlockAtHeight, BIP30_REPEAT_BLOCKS,
     BIP30_UNSPENDABLE_BLOCKS, BIP34_IMPLIES_BIP30_LIMIT,
@@ -94,6 +96,9 @@ pub struct Params {
     /// The script a signet block's solution must satisfy (BIP325); `None`
     /// off signet.
     pub signet_challenge: Option<Vec<u8>>,
+    /// Blocks a UTXO snapshot may be based on (Core's
+    /// `m_assumeutxo_data`; [`assumeutxo`]).
+    pub assumeutxo: Vec<AssumeUtxoEntry>,
 }
 
 impl Params {

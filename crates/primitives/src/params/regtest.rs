@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::assumeutxo;
 use super::literal::u256_literal;
 use super::{BuriedDeployment, GenesisSpecification, Network, Params, POW_TARGET_SPACING_SECONDS};
 use crate::pow::{ChainWork, Target, U256};
@@ -147,6 +148,7 @@ impl Params {
             minimum_chain_work: ChainWork::ZERO,
             default_assume_valid: None,
             signet_challenge: None,
+            assumeutxo: assumeutxo::REGTEST.to_vec(),
         }
     }
 }

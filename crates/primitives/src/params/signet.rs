@@ -1,6 +1,7 @@
 //! Signet (BIP325; Core's `SigNetParams`): the global default signet, or
 //! one with its own challenge (`-signetchallenge`).
 
+use super::assumeutxo;
 use super::literal::{hash_literal, u256_literal};
 use super::{
     GenesisSpecification, Network, Params, POW_TARGET_SPACING_SECONDS, POW_TARGET_TIMESPAN_SECONDS,
@@ -26,6 +27,7 @@ impl Params {
             "0000000000000000000000000000000000000000000000000000067d328e681a"
         ));
         // Block 267,665.
+        params.assumeutxo = assumeutxo::SIGNET.to_vec();
         params.default_assume_valid =
             Some(hash_literal!("000000128586e26813922680309f04e1de713c7542fee86ed908f56368aefe2e"));
         params
@@ -75,6 +77,7 @@ impl Params {
             minimum_chain_work: ChainWork::ZERO,
             default_assume_valid: None,
             signet_challenge: Some(challenge),
+            assumeutxo: Vec::new(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Testnet3 and testnet4 (Core's `CTestNetParams` and `CTestNet4Params`).
 
+use super::assumeutxo;
 use super::literal::{hash_literal, u256_literal};
 use super::main::BITCOIN_POW_LIMIT;
 use super::{
@@ -54,6 +55,7 @@ impl Params {
                 "0000000000000065c6c38258e201971a3fdfcc2ceee0dd6e85a6c022d45dee34"
             )),
             signet_challenge: None,
+            assumeutxo: assumeutxo::TESTNET3.to_vec(),
         }
     }
 
@@ -97,6 +99,7 @@ impl Params {
                 "000000000000000180a58e7fa3b0db84b5ea76377524894f53660d93ac839d9b"
             )),
             signet_challenge: None,
+            assumeutxo: assumeutxo::TESTNET4.to_vec(),
         }
     }
 }

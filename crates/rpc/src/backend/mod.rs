@@ -34,7 +34,7 @@ pub use chain::{
     BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
     StoredBlock, TipRef, UnspentOutput,
 };
-pub use state::{CoinsCacheSizes, TotalAmountOverflow, TxOutSetInfo};
+pub use state::{CoinsCacheSizes, DumpedTxOutSet, TotalAmountOverflow, TxOutSetInfo};
 
 pub use crate::deployment::DeploymentInfo;
 pub use network::{
@@ -92,6 +92,24 @@ pub enum BackendError {
     /// found").
     #[error("block {block_hash} is not known")]
     BlockNotFound {
+        /// The block asked for.
+        block_hash: BlockHash,
+    },
+    /// `dumptxoutset`'s file exists already (Core refuses to overwrite).
+    #[error("{path} already exists. If you are sure this is what you want, move it out of the way first")]
+    SnapshotPathExists {
+        /// The absolute path.
+        path: String,
+    },
+    /// `dumptxoutset`'s temporary file cannot be created.
+    #[error("Couldn't open file {path} for writing.")]
+    SnapshotPathUnwritable {
+        /// The temporary file's path.
+        path: String,
+    },
+    /// `dumptxoutset`'s rollback target is not in the active chain.
+    #[error("block {block_hash} is not in the active chain: no rollback reaches it")]
+    NotInActiveChain {
         /// The block asked for.
         block_hash: BlockHash,
     },
@@ -188,10 +206,32 @@ pub trait NodeBackend: Send + Sync + 'static {
     ) -> Result<TipRef, BackendError>;
 
     /// `gettxoutsetinfo` at the active tip: every coin, the cache's
-    /// included, hashed as `hash_type` says. **Query**, and a long one: it
-    /// walks the whole coin set on the engine's thread (Core's
-    /// `ComputeUTXOStats`), seconds on mainnet.
+    /// included, hashed as `hash_type` says. **Query** for a view of the
+    /// coins, then a walk of the whole coin set on the caller's thread
+    /// (Core's `ComputeUTXOStats`, seconds on mainnet) while the engine
+    /// goes on.
     fn txoutset_info(&self, hash_type: TxOutSetHashType) -> Result<TxOutSetInfo, BackendError>;
+
+    /// Heights of the blocks a UTXO snapshot may be based on (the
+    /// network's AssumeUTXO table), for `dumptxoutset "rollback"`.
+    /// **Snapshot.**
+    fn assumeutxo_heights(&self) -> Vec<u32> {
+        Vec::new()
+    }
+
+    /// `dumptxoutset`: writes the UTXO set at `target` (the tip when
+    /// `None`, else a block of the active chain, reached by rolling the
+    /// coins back without touching the chain) to `path` (relative to the
+    /// data directory), through a temporary file renamed at the end.
+    /// **Query** for a view of the coins, then a walk on the caller's
+    /// thread: the engine goes on meanwhile.
+    fn dump_txoutset(
+        &self,
+        _path: &str,
+        _target: Option<BlockHash>,
+    ) -> Result<DumpedTxOutSet, BackendError> {
+        Err(BackendError::ChainControlUnavailable)
+    }
 
     /// `getdeploymentinfo` at the block `hash` (the active tip when
     /// `None`); `Ok(None)` for a hash the index does not know. **Query.**

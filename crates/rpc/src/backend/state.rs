@@ -32,3 +32,20 @@ pub struct CoinsCacheSizes {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the UTXO set's total amount overflows")]
 pub struct TotalAmountOverflow;
+
+/// `dumptxoutset`'s answer: what was written where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpedTxOutSet {
+    /// Coins written.
+    pub coins_written: u64,
+    /// The block the snapshot's coins are at.
+    pub base_hash: BlockHash,
+    /// Its height.
+    pub base_height: u32,
+    /// The absolute path written.
+    pub path: String,
+    /// `hash_serialized_3` of the coins written.
+    pub txoutset_hash: ibex_primitives::Hash256,
+    /// Transactions in the chain up to and including the base block.
+    pub chain_transaction_count: u64,
+}

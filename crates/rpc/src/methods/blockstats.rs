@@ -91,7 +91,10 @@ fn getblockstats(
 
 /// Core's `ParseHashOrHeight`: a height in the active chain (as an `int`)
 /// or a block hash.
-fn hash_or_height(context: &MethodContext, value: &Value) -> Result<BlockHash, RpcError> {
+pub(super) fn hash_or_height(
+    context: &MethodContext,
+    value: &Value,
+) -> Result<BlockHash, RpcError> {
     if !value.is_number() {
         return Ok(BlockHash(hash(value, "hash_or_height")?));
     }

@@ -113,6 +113,13 @@ pub(crate) fn synopsis(method: &Method) -> String {
             ArgType::String | ArgType::Hex => {
                 let _ = write!(line, "\"{}\"", arg.name());
             }
+            ArgType::NamedOptions(options) => {
+                line.push('{');
+                for (name, kind) in options {
+                    let _ = write!(line, "\"{name}\":{kind},");
+                }
+                line.push_str("...}");
+            }
             _ => line.push_str(arg.name()),
         }
     }
@@ -167,6 +174,7 @@ pub(crate) fn full_help(method: &Method) -> String {
                 ArgType::Array => "json array",
                 ArgType::HashOrHeight => "string or numeric",
                 ArgType::Any => "numeric or boolean",
+                ArgType::NamedOptions(_) => "json object",
             };
             let need = if arg.optional { "optional" } else { "required" };
             let _ = writeln!(
@@ -195,7 +203,7 @@ mod tests {
         assert_eq!(line("help"), "help ( \"command\" )");
         assert_eq!(line("stop"), "stop");
         let list = method_list();
-        assert!(list.starts_with("== Blockchain ==\ngetbestblockhash\ngetblock \"blockhash\""));
+        assert!(list.starts_with("== Blockchain ==\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\""));
         assert!(list
             .contains("\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Network ==\n"));
         assert!(list.contains(

@@ -122,6 +122,10 @@ impl From<BackendError> for RpcError {
                 RpcError::new(RpcErrorCode::MiscError, "Block not available (not fully downloaded)")
             }
             BackendError::BlockNotFound { .. } => RpcError::block_not_found(),
+            BackendError::SnapshotPathExists { .. }
+            | BackendError::SnapshotPathUnwritable { .. } => {
+                RpcError::with_message(RpcErrorCode::InvalidParameter, error.to_string())
+            }
             // Core's `RPC_DATABASE_ERROR` with the validation state's text.
             BackendError::ChainChangeFailed { .. } => {
                 RpcError::with_message(RpcErrorCode::DatabaseError, error_chain(&error))

@@ -18,6 +18,7 @@ mod network_control;
 pub(crate) mod params;
 mod peers;
 mod rawtransaction;
+mod snapshot;
 mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,6 +125,7 @@ const fn arg(
 
 /// Every method, sorted by category then name (the order of `help`).
 pub(crate) static METHODS: &[Method] = &[
+    snapshot::DUMPTXOUTSET,
     blockchain::GETBESTBLOCKHASH,
     blockchain::GETBLOCK,
     blockchain::GETBLOCKCHAININFO,
@@ -178,7 +180,8 @@ pub(crate) fn execute(
     let Some(method) = find(name) else {
         return Err(RpcError::new(RpcErrorCode::MethodNotFound, "Method not found"));
     };
-    let params = params::prepare(params, method.args, || control::full_help(method))?;
+    let params = params::fold_named_options(params, method.args)?;
+    let params = params::prepare(&params, method.args, || control::full_help(method))?;
     (method.handler)(context, &params, out)
 }
 

@@ -29,6 +29,11 @@ pub(crate) enum ArgType {
     HashOrHeight,
     /// Not checked before the method runs (`skip_type_check`).
     Any,
+    /// `OBJ_NAMED_PARAMS`: an object of options whose keys (these names,
+    /// each with its type as Core's synopsis writes it: `n`, `bool`) may
+    /// also be given as named parameters of their own
+    /// ([`fold_named_options`]).
+    NamedOptions(&'static [(&'static str, &'static str)]),
 }
 
 impl ArgType {
@@ -39,6 +44,7 @@ impl ArgType {
             ArgType::Number => Some("number"),
             ArgType::Bool => Some("bool"),
             ArgType::Array => Some("array"),
+            ArgType::NamedOptions(_) => Some("object"),
             ArgType::HashOrHeight | ArgType::Any => None,
         }
     }
@@ -127,7 +133,47 @@ pub(crate) fn prepare<'a>(
     Ok(params)
 }
 
-/// Core's `transformNamedArguments` (no named-only options among these
+/// Core's `transformNamedArguments` for named-only options: named
+/// parameters that are keys of an [`ArgType::NamedOptions`] argument move
+/// into that argument's object (made for them), so `-named dumptxoutset
+/// utxo.dat rollback=110` reads as `["utxo.dat", null, {"rollback": 110}]`.
+/// Giving the object itself and one of its keys is Core's -8. Borrowed
+/// unchanged when there is nothing to move.
+pub(crate) fn fold_named_options<'a>(
+    params: &'a Value,
+    args: &[ArgSpec],
+) -> Result<std::borrow::Cow<'a, Value>, RpcError> {
+    let Value::Object(named) = params else { return Ok(std::borrow::Cow::Borrowed(params)) };
+    let mut folded: Option<Map<String, Value>> = None;
+    for arg in args {
+        let ArgType::NamedOptions(keys) = arg.kind else { continue };
+        let mut options = Map::new();
+        for (option, _) in keys.iter().filter(|(option, _)| named.contains_key(*option)) {
+            if named.contains_key(arg.name()) {
+                return Err(RpcError::invalid_parameter(format!(
+                    "Parameter {} conflicts with parameter {option}",
+                    arg.name()
+                )));
+            }
+            let object = folded.get_or_insert_with(|| named.clone());
+            if let Some(value) = object.remove(*option) {
+                options.insert((*option).to_owned(), value);
+            }
+        }
+        if !options.is_empty() {
+            if let Some(object) = folded.as_mut() {
+                object.insert(arg.name().to_owned(), Value::Object(options));
+            }
+        }
+    }
+    Ok(match folded {
+        Some(object) => std::borrow::Cow::Owned(Value::Object(object)),
+        None => std::borrow::Cow::Borrowed(params),
+    })
+}
+
+/// Core's `transformNamedArguments` (named-only options folded first by
+/// [`fold_named_options`]
 /// methods): each argument takes the first of its names given; holes before
 /// a given argument become null, those after the last are left out; an
 /// `args` array supplies leading positions.

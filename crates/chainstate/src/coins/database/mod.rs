@@ -106,6 +106,7 @@
 //! less of a saving on mainnet, whose transactions leave fewer coins.
 
 mod batch;
+pub mod bulk;
 pub mod ingest;
 pub mod io;
 pub mod key_order;

@@ -4,10 +4,11 @@
 //! (see [`super::ReadView`] for which thread runs it and when).
 
 use ibex_blockstore::BlockPosition;
-use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
+use ibex_primitives::txoutset::TxOutSetStats;
 use ibex_primitives::{BlockHash, ChainWork, Header, OutPoint};
 
 use crate::coins::coin::Coin;
+use crate::coins::view::CoinSetView;
 use crate::engine::Chainstate;
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
@@ -279,15 +280,25 @@ pub(crate) fn coins_at_tip(
     Ok(Some(CoinsAtTip { tip, coins: coins? }))
 }
 
-/// `gettxoutsetinfo` at the tip; `None` without a tip.
-pub(crate) fn txoutset_at_tip(
+/// The coin set at the tip for `gettxoutsetinfo`, walked by the asker.
+#[derive(Debug)]
+pub(crate) struct TxOutSetViewAtTip {
+    /// The tip's hash and height.
+    pub tip: (BlockHash, u32),
+    /// The coins at the tip.
+    pub view: CoinSetView,
+    /// The coins database's estimated size on disk.
+    pub disk_size_bytes: u64,
+}
+
+/// The coin set at the tip for `gettxoutsetinfo`; `None` without a tip.
+pub(crate) fn txoutset_view_at_tip(
     chainstate: &Chainstate,
-    hash_type: TxOutSetHashType,
-) -> Result<Option<TxOutSetAtTip>, ChainstateError> {
+) -> Result<Option<TxOutSetViewAtTip>, ChainstateError> {
     let Some(tip) = chainstate.tip() else { return Ok(None) };
-    let stats = chainstate.txoutset_stats(hash_type)?;
     let disk_size_bytes = chainstate.cache().database().estimated_size_bytes()?;
-    Ok(Some(TxOutSetAtTip { tip, stats, disk_size_bytes }))
+    let view = chainstate.cache().coin_set_view();
+    Ok(Some(TxOutSetViewAtTip { tip, view, disk_size_bytes }))
 }
 
 /// Where each of `hashes` stands against the active chain (`None`: not in
