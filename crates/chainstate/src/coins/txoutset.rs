@@ -7,7 +7,7 @@
 //! The coins come from a stopped node's database ([`txoutset_stats`],
 //! `ibex txoutsetinfo`) or from a [`CoinSetView`] of a running node (its
 //! database as a snapshot saw it with the cache's unflushed changes over
-//! it: [`crate::coins::view`]), walked on the asking thread while the
+//! it: [`crate::CoinSetView`]), walked on the asking thread while the
 //! engine goes on.
 
 use ibex_primitives::txoutset::{Coin as SetCoin, TxOutSetHashType, TxOutSetHasher, TxOutSetStats};

@@ -182,7 +182,7 @@ impl ReadView<'_> {
     }
 
     /// `gettxoutsetinfo`'s figures at the tip (`None`: no tip). The engine
-    /// hands out a view of the coins ([`crate::coins::view`]); the walk of
+    /// hands out a view of the coins ([`crate::CoinSetView`]); the walk of
     /// every coin runs on the calling thread while the engine goes on.
     pub fn txoutset(
         &self,
@@ -198,7 +198,7 @@ impl ReadView<'_> {
     }
 
     /// The coin set at the tip as a view to walk on the calling thread
-    /// (the engine goes on meanwhile: [`crate::coins::view`]), with the
+    /// (the engine goes on meanwhile: [`crate::CoinSetView`]), with the
     /// active chain's blocks above `target` for a rollback (none when
     /// `target` is `None`, the tip).
     pub fn coin_set(
