@@ -77,3 +77,68 @@ pub(crate) fn coin_set_at_tip(
         blocks_above_target,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ibex_primitives::txoutset::TxOutSetHashType;
+
+    use super::*;
+    use crate::coins::cache::FlushMode;
+    use crate::coins::txoutset::stats_of_view;
+    use crate::snapshot::roll_back_to_target;
+    use crate::test_chain::accepted_chain;
+    use crate::FlushReason;
+
+    /// Views taken at the tip keep their coins while the engine
+    /// disconnects blocks and flushes; a view rolled back in memory with
+    /// the undo data has the coins the engine's own disconnects leave.
+    #[test]
+    fn views_stay_put_while_the_chain_moves_and_a_rollback_matches_disconnecting() {
+        let root = tempfile::tempdir().unwrap();
+        let (blocks, mut chainstate) = accepted_chain(root.path());
+        chainstate.activate_best_chain().unwrap();
+        let hash_type = TxOutSetHashType::HashSerialized3;
+        let top = u32::try_from(blocks.len() - 1).unwrap();
+        assert!(top >= 4, "a chain of at least five blocks");
+        let at_tip_stats = chainstate.txoutset_stats(hash_type).unwrap();
+        let target_height = top - 3;
+        let target = chainstate.index().entry(chainstate.chain().at(target_height).unwrap()).hash;
+        let first_undone =
+            chainstate.index().entry(chainstate.chain().at(target_height + 1).unwrap()).hash;
+
+        let at_tip = coin_set_at_tip(&chainstate, None).unwrap();
+        assert!(at_tip.blocks_above_target.is_empty());
+        assert_eq!(at_tip.target, at_tip.tip);
+        let mut rolled = coin_set_at_tip(&chainstate, Some(&target)).unwrap();
+        let heights: Vec<u32> =
+            rolled.blocks_above_target.iter().map(|block| block.height).collect();
+        assert_eq!(heights, [top, top - 1, top - 2]);
+        assert_eq!(stats_of_view(&at_tip.view, hash_type).unwrap(), at_tip_stats);
+
+        // The engine disconnects three blocks and writes its coins out.
+        chainstate.invalidate_block(&first_undone).unwrap();
+        assert_eq!(chainstate.tip().map(|tip| tip.1), Some(target_height));
+        chainstate.flush(FlushReason::Shutdown, FlushMode::EmptyCache).unwrap();
+        let at_target_stats = chainstate.txoutset_stats(hash_type).unwrap();
+        assert_ne!(at_target_stats, at_tip_stats);
+
+        // The views still see the tip's coins.
+        assert_eq!(stats_of_view(&at_tip.view, hash_type).unwrap(), at_tip_stats);
+        assert_eq!(stats_of_view(&rolled.view, hash_type).unwrap(), at_tip_stats);
+        // Rolled back in memory: the engine's coins after its disconnects.
+        roll_back_to_target(&chainstate.reader(), &mut rolled).unwrap();
+        assert_eq!(stats_of_view(&rolled.view, hash_type).unwrap(), at_target_stats);
+
+        let unknown = BlockHash([0x42; 32]);
+        assert_eq!(
+            coin_set_at_tip(&chainstate, Some(&unknown)).unwrap_err(),
+            CoinSetTargetError::UnknownBlock { hash: unknown }
+        );
+        assert_eq!(
+            coin_set_at_tip(&chainstate, Some(&first_undone)).unwrap_err(),
+            CoinSetTargetError::NotInActiveChain { hash: first_undone }
+        );
+    }
+}
