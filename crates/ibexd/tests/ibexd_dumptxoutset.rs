@@ -10,7 +10,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use common::rpc::Endpoint;
 use common::{free_port, wait_for_log, NodeProcess};
@@ -209,33 +208,7 @@ fn bitcoind_writes_the_same_bytes(root: &Path, ibex_datadir: &Path) {
         return;
     };
     let datadir = root.join("core");
-    common::copy_block_files(
-        &datadir,
-        &common::core_chain().join("blocks"),
-        &common::FIRST_BLOCK_FILE_AND_KEY,
-    );
-    let port = free_port();
-    let mut command = std::process::Command::new(directory.join("bitcoind"));
-    command
-        .arg(format!("-datadir={}", datadir.display()))
-        .args([
-            "-regtest",
-            "-reindex",
-            "-listen=0",
-            "-connect=0",
-            "-dnsseed=0",
-            "-printtoconsole=0",
-        ])
-        .args([
-            "-disablewallet",
-            "-rpcuser=user",
-            "-rpcpassword=password",
-            &format!("-rpcport={port}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut process = common::spawn_node(&mut command);
-    let core = Endpoint { port };
+    let (core, mut process) = common::rpc::bitcoind_on_core_chain(&directory, &datadir);
     core.wait_for_height(TIP_HEIGHT, &mut process);
     core.call("dumptxoutset", json!(["core-tip.dat", "latest"]));
     core.call("dumptxoutset", json!(["core-800.dat", "rollback", {"rollback": 800}]));

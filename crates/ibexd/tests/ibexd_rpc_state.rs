@@ -13,72 +13,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::rpc::Endpoint;
 use common::{free_port, wait_exit, wait_for_log, NodeProcess, NODE_WAIT};
 use serde_json::{json, Value};
 
 const TIP_HEIGHT: u64 = 1190;
-/// `user:password` in base64, both nodes' credentials.
-const CREDENTIALS_BASE64: &str = "dXNlcjpwYXNzd29yZA==";
-
-/// A JSON-RPC endpoint on loopback.
-#[derive(Clone, Copy)]
-struct Endpoint {
-    port: u16,
-}
-
-impl Endpoint {
-    /// The whole reply object (result and error).
-    fn request(&self, method: &str, params: &Value) -> Value {
-        self.post(&json!({"method": method, "params": params, "id": 1}))
-    }
-
-    /// The results of one batch calling `method` with each of `params`
-    /// (one HTTP request: Core answers each new connection ~25 ms late).
-    fn batch(&self, method: &str, params: &[Value]) -> Vec<Value> {
-        let requests: Vec<Value> = params
-            .iter()
-            .enumerate()
-            .map(|(id, params)| json!({"method": method, "params": params, "id": id}))
-            .collect();
-        let Value::Array(replies) = self.post(&Value::Array(requests)) else { panic!("a batch") };
-        assert_eq!(replies.len(), params.len());
-        replies
-            .into_iter()
-            .map(|reply| {
-                assert!(reply["error"].is_null(), "{method}: {reply}");
-                reply["result"].clone()
-            })
-            .collect()
-    }
-
-    fn post(&self, request: &Value) -> Value {
-        let body = request.to_string();
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Basic {CREDENTIALS_BASE64}\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut reply = Vec::new();
-        stream.read_to_end(&mut reply).unwrap();
-        let start = reply.windows(4).position(|window| window == b"\r\n\r\n").unwrap() + 4;
-        serde_json::from_slice(&reply[start..]).unwrap()
-    }
-
-    /// The result of a call that must succeed.
-    fn call(&self, method: &str, params: Value) -> Value {
-        let reply = self.request(method, &params);
-        assert!(reply["error"].is_null(), "{method} {params}: {reply}");
-        reply["result"].clone()
-    }
-}
-
 fn keys(value: &Value) -> Vec<&str> {
     value.as_object().unwrap().keys().map(String::as_str).collect()
 }
@@ -111,44 +53,7 @@ fn bitcoind_on_core_chain(root: &Path) -> Option<(Endpoint, NodeProcess)> {
         eprintln!("skipped: the comparison with bitcoind (IBEX_CORE_BIN not set)");
         return None;
     };
-    let datadir = root.join("core");
-    common::copy_block_files(
-        &datadir,
-        &common::core_chain().join("blocks"),
-        &common::FIRST_BLOCK_FILE_AND_KEY,
-    );
-    let port = free_port();
-    let mut command = std::process::Command::new(Path::new(&directory).join("bitcoind"));
-    command
-        .arg(format!("-datadir={}", datadir.display()))
-        .args([
-            "-regtest",
-            "-reindex",
-            "-listen=0",
-            "-connect=0",
-            "-dnsseed=0",
-            "-printtoconsole=0",
-        ])
-        .args(["-disablewallet", "-dbcache=200"])
-        .args(["-rpcuser=user", "-rpcpassword=password", &format!("-rpcport={port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    Some((Endpoint { port }, common::spawn_node(&mut command)))
-}
-
-/// Waits until `endpoint`'s node has the whole chain.
-fn wait_for_tip(endpoint: Endpoint, process: &mut NodeProcess) {
-    let started = Instant::now();
-    loop {
-        assert!(process.try_wait().unwrap().is_none(), "the node exited");
-        let ready = TcpStream::connect(("127.0.0.1", endpoint.port)).is_ok()
-            && endpoint.request("getblockcount", &json!([]))["result"] == TIP_HEIGHT;
-        if ready {
-            return;
-        }
-        assert!(started.elapsed() < NODE_WAIT, "no tip at {TIP_HEIGHT}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    Some(common::rpc::bitcoind_on_core_chain(Path::new(&directory), &root.join("core")))
 }
 
 fn expected() -> Value {
@@ -390,14 +295,14 @@ fn ibexd_answers_the_state_methods_as_core_on_cores_chain() {
     let root = tempfile::tempdir().unwrap();
     let mut bitcoind = bitcoind_on_core_chain(root.path());
     let (datadir, ibex, mut node) = ibexd_on_core_chain(root.path());
-    wait_for_tip(ibex, &mut node);
+    ibex.wait_for_height(TIP_HEIGHT, &mut node);
     let answers = gettxoutsetinfo_gives_cores_answers(ibex);
     block_statistics_agree_with_getblock(ibex);
     deployments_follow_the_chain(ibex);
     chainstates_and_transactions(ibex);
     chain_tips_are_cores_after_a_reindex(ibex);
     if let Some((core, process)) = &mut bitcoind {
-        wait_for_tip(*core, process);
+        core.wait_for_height(TIP_HEIGHT, process);
         same_answers_as_bitcoind(ibex, *core);
         core.call("stop", json!([]));
     }

@@ -15,6 +15,13 @@
 //! above the snapshot's (`IngestExternalFileOptions::snapshot_consistency`,
 //! on by default).
 //!
+//! # Memory
+//! The copy is of DIRTY entries only, so it is at most the coins cache's
+//! size (`-dbcache`'s share for the maps): while a view lives, the coins
+//! can take up to twice that. Core flushes instead, holding `cs_main`
+//! meanwhile; a flush first when the DIRTY part is large would bound the
+//! copy, at the cost of that pause.
+//!
 //! A view holds the snapshot, so RocksDB cannot drop the versions it sees
 //! until it is dropped: compactions keep the old coins meanwhile (a few
 //! percent of the database per minute of IBD). Drop a view when done.
@@ -25,10 +32,10 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use ibex_primitives::OutPoint;
-use rocksdb::{ReadOptions, SnapshotWithThreadMode, DB};
+use rocksdb::{SnapshotWithThreadMode, DB};
 
 use crate::coins::cache::CoinsCache;
-use crate::coins::coin::{Coin, CoinKey, COIN_KEY_PREFIX};
+use crate::coins::coin::Coin;
 use crate::coins::database::key_order::key_order;
 use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
@@ -101,27 +108,7 @@ impl CoinSetView {
     /// Every coin of the view in the database's key order (Core's cursor
     /// order: transaction id bytes, then the output index's VARINT).
     pub fn coins(&self) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + '_ {
-        let mut options = ReadOptions::default();
-        // Total order: the prefix extractor's domain is `'C' || txid`.
-        options.set_total_order_seek(true);
-        options.set_snapshot(&self.snapshot);
-        let start = [COIN_KEY_PREFIX];
-        let mode = rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward);
-        let stored = self
-            .snapshot
-            .iterator_opt(mode, options)
-            .take_while(|item| match item {
-                Ok((key, _)) => key.first() == Some(&COIN_KEY_PREFIX),
-                Err(_) => true,
-            })
-            .map(|item| {
-                let (key, value) = item?;
-                let outpoint = CoinKey::decode(&key)
-                    .map_err(|source| ChainstateError::CorruptKey { source })?;
-                let coin = Coin::decode(&value)
-                    .map_err(|source| ChainstateError::CorruptCoin { outpoint, source })?;
-                Ok((outpoint, coin))
-            });
+        let stored = self.database.iter_coins_in(Some(&self.snapshot));
         MergedCoins { stored: stored.peekable(), changes: self.changes.iter().peekable() }
     }
 

@@ -76,6 +76,17 @@ pub enum SnapshotError {
         /// Coins the header has left.
         coins_left: u64,
     },
+    /// A transaction's group with more coins than a transaction can have
+    /// outputs.
+    #[error("snapshot transaction {txid} at byte {offset} has {group_count} coins, more than a transaction can have")]
+    GroupTooLarge {
+        /// The group's transaction.
+        txid: Txid,
+        /// Where its count starts.
+        offset: u64,
+        /// The count read.
+        group_count: u64,
+    },
     /// A transaction's group with no coins: Core never writes one.
     #[error("snapshot transaction {txid} at byte {offset} has no coins")]
     EmptyGroup {

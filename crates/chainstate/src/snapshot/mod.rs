@@ -41,6 +41,8 @@ pub use load::{load_snapshot, LoadedSnapshot, LOAD_PROGRESS_COINS};
 pub use metadata::{
     SnapshotMetadata, COIN_COUNT_OFFSET, METADATA_BYTES, SNAPSHOT_MAGIC, SNAPSHOT_VERSION,
 };
-pub use reader::{SnapshotReader, COIN_BYTES_MIN, COIN_RECORD_BYTES_MAX, READ_BUFFER_BYTES};
+pub use reader::{
+    SnapshotReader, COIN_BYTES_MIN, COIN_RECORD_BYTES_MAX, GROUP_COINS_MAX, READ_BUFFER_BYTES,
+};
 pub use rollback::{RollbackChanges, ROLLBACK_COIN_CHANGES_MAX};
 pub use writer::SnapshotWriter;

@@ -23,6 +23,12 @@ pub const READ_BUFFER_BYTES: usize = 1 << 20;
 pub const COIN_RECORD_BYTES_MAX: usize = 9 + 10 + 10 + 5 + 10_000;
 /// Bytes of a group's header: the transaction id and a compact-size count.
 const GROUP_HEADER_BYTES_MAX: usize = 32 + 9;
+/// Most coins one transaction's group can hold: the most outputs a
+/// transaction can have, each at least 9 bytes (36 weight units) in a
+/// block of 4,000,000. Core's reader takes any count up to 2^25; a writer
+/// of real coins never exceeds this, and it bounds the one group a
+/// loader's hash holds at a time.
+pub const GROUP_COINS_MAX: u64 = 4_000_000 / 36;
 /// Fewest bytes a coin takes: one each for its index, height code, amount
 /// and script code.
 pub const COIN_BYTES_MIN: u64 = 4;
@@ -188,6 +194,9 @@ impl<R: Read> SnapshotReader<R> {
         let coins_left = self.metadata.coin_count - self.coins_read;
         if group_count == 0 {
             return Err(SnapshotError::EmptyGroup { txid, offset: count_offset });
+        }
+        if group_count > GROUP_COINS_MAX {
+            return Err(SnapshotError::GroupTooLarge { txid, offset: count_offset, group_count });
         }
         if group_count > coins_left {
             return Err(SnapshotError::CoinCountMismatch {

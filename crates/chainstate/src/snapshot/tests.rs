@@ -257,6 +257,17 @@ fn malformed_snapshots_each_fail_with_their_reason() {
 }
 
 #[test]
+fn a_group_larger_than_any_transaction_is_refused_before_its_coins() {
+    let bytes = hand_made(GROUP_COINS_MAX + 1, [1; 32], GROUP_COINS_MAX + 1, &[]);
+    let params = Params::regtest();
+    // No file length: the header's count alone does not refuse it.
+    let mut reader =
+        SnapshotReader::new(Cursor::new(bytes), &params, None, Height::new(BASE_HEIGHT)).unwrap();
+    let error = reader.next_coin().unwrap_err();
+    assert!(matches!(error, SnapshotError::GroupTooLarge { offset: 83, .. }), "{error}");
+}
+
+#[test]
 fn a_txid_group_out_of_order_is_refused() {
     let coins = sample_coins();
     let mut reversed = encode(&coins[4..]);

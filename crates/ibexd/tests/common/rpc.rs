@@ -3,6 +3,8 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -21,6 +23,25 @@ impl Endpoint {
     /// The whole reply object (result and error).
     pub fn request(&self, method: &str, params: &Value) -> Value {
         self.post(&json!({"method": method, "params": params, "id": 1}))
+    }
+
+    /// The results of one batch calling `method` with each of `params`
+    /// (one HTTP request: Core answers each new connection ~25 ms late).
+    pub fn batch(&self, method: &str, params: &[Value]) -> Vec<Value> {
+        let requests: Vec<Value> = params
+            .iter()
+            .enumerate()
+            .map(|(id, params)| json!({"method": method, "params": params, "id": id}))
+            .collect();
+        let Value::Array(replies) = self.post(&Value::Array(requests)) else { panic!("a batch") };
+        assert_eq!(replies.len(), params.len());
+        replies
+            .into_iter()
+            .map(|reply| {
+                assert!(reply["error"].is_null(), "{method}: {reply}");
+                reply["result"].clone()
+            })
+            .collect()
     }
 
     /// The result of a call that must succeed.
@@ -66,4 +87,35 @@ impl Endpoint {
         let start = reply.windows(4).position(|window| window == b"\r\n\r\n").unwrap() + 4;
         serde_json::from_slice(&reply[start..]).unwrap()
     }
+}
+
+/// Bitcoin Core's `bitcoind` (from `core_binaries`, the directory
+/// `IBEX_CORE_BIN` names) reindexing a copy of Core's regtest chain in
+/// `datadir`, with the tests' credentials and no networking.
+pub fn bitcoind_on_core_chain(
+    core_binaries: &Path,
+    datadir: &Path,
+) -> (Endpoint, super::NodeProcess) {
+    super::copy_block_files(
+        datadir,
+        &super::core_chain().join("blocks"),
+        &super::FIRST_BLOCK_FILE_AND_KEY,
+    );
+    let port = super::free_port();
+    let mut command = std::process::Command::new(core_binaries.join("bitcoind"));
+    command
+        .arg(format!("-datadir={}", datadir.display()))
+        .args([
+            "-regtest",
+            "-reindex",
+            "-listen=0",
+            "-connect=0",
+            "-dnsseed=0",
+            "-printtoconsole=0",
+        ])
+        .args(["-disablewallet", "-dbcache=200"])
+        .args(["-rpcuser=user", "-rpcpassword=password", &format!("-rpcport={port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    (Endpoint { port }, super::spawn_node(&mut command))
 }

@@ -353,10 +353,21 @@ impl CoinsDatabase {
     pub fn iter_coins(
         &self,
     ) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + '_ {
+        self.iter_coins_in(None)
+    }
+
+    /// Every coin in key order as `snapshot` saw them (now when `None`).
+    pub(crate) fn iter_coins_in<'a>(
+        &'a self,
+        snapshot: Option<&rocksdb::SnapshotWithThreadMode<'_, DB>>,
+    ) -> impl Iterator<Item = Result<(OutPoint, Coin), ChainstateError>> + 'a {
         // Total order: the prefix extractor's domain is `'C' || txid`, and
         // a prefix iterator over the one byte `'C'` would not be.
         let mut options = ReadOptions::default();
         options.set_total_order_seek(true);
+        if let Some(snapshot) = snapshot {
+            options.set_snapshot(snapshot);
+        }
         let start = [COIN_KEY_PREFIX];
         let mode = rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward);
         self.db
