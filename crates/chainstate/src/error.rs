@@ -253,6 +253,40 @@ pub enum ChainstateError {
     /// A UTXO snapshot could not be read or written.
     #[error(transparent)]
     Snapshot(#[from] crate::snapshot::SnapshotError),
+    /// A file or directory of the chainstate could not be read, written,
+    /// renamed or removed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The snapshot directory's `base_blockhash` file is not 32 bytes.
+    #[error("{} is not a block hash: remove the snapshot directory to sync without it", .path.display())]
+    CorruptSnapshotBase {
+        /// The file.
+        path: std::path::PathBuf,
+    },
+    /// The snapshot chainstate names a base block the AssumeUTXO table or
+    /// the block index does not have.
+    #[error("the snapshot chainstate's base block {hash} is not in the AssumeUTXO table or the block index")]
+    UnknownSnapshotBase {
+        /// The base block.
+        hash: ibex_primitives::BlockHash,
+    },
+    /// A chainstate the engine was holding is gone (a broken invariant).
+    #[error("the engine lost a chainstate it was validating")]
+    SnapshotStateLost,
+    /// The background chainstate reached the snapshot's base block and its
+    /// coins do not hash to the AssumeUTXO entry's (Core's words).
+    #[error("Ibex failed to validate the -assumeutxo snapshot state. This indicates a hardware problem, or a bug in the software, or a bad software modification that allowed an invalid snapshot to be loaded. As a result of this, the node will shut down and stop using any state that was built on the snapshot, resetting the chain height from {snapshot_height} to {base_height}. On the next restart, the node will resume syncing from {base_height} without using any snapshot data. Please report this incident to the Ibex developers, including how you obtained the snapshot. The invalid snapshot chainstate will be left on disk in case it is helpful in diagnosing the issue that caused this error.")]
+    SnapshotValidationFailed {
+        /// The snapshot chainstate's height.
+        snapshot_height: u32,
+        /// The base block's height, where the node resumes.
+        base_height: u32,
+    },
 }
 
 /// The [`ChainstateError::CorruptRecord`] name of a block index key.

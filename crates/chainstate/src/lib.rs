@@ -67,6 +67,10 @@ pub use coins::database::{ingest as database_ingest, io as database_io};
 pub use coins::view::{CoinChange, CoinSetView};
 pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
+pub use engine::assumeutxo::{
+    snapshot_chainstate_directory, SnapshotActivationError, BASE_BLOCKHASH_FILE,
+    SNAPSHOT_CHAINSTATE_DIRECTORY,
+};
 pub use engine::open::INDEX_DIRECTORY;
 pub use engine::read_api::{
     CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX,
@@ -78,9 +82,9 @@ pub use engine::{
     CandidateLeft, ChainControlError, ChainControlReply, ChainEvent, ChainObserver, ChainReader,
     ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, CoinsAtTip, EngineCommand,
     EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock, ReadError, ReadView,
-    ServiceEnd, TipState, TipSummary, TipUpdate, TxOutSetAtTip, ENGINE_COMMANDS_WAITING_MAX,
-    ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX, MAX_TIP_AGE_SECONDS,
-    PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
+    ServiceEnd, SnapshotEvent, TipState, TipSummary, TipUpdate, TxOutSetAtTip,
+    ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
+    MAX_TIP_AGE_SECONDS, PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
 };
 pub use error::{ChainstateError, CoinDecodeError, DatabaseKind};
 pub use ibex_consensus::BlockRejection;

@@ -17,6 +17,9 @@ pub enum FlushReason {
     Periodic,
     /// Shutdown, or the end of an import.
     Shutdown,
+    /// A snapshot chainstate is activated or its background validation
+    /// ended (AssumeUTXO): the chainstates change roles.
+    Snapshot,
 }
 
 /// Counters since open.

@@ -109,6 +109,7 @@ fn reason_name(reason: FlushReason) -> &'static str {
     match reason {
         FlushReason::CacheFull => "cache full",
         FlushReason::Periodic => "periodic",
+        FlushReason::Snapshot => "snapshot",
         FlushReason::Shutdown => "shutdown",
     }
 }
@@ -116,6 +117,10 @@ fn reason_name(reason: FlushReason) -> &'static str {
 impl ChainObserver for NodeObserver {
     fn on_event(&mut self, event: &ChainEvent) {
         match event {
+            ChainEvent::Snapshot(snapshot) => {
+                let prefix = if snapshot.is_warning() { "[warning] " } else { "" };
+                self.logger.log(&format!("{prefix}{snapshot}"));
+            }
             ChainEvent::TipUpdated(update) => self.tip_updated(update),
             ChainEvent::BlockInvalid { hash, height, reason, marked } => {
                 let verb = if *marked { "invalid block" } else { "rejected block (not marked)" };

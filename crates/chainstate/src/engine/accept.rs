@@ -188,8 +188,8 @@ impl Chainstate {
     }
 
     /// Writes the block to a block file if needed, records its data, and
-    /// links it (and any blocks waiting on it) into chain selection: the
-    /// active chainstate's candidates.
+    /// links it (and any blocks waiting on it) into chain selection: each
+    /// chainstate's candidates.
     fn store_block_data(
         &mut self,
         id: EntryId,
@@ -204,9 +204,21 @@ impl Chainstate {
         entry.transaction_count = u32::try_from(block.txids().len()).unwrap_or(u32::MAX);
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        let candidates = &mut self.active.candidates;
-        self.shared.selection.block_data_arrived(&mut self.shared.index, candidates, id);
+        let linked = self.shared.selection.block_data_arrived(&mut self.shared.index, id);
+        self.make_candidates(&linked);
         Ok(())
+    }
+
+    /// Makes the blocks just linked candidates of each chainstate whose
+    /// scope admits them (Core's `TryAddBlockIndexCandidate` for each).
+    pub(crate) fn make_candidates(&mut self, linked: &[EntryId]) {
+        let index = &self.shared.index;
+        for &id in linked {
+            self.active.candidates.insert(index, id);
+            if let Some(background) = self.background.as_mut() {
+                background.candidates.insert(index, id);
+            }
+        }
     }
 
     /// The hash of the most-work valid header (Core's `m_best_header`).

@@ -36,7 +36,7 @@ use crate::prepared::PreparedBlock;
 use crate::stages::connector::Connector;
 use crate::stages::persistence::{create_directory, opening};
 use crate::stages::script_queue::ScriptQueue;
-use crate::stages::selection::Candidates;
+use crate::stages::selection::{CandidateScope, Candidates};
 use crate::vocabulary::FlushReason;
 
 /// What a chainstate is to the node (Core's `ChainstateRole`).
@@ -48,8 +48,7 @@ pub(crate) enum ChainRole {
     Active,
     /// A chain validated beside the active one (AssumeUTXO's background
     /// validation): it announces and publishes nothing of its tip, which
-    /// is no reader's. Only tests open one until AssumeUTXO does.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// is no reader's.
     Background,
 }
 
@@ -73,11 +72,12 @@ impl CoinsChain {
     /// Opens the coins database in `directory` (creating it) with the
     /// memory `shared`'s options give, replays an interrupted flush, and
     /// sets the chain to the coins' best block; every usable block of the
-    /// index is a candidate.
+    /// index within `scope` is a candidate.
     pub(crate) fn open(
         shared: &mut Shared,
         directory: &Path,
         role: ChainRole,
+        scope: CandidateScope,
     ) -> Result<CoinsChain, ChainstateError> {
         create_directory(directory)?;
         let memory = &shared.options.memory;
@@ -93,7 +93,7 @@ impl CoinsChain {
             role,
             chain: ActiveChain::default(),
             connector: Connector::new(cache),
-            candidates: Candidates::from_index(&shared.index),
+            candidates: Candidates::from_index(&shared.index, scope),
             scripts: ScriptQueue::new(),
             flush_schedule: FlushSchedule::new(),
         };

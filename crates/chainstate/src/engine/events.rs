@@ -36,9 +36,119 @@ pub struct TipUpdate {
     pub best_header_height: u32,
 }
 
+/// What AssumeUTXO's chainstates did, as the lines Core logs with its
+/// `[snapshot]` prefix (the [`std::fmt::Display`] of each is the line).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnapshotEvent {
+    /// A snapshot chainstate was activated.
+    Activated {
+        /// Its base block.
+        base: BlockHash,
+    },
+    /// A start found a snapshot chainstate and opened it with the
+    /// chainstate validating towards its base.
+    Detected {
+        /// Its base block.
+        base: BlockHash,
+    },
+    /// A start found a snapshot directory without its base block file (a
+    /// load that did not finish) and removed it.
+    UnfinishedRemoved {
+        /// The directory.
+        directory: std::path::PathBuf,
+    },
+    /// A start found a validated snapshot chainstate and made it the
+    /// chainstate directory.
+    ValidatedPromoted {
+        /// The chainstate directory.
+        directory: std::path::PathBuf,
+    },
+    /// The background chainstate reached the base; its coins are hashed.
+    Hashing,
+    /// The background chainstate's coins hash to the entry's value.
+    Validated {
+        /// The base block.
+        base: BlockHash,
+    },
+    /// They do not (the engine stops with
+    /// [`crate::ChainstateError::SnapshotValidationFailed`]).
+    HashMismatch {
+        /// Their hash.
+        actual: ibex_primitives::Hash256,
+        /// The AssumeUTXO entry's.
+        expected: ibex_primitives::Hash256,
+    },
+    /// The invalid snapshot's directory was renamed aside.
+    Renamed {
+        /// The directory.
+        from: std::path::PathBuf,
+        /// Its new name.
+        to: std::path::PathBuf,
+    },
+    /// `-checkblocks` stopped at the base: no data below it.
+    VerificationStopped {
+        /// The base block's height.
+        height: u32,
+    },
+}
+
+impl SnapshotEvent {
+    /// Whether Core logs it as an error or warning.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, SnapshotEvent::HashMismatch { .. } | SnapshotEvent::Renamed { .. })
+    }
+}
+
+impl std::fmt::Display for SnapshotEvent {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotEvent::Activated { base } => {
+                write!(formatter, "[snapshot] successfully activated snapshot {base}")
+            }
+            SnapshotEvent::Detected { base } => write!(
+                formatter,
+                "[snapshot] detected active snapshot chainstate (based on {base}) - loading"
+            ),
+            SnapshotEvent::UnfinishedRemoved { directory } => write!(
+                formatter,
+                "[snapshot] removed {}: a snapshot load that did not finish",
+                directory.display()
+            ),
+            SnapshotEvent::ValidatedPromoted { directory } => write!(
+                formatter,
+                "[snapshot] the validated snapshot chainstate is now {}",
+                directory.display()
+            ),
+            SnapshotEvent::Hashing => formatter.write_str(
+                "[snapshot] computing UTXO stats for background chainstate to validate snapshot - this could take a few minutes",
+            ),
+            SnapshotEvent::Validated { base } => write!(
+                formatter,
+                "[snapshot] snapshot beginning at {base} has been fully validated"
+            ),
+            SnapshotEvent::HashMismatch { actual, expected } => write!(
+                formatter,
+                "[snapshot] hash mismatch: actual={actual}, expected={expected}"
+            ),
+            SnapshotEvent::Renamed { from, to } => write!(
+                formatter,
+                "[snapshot] renaming snapshot datadir {} to {}",
+                from.display(),
+                to.display()
+            ),
+            SnapshotEvent::VerificationStopped { height } => write!(
+                formatter,
+                "Block verification stopping at height {height} (no data). This could be due to pruning or use of an assumeutxo snapshot."
+            ),
+        }
+    }
+}
+
 /// Something worth logging.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChainEvent {
+    /// AssumeUTXO's chainstates changed (see [`SnapshotEvent`]).
+    Snapshot(SnapshotEvent),
     /// The tip moved.
     TipUpdated(TipUpdate),
     /// A block broke a rule; it and its descendants are marked invalid.

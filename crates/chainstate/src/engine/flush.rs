@@ -61,6 +61,9 @@ impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip), and
     /// waits until it is written (shutdown, tests).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
+        if let Some(background) = self.background.as_mut() {
+            background.flush(&mut self.shared, reason, mode)?;
+        }
         self.active.flush(&mut self.shared, reason, mode)
     }
 

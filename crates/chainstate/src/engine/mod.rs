@@ -48,6 +48,9 @@
 pub mod accept;
 mod activate;
 pub mod api;
+pub mod assumeutxo;
+#[cfg(test)]
+mod assumeutxo_tests;
 pub(crate) mod coins_chain;
 pub mod events;
 pub mod fixed_point;
@@ -77,7 +80,7 @@ use ibex_primitives::{BlockHash, Params};
 
 pub use crate::vocabulary::ChainStatistics;
 pub use api::BlockSource;
-pub use events::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
+pub use events::{ChainEvent, ChainObserver, FlushReason, SnapshotEvent, TipUpdate};
 pub use fixed_point::{BestCandidateCheck, CandidateLeft};
 pub use invalidate::ChainControlError;
 pub use read_api::{
@@ -136,9 +139,11 @@ pub struct Chainstate {
     pub(crate) shared: Shared,
     /// The active chainstate: the chain the node serves and its coins.
     pub(crate) active: CoinsChain,
-    /// A chainstate validated beside the active one, when one is open
-    /// ([`Chainstate::open_background`]).
+    /// A chainstate validated beside the active one, when one is open:
+    /// AssumeUTXO's background validation ([`assumeutxo`]).
     pub(crate) background: Option<CoinsChain>,
+    /// The snapshot the active chainstate was loaded from, if it was.
+    pub(crate) snapshot: Option<assumeutxo::SnapshotBase>,
 }
 
 impl std::fmt::Debug for Chainstate {

@@ -4,12 +4,16 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::assumeutxo::SnapshotBase;
 use super::coins_chain::ChainRole;
-use super::{ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, CoinsChain, Shared};
+use super::{
+    ChainEvent, ChainObserver, ChainStatistics, Chainstate, ChainstateOptions, CoinsChain, Shared,
+    SnapshotEvent,
+};
 use crate::error::ChainstateError;
 use crate::scripts::ScriptThreads;
 use crate::stages::persistence::{create_directory, Persistence};
-use crate::stages::selection::ChainSelection;
+use crate::stages::selection::{CandidateScope, ChainSelection};
 
 pub use crate::stages::persistence::INDEX_DIRECTORY;
 
@@ -40,8 +44,21 @@ impl Chainstate {
             interrupt: None,
             mock_time_seconds: None,
         };
-        let active = CoinsChain::open(&mut shared, &coins_directory, ChainRole::Active)?;
-        let mut chainstate = Chainstate { shared, active, background: None };
+        let snapshot_base =
+            super::assumeutxo::prepare_snapshot_directory(&mut shared, &coins_directory)?;
+        let (active, background, snapshot) = match snapshot_base {
+            None => {
+                let active = CoinsChain::open(
+                    &mut shared,
+                    &coins_directory,
+                    ChainRole::Active,
+                    CandidateScope::Everything,
+                )?;
+                (active, None, None)
+            }
+            Some(base_hash) => open_with_snapshot(&mut shared, &coins_directory, &base_hash)?,
+        };
+        let mut chainstate = Chainstate { shared, active, background, snapshot };
         chainstate.publish(chainstate.active.chain.tip());
         Ok(chainstate)
     }
@@ -61,11 +78,50 @@ impl Chainstate {
     ) -> Result<(), ChainstateError> {
         // Closed first: its database may be the one opened again.
         self.background = None;
-        let background =
-            CoinsChain::open(&mut self.shared, coins_directory, ChainRole::Background)?;
+        let background = CoinsChain::open(
+            &mut self.shared,
+            coins_directory,
+            ChainRole::Background,
+            CandidateScope::Everything,
+        )?;
         self.background = Some(background);
         Ok(())
     }
+}
+
+/// Opens the snapshot chainstate (active) and the chainstate validating
+/// towards its base `base_hash` (background), as Core's
+/// `DetectSnapshotChainstate` does at start.
+fn open_with_snapshot(
+    shared: &mut Shared,
+    coins_directory: &Path,
+    base_hash: &ibex_primitives::BlockHash,
+) -> Result<(CoinsChain, Option<CoinsChain>, Option<SnapshotBase>), ChainstateError> {
+    let unknown = || ChainstateError::UnknownSnapshotBase { hash: *base_hash };
+    let params = &shared.options.params;
+    let entry = *params
+        .assumeutxo
+        .iter()
+        .find(|entry| entry.block_hash == *base_hash)
+        .ok_or_else(unknown)?;
+    let base = shared.index.get(base_hash).ok_or_else(unknown)?;
+    shared.emit(ChainEvent::Snapshot(SnapshotEvent::Detected { base: *base_hash }));
+    shared.selection.assume_chain_data(&mut shared.index, base, entry.chain_transaction_count);
+    let snapshot_directory = super::assumeutxo::snapshot_chainstate_directory(coins_directory);
+    let active = CoinsChain::open(
+        shared,
+        &snapshot_directory,
+        ChainRole::Active,
+        CandidateScope::Above(base),
+    )?;
+    let background = CoinsChain::open(
+        shared,
+        coins_directory,
+        ChainRole::Background,
+        CandidateScope::Toward(base),
+    )?;
+    let snapshot = SnapshotBase { base, entry, validated: false };
+    Ok((active, Some(background), Some(snapshot)))
 }
 
 impl Chainstate {

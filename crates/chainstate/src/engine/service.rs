@@ -148,6 +148,10 @@ pub struct EngineService {
     pub pause_before_settle: Duration,
 }
 
+/// Blocks the background chainstate connects between two looks at the
+/// command channel (a few hundred milliseconds of mainnet blocks at most).
+pub const BACKGROUND_STEP_BLOCKS: u32 = 16;
+
 /// The default [`EngineService::pause_before_settle`]: the longest an
 /// `UpdateTip` waits once blocks stop coming.
 pub const PAUSE_BEFORE_SETTLE: Duration = Duration::from_millis(100);
@@ -227,9 +231,11 @@ impl Chainstate {
         // When the engine last had a command: pending blocks are settled
         // once no command has come for `pause_before_settle`.
         let mut last_command_at = Instant::now();
+        let mut background_has_work = self.background.is_some();
         loop {
             if stop.load(Ordering::Relaxed) {
                 self.settle()?;
+                self.settle_background()?;
                 return Ok(ServiceEnd::Interrupted);
             }
             if self.reached_stop_height() {
@@ -240,7 +246,8 @@ impl Chainstate {
                 Some(command) => Ok(command),
                 None => {
                     let wait_started = Instant::now();
-                    let received = service.commands.recv_timeout(service.idle_poll);
+                    let wait = if background_has_work { Duration::ZERO } else { service.idle_poll };
+                    let received = service.commands.recv_timeout(wait);
                     command_wait += wait_started.elapsed();
                     self.shared.statistics.command_wait_ms =
                         u64::try_from(command_wait.as_millis()).unwrap_or(u64::MAX);
@@ -259,11 +266,18 @@ impl Chainstate {
                         self.shared.statistics.pauses_settled += 1;
                         self.activate_best_chain()?;
                     }
+                    // The background chainstate validates while no
+                    // command waits, one short step at a time (the next
+                    // receive does not wait while it has work), so a
+                    // command waits for one step at most.
+                    background_has_work = self.advance_background(BACKGROUND_STEP_BLOCKS)?;
                     self.serve_reads()?;
                     continue;
                 }
             };
             last_command_at = Instant::now();
+            // A block may be one the background chainstate waits for.
+            background_has_work |= self.background.is_some();
             match self.handle_command(command)? {
                 // A network side that went away stops nothing here: the
                 // next receive sees its senders gone.
@@ -298,6 +312,7 @@ impl Chainstate {
             }
             EngineCommand::Stop => {
                 self.activate_best_chain()?;
+                self.settle_background()?;
                 Ok(Handled::Stopped)
             }
         }

@@ -116,6 +116,10 @@ pub struct CheckedBlocks {
     pub transactions: u64,
     /// A shutdown request stopped the check before `depth` blocks.
     pub interrupted: bool,
+    /// The check stopped above this snapshot base block's height: the
+    /// snapshot chainstate has no blocks below it (Core logs
+    /// [`crate::SnapshotEvent::VerificationStopped`]'s line).
+    pub stopped_at_snapshot_base: Option<u32>,
 }
 
 impl Chainstate {
@@ -133,7 +137,16 @@ impl Chainstate {
         if depth == 0 {
             return Ok(checked);
         }
-        let lowest = tip_height.saturating_sub(depth - 1);
+        let mut lowest = tip_height.saturating_sub(depth - 1);
+        // A snapshot chainstate has no blocks below its base, and no undo
+        // data at it: Core's `VerifyDB` stops where the data ends.
+        if let Some(snapshot) = &self.snapshot {
+            let base_height = self.shared.index.entry(snapshot.base).height;
+            if lowest <= base_height {
+                checked.stopped_at_snapshot_base = Some(base_height);
+                lowest = base_height + 1;
+            }
+        }
         for height in (lowest..=tip_height).rev() {
             if self.interrupted() {
                 checked.interrupted = true;

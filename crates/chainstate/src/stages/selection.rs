@@ -32,17 +32,47 @@ impl Candidate {
     }
 }
 
+/// Which blocks a chainstate may take as its tip (Core's
+/// `TryAddBlockIndexCandidate`, which asks the same of each chainstate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum CandidateScope {
+    /// Any block (a chainstate validated from genesis).
+    #[default]
+    Everything,
+    /// Only `base` and its descendants: a chainstate loaded from an
+    /// AssumeUTXO snapshot of `base` has no coins, and no undo data, to
+    /// reach any other block.
+    Above(EntryId),
+    /// Only `target` and its ancestors: the background chainstate
+    /// validating towards a snapshot's base block (Core connects "only
+    /// blocks towards the snapshot base" there).
+    Toward(EntryId),
+}
+
+impl CandidateScope {
+    /// Whether block `id` is within the scope.
+    pub(crate) fn admits(self, index: &BlockIndex, id: EntryId) -> bool {
+        match self {
+            CandidateScope::Everything => true,
+            CandidateScope::Above(base) => index.is_ancestor(base, id),
+            CandidateScope::Toward(target) => index.is_ancestor(id, target),
+        }
+    }
+}
+
 /// A chainstate's candidate tips (Core's `setBlockIndexCandidates`): each
-/// chainstate has its own, over the shared index.
+/// chainstate has its own, over the shared index, within its scope.
 #[derive(Debug, Default)]
 pub(crate) struct Candidates {
     set: BTreeSet<Candidate>,
+    scope: CandidateScope,
 }
 
 impl Candidates {
-    /// Every usable block of a loaded index (Core's `LoadBlockIndex`).
-    pub(crate) fn from_index(index: &BlockIndex) -> Candidates {
-        let mut candidates = Candidates::default();
+    /// Every usable block of a loaded index within `scope` (Core's
+    /// `LoadBlockIndex`).
+    pub(crate) fn from_index(index: &BlockIndex, scope: CandidateScope) -> Candidates {
+        let mut candidates = Candidates { set: BTreeSet::new(), scope };
         candidates.insert_from_index(index);
         candidates
     }
@@ -72,9 +102,10 @@ impl Candidates {
         self.set.len()
     }
 
-    /// Makes `id` a candidate (again); whether it was not one.
+    /// Makes `id` a candidate (again) if it is within the scope; whether
+    /// it was not one.
     pub(crate) fn insert(&mut self, index: &BlockIndex, id: EntryId) -> bool {
-        self.set.insert(Candidate::of(index, id))
+        self.scope.admits(index, id) && self.set.insert(Candidate::of(index, id))
     }
 
     /// Drops `id` as a candidate.
@@ -137,9 +168,12 @@ impl ChainSelection {
             // Failed blocks wait too (as in Core's `LoadBlockIndex`): a
             // `reconsiderblock` may clear their marks before their parent's
             // data arrives, and linking never makes a failed block a
-            // candidate.
-            let waiting = entry.status.has(BlockStatus::HAVE_DATA) && !entry.has_chain_data();
-            if let Some(parent) = entry.parent.filter(|_| waiting) {
+            // candidate. A snapshot's base block waits for its parent
+            // although its own count is assumed: linking it is what makes
+            // it a candidate of the chainstate validating towards it.
+            let waiting = entry.status.has(BlockStatus::HAVE_DATA);
+            let parent = entry.parent.filter(|parent| !index.entry(*parent).has_chain_data());
+            if let Some(parent) = parent.filter(|_| waiting) {
                 selection.unlinked.entry(parent).or_default().push(id);
             }
         }
@@ -151,43 +185,78 @@ impl ChainSelection {
         self.best_header
     }
 
-    /// `id`'s data arrived: links it (new candidates go to `candidates`),
-    /// or keeps it waiting for its parent's.
+    /// `id`'s data arrived: links it, or keeps it waiting for its
+    /// parent's. Returns the blocks linked that are not marked failed:
+    /// the caller makes them candidates of each chainstate
+    /// ([`Candidates::insert`] keeps each within its scope).
     pub(crate) fn block_data_arrived(
         &mut self,
         index: &mut BlockIndex,
-        candidates: &mut Candidates,
         id: EntryId,
-    ) {
+    ) -> Vec<EntryId> {
         let parent = index.entry(id).parent;
         match parent.filter(|parent| !index.entry(*parent).has_chain_data()) {
-            Some(parent) => self.unlinked.entry(parent).or_default().push(id),
-            None => self.link(index, candidates, id),
+            Some(parent) => {
+                self.unlinked.entry(parent).or_default().push(id);
+                Vec::new()
+            }
+            None => self.link(index, id),
         }
     }
 
+    /// Gives the snapshot base `base` the chain transaction count `count`
+    /// (its AssumeUTXO entry's) while its ancestors' data is missing, and
+    /// links the blocks waiting on it, as Core's
+    /// `PopulateAndValidateSnapshot` and `LoadBlockIndex` set the base's
+    /// `m_chain_tx_count`. A base whose chain data is all here keeps its
+    /// own count. Returns the blocks linked (see
+    /// [`Self::block_data_arrived`]).
+    pub(crate) fn assume_chain_data(
+        &mut self,
+        index: &mut BlockIndex,
+        base: EntryId,
+        count: u64,
+    ) -> Vec<EntryId> {
+        if index.entry(base).has_chain_data() {
+            return Vec::new();
+        }
+        index.entry_mut(base).chain_transaction_count = count.max(1);
+        let waiting = self.unlinked.remove(&base).unwrap_or_default();
+        waiting.into_iter().flat_map(|child| self.link(index, child)).collect()
+    }
+
     /// Sets the chain transaction count and sequence of `id` and of every
-    /// waiting descendant, making them candidates (Core's
-    /// `ReceivedBlockTransactions`).
-    fn link(&mut self, index: &mut BlockIndex, candidates: &mut Candidates, id: EntryId) {
+    /// waiting descendant (Core's `ReceivedBlockTransactions`); returns
+    /// those not marked failed.
+    ///
+    /// A snapshot's base block has its chain transaction count before its
+    /// ancestors' data is here (the AssumeUTXO entry's, as Core's
+    /// `PopulateAndValidateSnapshot` sets it). Linked later under its
+    /// parent, it keeps that count and its sequence: its descendants'
+    /// counts were computed from them and the snapshot chainstate's
+    /// candidates are ordered by them.
+    fn link(&mut self, index: &mut BlockIndex, id: EntryId) -> Vec<EntryId> {
+        let mut linked = Vec::new();
         let mut queue = VecDeque::from([id]);
         while let Some(current) = queue.pop_front() {
-            let below = index
-                .entry(current)
-                .parent
-                .map_or(0, |parent| index.entry(parent).chain_transaction_count);
-            let sequence = index.next_sequence();
-            let entry = index.entry_mut(current);
-            entry.chain_transaction_count = below + u64::from(entry.transaction_count);
-            entry.sequence = sequence;
-            let failed = entry.status.is_failed();
-            if !failed {
-                candidates.insert(index, current);
+            if !index.entry(current).has_chain_data() {
+                let below = index
+                    .entry(current)
+                    .parent
+                    .map_or(0, |parent| index.entry(parent).chain_transaction_count);
+                let sequence = index.next_sequence();
+                let entry = index.entry_mut(current);
+                entry.chain_transaction_count = below + u64::from(entry.transaction_count);
+                entry.sequence = sequence;
+            }
+            if !index.entry(current).status.is_failed() {
+                linked.push(current);
             }
             if let Some(children) = self.unlinked.remove(&current) {
                 queue.extend(children);
             }
         }
+        linked
     }
 
     /// Marks `id` failed with its descendants, drops them from
@@ -280,7 +349,8 @@ mod tests {
     impl OneChainstate {
         fn from_index(index: &BlockIndex) -> OneChainstate {
             let shared = ChainSelection::from_index(index);
-            OneChainstate { shared, candidates: Candidates::from_index(index) }
+            let candidates = Candidates::from_index(index, CandidateScope::Everything);
+            OneChainstate { shared, candidates }
         }
 
         fn best(&self) -> Option<EntryId> {
@@ -330,7 +400,9 @@ mod tests {
         entry.transaction_count = 1;
         entry.status.set_have_data();
         entry.status.raise_validity(BlockStatus::VALID_TRANSACTIONS);
-        selection.shared.block_data_arrived(index, &mut selection.candidates, id);
+        for linked in selection.shared.block_data_arrived(index, id) {
+            selection.candidates.insert(index, linked);
+        }
     }
 
     /// A root and two children of equal work, `first` and `second`.

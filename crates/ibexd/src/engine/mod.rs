@@ -395,6 +395,10 @@ fn verify_last_blocks(
             Ok(())
         }
         Ok(checked) => {
+            if let Some(height) = checked.stopped_at_snapshot_base {
+                let stopped = ibex_chainstate::SnapshotEvent::VerificationStopped { height };
+                logger.log(&stopped.to_string());
+            }
             logger.log(&format!(
                 "Verification: No block data inconsistencies in last {} blocks ({} transactions)",
                 checked.blocks, checked.transactions
