@@ -78,11 +78,11 @@ pub use engine::read_api::{
 pub use engine::tips::ChainTip;
 pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 pub use engine::{
-    engine_service, BestCandidateCheck, BestChainBlocks, BlockAncestry, BlockSource, BlocksAtTip,
-    CandidateLeft, ChainControlError, ChainControlReply, ChainEvent, ChainObserver, ChainReader,
-    ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions, CoinsAtTip, EngineCommand,
-    EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock, ReadError, ReadView,
-    ServiceEnd, SnapshotEvent, TipState, TipSummary, TipUpdate, TxOutSetAtTip,
+    engine_service, AssumeUtxoSummary, BestCandidateCheck, BestChainBlocks, BlockAncestry,
+    BlockSource, BlocksAtTip, CandidateLeft, ChainControlError, ChainControlReply, ChainEvent,
+    ChainObserver, ChainReader, ChainSnapshot, ChainStatistics, Chainstate, ChainstateOptions,
+    CoinsAtTip, EngineCommand, EngineNotice, EngineService, FlushReason, ForkPoint, IndexedBlock,
+    ReadError, ReadView, ServiceEnd, SnapshotEvent, TipState, TipSummary, TipUpdate, TxOutSetAtTip,
     ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,
     MAX_TIP_AGE_SECONDS, PERIODIC_FLUSH_INTERVAL, READ_QUERIES_WAITING_MAX,
 };

@@ -39,6 +39,7 @@ use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, Hash256};
 
 use super::coins_chain::ChainRole;
+use super::reader::AssumeUtxoSummary;
 use super::{ChainEvent, Chainstate, CoinsChain, Shared, SnapshotEvent};
 use crate::coins::cache::FlushMode;
 use crate::error::ChainstateError;
@@ -209,6 +210,7 @@ impl Chainstate {
         write_base_blockhash(directory, base_hash)?;
         self.emit(ChainEvent::Snapshot(SnapshotEvent::Activated { base: *base_hash }));
         self.publish(Some(base));
+        self.publish_assumeutxo();
         Ok(base)
     }
 
@@ -261,6 +263,7 @@ impl Chainstate {
         let step_height = best_height.min(tip_height.saturating_add(blocks_max.max(1) - 1));
         let Some(step) = shared.index.ancestor(best, step_height) else { return Ok(false) };
         self.activate_step(ChainRole::Background, step)?;
+        self.publish_assumeutxo();
         Ok(true)
     }
 
@@ -296,6 +299,7 @@ impl Chainstate {
         if let Some(state) = self.snapshot.as_mut() {
             state.validated = true;
         }
+        self.publish_assumeutxo();
         Ok(())
     }
 
@@ -332,7 +336,23 @@ impl Chainstate {
             .map_err(|source| ChainstateError::Io { path: directory.clone(), source })?;
         let tip = self.active.chain.tip();
         self.publish(tip);
+        self.publish_assumeutxo();
         Err(failure)
+    }
+
+    /// Publishes the snapshot and the background chainstate's tip to
+    /// readers ([`crate::ChainSnapshot::assumeutxo`]).
+    pub(crate) fn publish_assumeutxo(&mut self) {
+        let summary = self.snapshot.map(|snapshot| {
+            let base = self.shared.index.entry(snapshot.base);
+            AssumeUtxoSummary {
+                base_hash: base.hash,
+                base_height: base.height,
+                background_tip: self.background_tip(),
+                validated: snapshot.validated,
+            }
+        });
+        self.shared.reads.publish_assumeutxo(summary);
     }
 
     /// The snapshot chainstate's directory.

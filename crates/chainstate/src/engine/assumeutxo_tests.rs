@@ -138,6 +138,10 @@ fn node_from_snapshot(
     assert_eq!(node.tip(), Some((entry.block_hash, BASE_HEIGHT)));
     assert_eq!(node.index().entry(base).height, BASE_HEIGHT);
     assert_eq!(node.background_tip().map(|(_, height)| height), Some(0));
+    let published = node.reader().snapshot().assumeutxo.unwrap();
+    assert_eq!((published.base_hash, published.base_height), (entry.block_hash, BASE_HEIGHT));
+    assert_eq!(published.background_tip.map(|(_, height)| height), Some(0));
+    assert!(!published.validated);
     let again = node.check_snapshot_base(&entry.block_hash).unwrap_err();
     assert!(matches!(again, SnapshotActivationError::AlreadyActive));
     node
@@ -192,6 +196,8 @@ fn a_loaded_snapshot_follows_the_tip_and_the_background_proves_it() {
     assert!(steps >= (BASE_HEIGHT / 4) as usize, "{steps} steps of at most 4 blocks");
     assert_eq!(node.snapshot_base().map(|(_, _, validated)| validated), Some(true));
     assert_eq!(node.background_tip(), None, "the background chainstate is dropped");
+    let published = node.reader().snapshot().assumeutxo.unwrap();
+    assert!(published.validated && published.background_tip.is_none());
     assert!(!node_root.join("chainstate").exists(), "its directory is deleted");
     assert_eq!(node.tip().unwrap().1, BLOCKS_ABOVE_GENESIS);
     assert_eq!(node.txoutset_stats(HASH_TYPE).unwrap(), source.stats_at_top);
@@ -251,6 +257,7 @@ fn a_forged_snapshot_fails_background_validation_and_the_node_falls_back() {
     assert_eq!(node.tip(), Some((entry.block_hash, BASE_HEIGHT)));
     assert_eq!(node.snapshot_base(), None);
     assert_eq!(node.background_tip(), None);
+    assert_eq!(node.reader().snapshot().assumeutxo, None);
     let snapshot_directory = snapshot_chainstate_directory(&node_root.join("chainstate"));
     assert!(!snapshot_directory.exists());
     let mut invalid = snapshot_directory.into_os_string();

@@ -87,7 +87,9 @@ pub use read_api::{
     BestChainBlocks, BlockAncestry, BlocksAtTip, CoinsAtTip, ForkPoint, IndexedBlock, ReadView,
     TipState, TxOutSetAtTip, MAX_TIP_AGE_SECONDS,
 };
-pub use reader::{ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX};
+pub use reader::{
+    AssumeUtxoSummary, ChainReader, ChainSnapshot, ReadError, TipSummary, READ_QUERIES_WAITING_MAX,
+};
 pub use service::{
     engine_service, ChainControlReply, EngineCommand, EngineNotice, EngineService, ServiceEnd,
     ENGINE_COMMANDS_WAITING_MAX, ENGINE_CONTROL_COMMANDS_WAITING_MAX, ENGINE_NOTICES_WAITING_MAX,

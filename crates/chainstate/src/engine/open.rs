@@ -60,6 +60,7 @@ impl Chainstate {
         };
         let mut chainstate = Chainstate { shared, active, background, snapshot };
         chainstate.publish(chainstate.active.chain.tip());
+        chainstate.publish_assumeutxo();
         Ok(chainstate)
     }
 

@@ -61,6 +61,23 @@ pub struct TipSummary {
     pub chain_transaction_count: u64,
 }
 
+/// AssumeUTXO's chainstates, as readers see them: the active chainstate
+/// was loaded from a snapshot of `base`, and a background chainstate
+/// validates from genesis towards it until it proves the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AssumeUtxoSummary {
+    /// The snapshot's base block.
+    pub base_hash: BlockHash,
+    /// Its height.
+    pub base_height: u32,
+    /// The background chainstate's tip (hash and height); `None` once
+    /// the snapshot is validated and the background chainstate dropped,
+    /// or before it has the genesis block.
+    pub background_tip: Option<(BlockHash, u32)>,
+    /// Whether the background chainstate proved the snapshot.
+    pub validated: bool,
+}
+
 /// What the engine publishes after each settled block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChainSnapshot {
@@ -70,6 +87,11 @@ pub struct ChainSnapshot {
     pub best_header: Option<(BlockHash, u32)>,
     /// Entries in the block index.
     pub index_entries: usize,
+    /// The snapshot the active chainstate was loaded from, and the
+    /// background chainstate validating it (`None`: no snapshot). The
+    /// blocks below the base the background needs are on the active
+    /// chain's published hashes ([`ChainReader::block_hash_at`]).
+    pub assumeutxo: Option<AssumeUtxoSummary>,
     /// How many times the engine has published (a reader can tell whether
     /// anything changed).
     pub sequence: u64,
@@ -243,6 +265,8 @@ pub(crate) struct ReadService {
     /// Kept to hand out readers.
     sender: SyncSender<Query>,
     sequence: u64,
+    /// What [`ChainSnapshot::assumeutxo`] says, kept between publications.
+    assumeutxo: Option<AssumeUtxoSummary>,
 }
 
 impl ReadService {
@@ -250,7 +274,14 @@ impl ReadService {
     pub(crate) fn new(files: BlockFiles) -> ReadService {
         let (sender, queries) = sync_channel(READ_QUERIES_WAITING_MAX);
         let files = Arc::new(files);
-        ReadService { published: Arc::default(), files, queries, sender, sequence: 0 }
+        ReadService {
+            published: Arc::default(),
+            files,
+            queries,
+            sender,
+            sequence: 0,
+            assumeutxo: None,
+        }
     }
 
     /// A reader handle.
@@ -270,6 +301,21 @@ impl ReadService {
     /// Waits up to `timeout` for a query.
     pub(crate) fn wait_query(&self, timeout: Duration) -> Option<Query> {
         self.queries.recv_timeout(timeout).ok()
+    }
+
+    /// Publishes AssumeUTXO's chainstates as `summary` says, the rest of
+    /// the snapshot unchanged.
+    pub(crate) fn publish_assumeutxo(&mut self, summary: Option<AssumeUtxoSummary>) {
+        if self.assumeutxo == summary {
+            return;
+        }
+        self.assumeutxo = summary;
+        self.sequence += 1;
+        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
+        let mut snapshot = ChainSnapshot::clone(&published.snapshot);
+        snapshot.assumeutxo = summary;
+        snapshot.sequence = self.sequence;
+        published.snapshot = Arc::new(snapshot);
     }
 
     /// Publishes `tip` as the settled tip (the active chain's hashes are
@@ -299,6 +345,7 @@ impl ReadService {
             tip: tip_summary,
             best_header,
             index_entries: index.len(),
+            assumeutxo: self.assumeutxo,
             sequence: self.sequence,
         });
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
