@@ -73,7 +73,8 @@ pub use engine::assumeutxo::{
 };
 pub use engine::open::INDEX_DIRECTORY;
 pub use engine::read_api::{
-    CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX,
+    ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,
+    LOCATOR_HASHES_READ_MAX,
 };
 pub use engine::tips::ChainTip;
 pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};

@@ -29,10 +29,10 @@ use ibex_chainstate::{
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
 use ibex_rpc::backend::{
-    AddNodeCommand, AddedNodeInfo, BackendError, BannedSubnet, BlockData, BlockEntry,
-    BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, CoinsCacheSizes, DeploymentInfo,
-    NetTotals, NetworkInfo, NodeAddress, NodeBackend, PeerReport, PeerSelector, StoredBlock,
-    TipRef, TxOutSetInfo, UnspentOutput,
+    AddNodeCommand, AddedNodeInfo, AssumeUtxoChainstates, BackendError, BannedSubnet, BlockData,
+    BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, ChainstateInfo, CoinsAnswer,
+    CoinsCacheSizes, DeploymentInfo, LoadedTxOutSet, NetTotals, NetworkInfo, NodeAddress,
+    NodeBackend, PeerReport, PeerSelector, StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
@@ -77,6 +77,8 @@ pub struct ChainBackend {
     /// `dumptxoutset` paths go; the blocks directory's parent until told
     /// ([`ChainBackend::with_chain_directory`]).
     chain_directory: std::path::PathBuf,
+    /// Held while a `loadtxoutset` loads (one at a time).
+    snapshot_load: std::sync::Mutex<()>,
 }
 
 impl ChainBackend {
@@ -117,6 +119,7 @@ impl ChainBackend {
             ),
             network: OnceLock::new(),
             engine_control: OnceLock::new(),
+            snapshot_load: std::sync::Mutex::new(()),
         }
     }
 
@@ -430,6 +433,71 @@ impl NodeBackend for ChainBackend {
         let path = self.chain_directory.join(path);
         let view = self.view(TXOUTSET_QUERY_TIMEOUT)?;
         crate::rpc_snapshot::dump_txoutset(self.reader()?, view, &self.params, &path, target)
+    }
+
+    fn load_txoutset(&self, path: &str) -> Result<LoadedTxOutSet, BackendError> {
+        let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
+        let _loading = match self.snapshot_load.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err(BackendError::SnapshotLoadRunning)
+            }
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        };
+        let chainstate_directory = self.chain_directory.join("chainstate");
+        let database_options =
+            ibex_chainstate::DatabaseOptions::with_memory(&self.memory.coins_database);
+        let load = crate::rpc_snapshot::SnapshotLoad {
+            params: &self.params,
+            chainstate_directory: &chainstate_directory,
+            database_options: &database_options,
+            control,
+            shutdown: &self.shutdown,
+        };
+        let view = self.view(QUERY_TIMEOUT)?;
+        crate::rpc_snapshot::load_txoutset(view, &load, &self.chain_directory.join(path))
+    }
+
+    fn assumeutxo_chainstates(&self) -> Result<Option<AssumeUtxoChainstates>, BackendError> {
+        let answer = self.view(QUERY_TIMEOUT)?.chainstates().map_err(unanswered)?;
+        let Some((base, validated)) = answer.snapshot_base else { return Ok(None) };
+        let Some(active_tip) = answer.active_tip else { return Ok(None) };
+        let now = now_seconds();
+        let best_header_height = answer.best_header_height.unwrap_or(active_tip.height);
+        let progress = |tip: &IndexedBlock| {
+            verification_progress_near_tip(
+                tip.chain_transaction_count,
+                tip.header.time,
+                TipHeights { height: tip.height, best_header_height },
+                self.params.pow_target_spacing_seconds,
+                now,
+                &ChainTransactionData::for_network(self.params.network),
+            )
+        };
+        let caches = self.coins_cache_sizes();
+        let active = ChainstateInfo {
+            tip: entry_of(&active_tip),
+            verification_progress: progress(&active_tip),
+            cache: caches,
+        };
+        // Core's `GetBackgroundVerificationProgress`: the share of the
+        // base's chain transactions connected.
+        let background = answer.background_tip.map(|tip| {
+            let base_transactions = base.chain_transaction_count.max(1) as f64;
+            ChainstateInfo {
+                verification_progress: (tip.chain_transaction_count as f64 / base_transactions)
+                    .min(1.0),
+                tip: entry_of(&tip),
+                cache: caches,
+            }
+        });
+        Ok(Some(AssumeUtxoChainstates {
+            snapshot_base: base.hash,
+            snapshot_height: base.height,
+            validated,
+            active,
+            background,
+        }))
     }
 
     fn deployment_info(

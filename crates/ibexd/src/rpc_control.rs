@@ -13,7 +13,7 @@
 //! timeout as long as `bitcoin-cli`'s own (`-rpcclienttimeout`, 900 s).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 use ibex_chainstate::{ChainControlError, ChainControlReply, EngineCommand};
@@ -33,12 +33,24 @@ pub fn send_control(
     hash: BlockHash,
     shutdown: &AtomicBool,
 ) -> Result<(), BackendError> {
+    let (reply, answer) = sync_channel(1);
+    backend_answer(send_and_wait(control, command(hash, reply), &answer, shutdown)?)
+}
+
+/// Sends `command` through `control` (waiting while the channel is full)
+/// and waits for the answer it sends to `answer`, at most
+/// [`CHAIN_CONTROL_TIMEOUT`] in all.
+pub fn send_and_wait<T>(
+    control: &SyncSender<EngineCommand>,
+    command: EngineCommand,
+    answer: &Receiver<T>,
+    shutdown: &AtomicBool,
+) -> Result<T, BackendError> {
     let deadline = Instant::now() + CHAIN_CONTROL_TIMEOUT;
     let timed_out = || BackendError::TimedOut {
         timeout_ms: u64::try_from(CHAIN_CONTROL_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
     };
-    let (reply, answer) = sync_channel(1);
-    let mut pending = command(hash, reply);
+    let mut pending = command;
     loop {
         match control.try_send(pending) {
             Ok(()) => break,
@@ -56,7 +68,7 @@ pub fn send_control(
         }
     }
     match answer.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        Ok(result) => backend_answer(result),
+        Ok(result) => Ok(result),
         Err(RecvTimeoutError::Timeout) => Err(timed_out()),
         Err(RecvTimeoutError::Disconnected) => Err(BackendError::Stopped),
     }

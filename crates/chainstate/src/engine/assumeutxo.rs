@@ -119,6 +119,9 @@ pub enum SnapshotActivationError {
     /// Storage failed.
     #[error(transparent)]
     Chainstate(#[from] ChainstateError),
+    /// The engine stopped before it could answer.
+    #[error("the engine has stopped")]
+    EngineStopped,
 }
 
 impl Chainstate {

@@ -14,6 +14,7 @@
 //! [`ChainReader::read_stored_undo`]), each checked to belong to its block.
 
 mod answers;
+mod assumeutxo;
 mod coin_set;
 mod header_chains;
 #[cfg(test)]
@@ -30,6 +31,7 @@ pub use answers::{
     BestChainBlocks, BlockAncestry, BlocksAtTip, CoinsAtTip, ForkPoint, IndexedBlock, TipState,
     TxOutSetAtTip, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX, MAX_TIP_AGE_SECONDS,
 };
+pub use assumeutxo::ChainstatesAnswer;
 pub use coin_set::{CoinSetAtTip, CoinSetTargetError};
 
 use super::reader::{ChainReader, ReadError};

@@ -45,6 +45,7 @@ use ibex_primitives::{BlockHash, Header};
 
 use super::accept::AcceptOutcome;
 use super::api::BlockSource;
+use super::assumeutxo::SnapshotActivationError;
 use super::invalidate::ChainControlError;
 use super::Chainstate;
 use crate::error::ChainstateError;
@@ -95,6 +96,17 @@ pub enum EngineCommand {
         hash: BlockHash,
         /// Where the answer goes.
         reply: SyncSender<ChainControlReply>,
+    },
+    /// Make the coins loaded into `directory` (a snapshot of `base`) the
+    /// active chainstate ([`Chainstate::activate_snapshot`]); the answer
+    /// (the base block's hash and height) goes to `reply`.
+    ActivateSnapshot {
+        /// The snapshot chainstate's coins database, closed.
+        directory: std::path::PathBuf,
+        /// The snapshot's base block.
+        base: BlockHash,
+        /// Where the answer goes.
+        reply: SyncSender<Result<(BlockHash, u32), SnapshotActivationError>>,
     },
     /// Settle every verdict and return.
     Stop,
@@ -276,9 +288,10 @@ impl Chainstate {
                 }
             };
             last_command_at = Instant::now();
+            let handled = self.handle_command(command)?;
             // A block may be one the background chainstate waits for.
             background_has_work |= self.background.is_some();
-            match self.handle_command(command)? {
+            match handled {
                 // A network side that went away stops nothing here: the
                 // next receive sees its senders gone.
                 Handled::Notice(notice) => {
@@ -309,6 +322,24 @@ impl Chainstate {
             EngineCommand::ReconsiderBlock { hash, reply } => {
                 let result = self.reconsider_block(&hash);
                 answer_control(&reply, result)
+            }
+            EngineCommand::ActivateSnapshot { directory, base, reply } => {
+                let activated = self.activate_snapshot(&directory, &base).map(|id| {
+                    let entry = self.shared.index.entry(id);
+                    (entry.hash, entry.height)
+                });
+                // A storage failure stops the engine, as elsewhere; the
+                // asker hears that it stopped.
+                match activated {
+                    Err(SnapshotActivationError::Chainstate(error)) => {
+                        let _ = reply.try_send(Err(SnapshotActivationError::EngineStopped));
+                        Err(error)
+                    }
+                    other => {
+                        let _ = reply.try_send(other);
+                        Ok(Handled::Replied)
+                    }
+                }
             }
             EngineCommand::Stop => {
                 self.activate_best_chain()?;

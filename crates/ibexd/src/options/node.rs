@@ -465,6 +465,10 @@ impl Typed<'_> {
     ) -> Result<Params, ConfigError> {
         let activation_heights = self.list("testactivationheight");
         let test_options = self.list("test");
+        let assumeutxo_entries = self.list("testassumeutxo");
+        if network != Network::Regtest && !assumeutxo_entries.is_empty() {
+            return Err(ConfigError::RegtestOnly { name: "testassumeutxo" });
+        }
         if network != Network::Regtest {
             if !activation_heights.is_empty() {
                 return Err(ConfigError::RegtestOnly { name: "testactivationheight" });
@@ -493,7 +497,14 @@ impl Typed<'_> {
                 warnings.push(ConfigWarning::UnknownTestOption { option });
             }
         }
-        self.with_minimum_chain_work(regtest.build())
+        let mut params = regtest.build();
+        for text in assumeutxo_entries {
+            let entry = super::values::parse_assumeutxo_entry(&text)
+                .ok_or(ConfigError::InvalidValue { name: "testassumeutxo", value: text })?;
+            params.assumeutxo.retain(|known| known.height != entry.height);
+            params.assumeutxo.push(entry);
+        }
+        self.with_minimum_chain_work(params)
     }
 
     /// Signet's parameters: the global default signet, or with

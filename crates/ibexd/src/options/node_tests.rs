@@ -244,3 +244,34 @@ fn signet_challenge_and_seed_nodes_like_core() {
         .unwrap();
     assert_eq!(regtest.params.signet_challenge, None);
 }
+
+#[test]
+fn testassumeutxo_adds_an_entry_on_regtest_only() {
+    let block = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206";
+    let coins = "a4bf3407ccb2cc0145c49ebba8fa91199f8a3903daf0883875941497d2493c27";
+    let given = format!("-testassumeutxo=7:{block}:{coins}:8");
+    let resolve = |list: &[&str]| CommandLine::parse(&arguments(list)).unwrap().resolve();
+    let options = resolve(&["-regtest", &given]).unwrap();
+    let entry = options.params.assumeutxo.iter().find(|entry| entry.height == 7).unwrap();
+    assert_eq!(entry.block_hash, BlockHash::from_hex(block).unwrap());
+    assert_eq!(entry.hash_serialized.0, BlockHash::from_hex(coins).unwrap().0);
+    assert_eq!(entry.chain_transaction_count, 8);
+    // Core's own regtest entries stay; one at the same height is replaced.
+    assert!(options.params.assumeutxo.iter().any(|entry| entry.height == 110));
+    let replaced = format!("-testassumeutxo=110:{block}:{coins}:8");
+    let options = resolve(&["-regtest", &replaced]).unwrap();
+    let at_110: Vec<_> = options.params.assumeutxo.iter().filter(|e| e.height == 110).collect();
+    assert_eq!(at_110.len(), 1);
+    assert_eq!(at_110[0].block_hash, BlockHash::from_hex(block).unwrap());
+    for bad in [
+        "7",
+        &format!("7:{block}:{coins}"),
+        &format!("7:{block}:{coins}:0"),
+        &format!("x:{block}:{coins}:8"),
+        &format!("7:{block}:{coins}:8:9"),
+    ] {
+        let error = parse_error(&["-regtest", &format!("-testassumeutxo={bad}")]);
+        assert!(error.contains("testassumeutxo"), "{bad}: {error}");
+    }
+    assert!(parse_error(&[&given]).contains("testassumeutxo"), "mainnet refuses it");
+}

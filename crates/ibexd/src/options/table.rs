@@ -24,6 +24,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("dbflushtables", "=<n>", "Tables a background coins flush is written as, each part of the cache freed once its table is in (1 to 16; default: one per 48 MiB of -dbcache, 1 to 8)"),
     ("par", "=<n>", "Script verification threads including the main thread; 0 uses every core, -n leaves n cores free (at most 16, default: 0)"),
     ("assumevalid", "=<hex>", "Skip script checks for ancestors of this block, if it is in the best header chain (0 to check every script; default: the chain's built-in block)"),
+    ("testassumeutxo", "=<height>:<blockhash>:<utxohash>:<nchaintx>", "Testing: an AssumeUTXO entry loadtxoutset accepts, in place of the table's at that height: the block, its hash_serialized_3 and chain transaction count as dumptxoutset prints them (regtest only; repeatable)"),
     ("minimumchainwork", "=<hex>", "Minimum work assumed to exist on a valid chain in hex; headers sync stores no header chain with less (default: the chain's, 0 on regtest)"),
     ("mocktime", "=<n>", "Replace actual time with <n> seconds since the epoch in what the P2P side decides by the clock: initial block download, headers sync, tip announcements (regtest only; default: 0, the real time)"),
     ("stopatheight", "=<n>", "Stop once the chain reaches this height (default: 0, never)"),

@@ -52,6 +52,26 @@ pub fn parse_minimum_chain_work(text: &str) -> Option<ChainWork> {
     Some(ChainWork::from_u256(value))
 }
 
+/// `-testassumeutxo=<height>:<block hash>:<hash_serialized_3>:<chain
+/// transaction count>` (regtest only): an AssumeUTXO entry for tests, the
+/// hashes in display order as `getblockhash` and `dumptxoutset` print them.
+pub fn parse_assumeutxo_entry(text: &str) -> Option<ibex_primitives::params::AssumeUtxoEntry> {
+    let mut fields = text.split(':');
+    let height = fields.next()?.parse::<u32>().ok()?;
+    let block_hash = BlockHash::from_hex(fields.next()?).ok()?;
+    let hash_serialized = ibex_primitives::Hash256(BlockHash::from_hex(fields.next()?).ok()?.0);
+    let chain_transaction_count = fields.next()?.parse::<u64>().ok()?;
+    if fields.next().is_some() || chain_transaction_count == 0 {
+        return None;
+    }
+    Some(ibex_primitives::params::AssumeUtxoEntry {
+        height,
+        block_hash,
+        hash_serialized,
+        chain_transaction_count,
+    })
+}
+
 /// Core's `TryParseHex`: pairs of hex digits (either case), whitespace
 /// skipped between pairs but not inside one; `None` for anything else or a
 /// lone digit. The empty string is the empty script.

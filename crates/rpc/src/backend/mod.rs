@@ -34,7 +34,10 @@ pub use chain::{
     BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
     StoredBlock, TipRef, UnspentOutput,
 };
-pub use state::{CoinsCacheSizes, DumpedTxOutSet, TotalAmountOverflow, TxOutSetInfo};
+pub use state::{
+    AssumeUtxoChainstates, ChainstateInfo, CoinsCacheSizes, DumpedTxOutSet, LoadedTxOutSet,
+    TotalAmountOverflow, TxOutSetInfo,
+};
 
 pub use crate::deployment::DeploymentInfo;
 pub use network::{
@@ -107,6 +110,32 @@ pub enum BackendError {
         /// The temporary file's path.
         path: String,
     },
+    /// `loadtxoutset`'s file cannot be opened.
+    #[error("Couldn't open file {path} for reading.")]
+    SnapshotUnreadable {
+        /// The absolute path.
+        path: String,
+    },
+    /// `loadtxoutset`'s file does not start with a snapshot's metadata.
+    #[error("Unable to parse metadata: {source}")]
+    SnapshotMetadataUnparsable {
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// `loadtxoutset` refused or failed: Core's words, then the path.
+    #[error("Unable to load UTXO snapshot: {source}. ({path})")]
+    SnapshotNotLoaded {
+        /// The absolute path.
+        path: String,
+        /// Why (Core's reasons: "Population failed: ...", the base block
+        /// checks, the content hash).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Another `loadtxoutset` is loading a snapshot now.
+    #[error("a snapshot is being loaded already")]
+    SnapshotLoadRunning,
     /// `dumptxoutset`'s rollback target is not in the active chain.
     #[error("block {block_hash} is not in the active chain: no rollback reaches it")]
     NotInActiveChain {
@@ -231,6 +260,22 @@ pub trait NodeBackend: Send + Sync + 'static {
         _target: Option<BlockHash>,
     ) -> Result<DumpedTxOutSet, BackendError> {
         Err(BackendError::ChainControlUnavailable)
+    }
+
+    /// `loadtxoutset`: loads the snapshot at `path` (relative to the data
+    /// directory) into a second chainstate and activates it; the node
+    /// follows the tip from its base while a background chainstate
+    /// validates up to it. Loading runs on the caller's thread.
+    fn load_txoutset(&self, _path: &str) -> Result<LoadedTxOutSet, BackendError> {
+        Err(BackendError::ChainControlUnavailable)
+    }
+
+    /// AssumeUTXO's chainstates, when the active one was loaded from a
+    /// snapshot (`getchainstates`, `getblockchaininfo`'s
+    /// `backgroundvalidation`); `None` for a node validated from genesis.
+    /// **Query.**
+    fn assumeutxo_chainstates(&self) -> Result<Option<AssumeUtxoChainstates>, BackendError> {
+        Ok(None)
     }
 
     /// `getdeploymentinfo` at the block `hash` (the active tip when

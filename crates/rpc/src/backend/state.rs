@@ -49,3 +49,45 @@ pub struct DumpedTxOutSet {
     /// Transactions in the chain up to and including the base block.
     pub chain_transaction_count: u64,
 }
+
+/// `loadtxoutset`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedTxOutSet {
+    /// Coins loaded.
+    pub coins_loaded: u64,
+    /// The snapshot's base block.
+    pub tip_hash: BlockHash,
+    /// Its height.
+    pub base_height: u32,
+    /// The absolute path loaded.
+    pub path: String,
+}
+
+/// A chainstate's tip as `getchainstates` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainstateInfo {
+    /// The tip's index entry.
+    pub tip: super::BlockEntry,
+    /// Its estimated verification progress, 0..=1 (towards the base for
+    /// the background chainstate, as Core's
+    /// `GetBackgroundVerificationProgress`).
+    pub verification_progress: f64,
+    /// Its share of `-dbcache`.
+    pub cache: CoinsCacheSizes,
+}
+
+/// AssumeUTXO's chainstates: the active one loaded from a snapshot, and
+/// the background one validating towards its base until it proves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssumeUtxoChainstates {
+    /// The snapshot's base block.
+    pub snapshot_base: BlockHash,
+    /// Its height.
+    pub snapshot_height: u32,
+    /// Whether the background chainstate proved the snapshot.
+    pub validated: bool,
+    /// The active (snapshot) chainstate.
+    pub active: ChainstateInfo,
+    /// The background chainstate, until the snapshot is proved.
+    pub background: Option<ChainstateInfo>,
+}

@@ -218,6 +218,27 @@ pub(crate) fn write_blockchain_info(
     write_double(out, info.verification_progress);
     key(out, "initialblockdownload");
     json_bool(out, info.initial_block_download);
+    // Core's `backgroundvalidation`, while a background chainstate
+    // validates towards an AssumeUTXO snapshot's block.
+    let states = context.backend.assumeutxo_chainstates()?;
+    if let Some((states, background)) =
+        states.as_ref().and_then(|states| Some((states, states.background.as_ref()?)))
+    {
+        key(out, "backgroundvalidation");
+        open_object(out, "snapshotheight");
+        write_u64(out, u64::from(states.snapshot_height));
+        key(out, "blocks");
+        write_u64(out, u64::from(background.tip.height));
+        key(out, "bestblockhash");
+        hash_string(out, &background.tip.hash.0);
+        key(out, "mediantime");
+        write_i64(out, background.tip.median_time_past);
+        key(out, "chainwork");
+        hash_string(out, &background.tip.chain_work.to_u256().to_le_bytes());
+        key(out, "verificationprogress");
+        write_double(out, background.verification_progress);
+        close_object(out);
+    }
     key(out, "chainwork");
     hash_string(out, &tip.chain_work.to_u256().to_le_bytes());
     key(out, "size_on_disk");

@@ -10,7 +10,7 @@ use super::blockchain::write_strings;
 use super::error::{RpcError, RpcErrorCode};
 use super::params::{boolean, hash, string, ArgType, Params};
 use super::{arg, Method, MethodContext};
-use crate::backend::{BackendError, TotalAmountOverflow, TxOutSetInfo};
+use crate::backend::{BackendError, ChainstateInfo, TotalAmountOverflow, TxOutSetInfo};
 use crate::block_json::{difficulty, write_hex_u32_string, write_target};
 use crate::deployment::{Bip9Status, DeploymentInfo};
 use crate::json::{
@@ -119,40 +119,77 @@ pub(super) const GETCHAINSTATES: Method = Method {
     name: "getchainstates",
     category: "blockchain",
     args: &[],
-    description: "The chainstates: Ibex has one (no assumeutxo snapshot), fully validated.",
-    result: "{\"headers\",\"chainstates\":[{\"blocks\",\"bestblockhash\",\"bits\",\"target\",\"difficulty\",\"verificationprogress\",\"coins_db_cache_bytes\",\"coins_tip_cache_bytes\",\"validated\"}]}",
-    handler: |context, _, out| {
-        let info = context.backend.blockchain_info()?;
-        let caches = context.backend.coins_cache_sizes();
-        let tip = &info.tip;
-        open_object(out, "headers");
-        write_i64(out, info.best_header_height.map_or(-1, i64::from));
-        key(out, "chainstates");
-        out.push(b'[');
-        open_object(out, "blocks");
-        write_u64(out, u64::from(tip.height));
-        key(out, "bestblockhash");
-        hash_string(out, &tip.hash.0);
-        key(out, "bits");
-        write_hex_u32_string(out, tip.header.bits);
-        key(out, "target");
-        write_target(out, tip.header.bits);
-        key(out, "difficulty");
-        write_double(out, difficulty(tip.header.bits));
-        key(out, "verificationprogress");
-        write_double(out, info.verification_progress);
-        key(out, "coins_db_cache_bytes");
-        write_u64(out, caches.coins_database_bytes);
-        key(out, "coins_tip_cache_bytes");
-        write_u64(out, caches.coins_tip_bytes);
-        key(out, "validated");
-        json_bool(out, true);
-        close_object(out);
-        out.push(b']');
-        close_object(out);
-        Ok(())
-    },
+    description: "The chainstates, the most-work (active) one last: one validated from genesis, or with an AssumeUTXO snapshot loaded the background chainstate validating towards the snapshot's block, then the snapshot's.",
+    result: "{\"headers\",\"chainstates\":[{\"blocks\",\"bestblockhash\",\"bits\",\"target\",\"difficulty\",\"verificationprogress\",\"coins_db_cache_bytes\",\"coins_tip_cache_bytes\",\"snapshot_blockhash\"?,\"validated\"}]}",
+    handler: getchainstates,
 };
+
+fn getchainstates(
+    context: &MethodContext,
+    _params: &Params<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), RpcError> {
+    let info = context.backend.blockchain_info()?;
+    open_object(out, "headers");
+    write_i64(out, info.best_header_height.map_or(-1, i64::from));
+    key(out, "chainstates");
+    out.push(b'[');
+    match context.backend.assumeutxo_chainstates()? {
+        None => {
+            let caches = context.backend.coins_cache_sizes();
+            let active = ChainstateInfo {
+                tip: info.tip.clone(),
+                verification_progress: info.verification_progress,
+                cache: caches,
+            };
+            write_chainstate(out, &active, None, true);
+        }
+        Some(states) => {
+            if let Some(background) = &states.background {
+                write_chainstate(out, background, None, true);
+                out.push(b',');
+            }
+            let base = Some(&states.snapshot_base);
+            write_chainstate(out, &states.active, base, states.validated);
+        }
+    }
+    out.push(b']');
+    close_object(out);
+    Ok(())
+}
+
+/// One chainstate's object, in Core's order.
+fn write_chainstate(
+    out: &mut Vec<u8>,
+    chainstate: &ChainstateInfo,
+    snapshot_base: Option<&BlockHash>,
+    validated: bool,
+) {
+    let tip = &chainstate.tip;
+    open_object(out, "blocks");
+    write_u64(out, u64::from(tip.height));
+    key(out, "bestblockhash");
+    hash_string(out, &tip.hash.0);
+    key(out, "bits");
+    write_hex_u32_string(out, tip.header.bits);
+    key(out, "target");
+    write_target(out, tip.header.bits);
+    key(out, "difficulty");
+    write_double(out, difficulty(tip.header.bits));
+    key(out, "verificationprogress");
+    write_double(out, chainstate.verification_progress);
+    key(out, "coins_db_cache_bytes");
+    write_u64(out, chainstate.cache.coins_database_bytes);
+    key(out, "coins_tip_cache_bytes");
+    write_u64(out, chainstate.cache.coins_tip_bytes);
+    if let Some(base) = snapshot_base {
+        key(out, "snapshot_blockhash");
+        hash_string(out, &base.0);
+    }
+    key(out, "validated");
+    json_bool(out, validated);
+    close_object(out);
+}
 
 pub(super) const GETDEPLOYMENTINFO: Method = Method {
     name: "getdeploymentinfo",

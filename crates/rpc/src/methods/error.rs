@@ -31,6 +31,8 @@ pub enum RpcErrorCode {
     ClientNotConnected,
     /// -20: the database failed (a chain change that could not be made).
     DatabaseError,
+    /// -22: data that could not be decoded (a snapshot's metadata).
+    DeserializationError,
     /// -28: still warming up.
     InWarmup,
     /// -31: no networking.
@@ -62,6 +64,7 @@ impl RpcErrorCode {
             RpcErrorCode::InvalidParameter => -8,
             RpcErrorCode::ClientNotConnected => -9,
             RpcErrorCode::DatabaseError => -20,
+            RpcErrorCode::DeserializationError => -22,
             RpcErrorCode::InWarmup => -28,
             RpcErrorCode::ClientP2pDisabled => -31,
             RpcErrorCode::InvalidParams => -32602,
@@ -123,8 +126,17 @@ impl From<BackendError> for RpcError {
             }
             BackendError::BlockNotFound { .. } => RpcError::block_not_found(),
             BackendError::SnapshotPathExists { .. }
-            | BackendError::SnapshotPathUnwritable { .. } => {
+            | BackendError::SnapshotPathUnwritable { .. }
+            | BackendError::SnapshotUnreadable { .. }
+            | BackendError::SnapshotLoadRunning => {
                 RpcError::with_message(RpcErrorCode::InvalidParameter, error.to_string())
+            }
+            // Core's `loadtxoutset` codes and words.
+            BackendError::SnapshotMetadataUnparsable { .. } => {
+                RpcError::with_message(RpcErrorCode::DeserializationError, error.to_string())
+            }
+            BackendError::SnapshotNotLoaded { .. } => {
+                RpcError::with_message(RpcErrorCode::InternalError, error.to_string())
             }
             // Core's `RPC_DATABASE_ERROR` with the validation state's text.
             BackendError::ChainChangeFailed { .. } => {

@@ -126,6 +126,7 @@ const fn arg(
 /// Every method, sorted by category then name (the order of `help`).
 pub(crate) static METHODS: &[Method] = &[
     snapshot::DUMPTXOUTSET,
+    snapshot::LOADTXOUTSET,
     blockchain::GETBESTBLOCKHASH,
     blockchain::GETBLOCK,
     blockchain::GETBLOCKCHAININFO,

@@ -1,4 +1,5 @@
-//! UTXO snapshot methods (Core's `rpc/blockchain.cpp`): `dumptxoutset`.
+//! UTXO snapshot methods (Core's `rpc/blockchain.cpp`): `dumptxoutset`,
+//! `loadtxoutset`.
 
 use serde_json::Value;
 
@@ -6,7 +7,7 @@ use super::blockstats::hash_or_height;
 use super::error::RpcError;
 use super::params::{boolean, string, wrong_type, ArgType, Params};
 use super::{arg, Method, MethodContext};
-use crate::backend::DumpedTxOutSet;
+use crate::backend::{DumpedTxOutSet, LoadedTxOutSet};
 use crate::json::{close_object, escaped_string, hash_string, key, open_object};
 use crate::number::write_u64;
 
@@ -90,5 +91,32 @@ fn write_dumped(out: &mut Vec<u8>, dumped: &DumpedTxOutSet) {
     hash_string(out, &dumped.txoutset_hash.0);
     key(out, "nchaintx");
     write_u64(out, dumped.chain_transaction_count);
+    close_object(out);
+}
+
+pub(super) const LOADTXOUTSET: Method = Method {
+    name: "loadtxoutset",
+    category: "blockchain",
+    args: &[arg("path", ArgType::String, false, "the snapshot file; relative paths are under the data directory")],
+    description: "Load a UTXO snapshot (Core's format) whose block and hash are in the AssumeUTXO table into a second chainstate, which follows the network's tip from the snapshot's block at once, while the original chainstate validates from genesis to that block in the background and then proves the snapshot's hash.",
+    result: "{\"coins_loaded\",\"tip_hash\",\"base_height\",\"path\"}",
+    handler: |context, params, out| {
+        let path = string(params.get(0))?;
+        let loaded = context.backend.load_txoutset(path)?;
+        write_loaded(out, &loaded);
+        Ok(())
+    },
+};
+
+/// Core's answer, in its order.
+fn write_loaded(out: &mut Vec<u8>, loaded: &LoadedTxOutSet) {
+    open_object(out, "coins_loaded");
+    write_u64(out, loaded.coins_loaded);
+    key(out, "tip_hash");
+    hash_string(out, &loaded.tip_hash.0);
+    key(out, "base_height");
+    write_u64(out, u64::from(loaded.base_height));
+    key(out, "path");
+    escaped_string(out, &loaded.path);
     close_object(out);
 }
