@@ -71,6 +71,7 @@ pub use engine::assumeutxo::{
     snapshot_chainstate_directory, SnapshotActivationError, BASE_BLOCKHASH_FILE,
     SNAPSHOT_CHAINSTATE_DIRECTORY,
 };
+pub use engine::headers::HeaderRefusal;
 pub use engine::open::INDEX_DIRECTORY;
 pub use engine::read_api::{
     ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,

@@ -475,11 +475,13 @@ impl NodeBackend for ChainBackend {
             )
         };
         let caches = self.coins_cache_sizes();
+        let share = |bytes: usize| CoinsCacheSizes { coins_tip_bytes: bytes as u64, ..caches };
         let active = ChainstateInfo {
             tip: entry_of(&active_tip),
             verification_progress: progress(&active_tip),
-            cache: caches,
+            cache: share(answer.active_cache_bytes_max),
         };
+        let background_cache = share(answer.background_cache_bytes_max.unwrap_or(0));
         // Core's `GetBackgroundVerificationProgress`: the share of the
         // base's chain transactions connected.
         let background = answer.background_tip.map(|tip| {
@@ -488,7 +490,7 @@ impl NodeBackend for ChainBackend {
                 verification_progress: (tip.chain_transaction_count as f64 / base_transactions)
                     .min(1.0),
                 tip: entry_of(&tip),
-                cache: caches,
+                cache: background_cache,
             }
         });
         Ok(Some(AssumeUtxoChainstates {
@@ -596,6 +598,17 @@ impl NodeBackend for ChainBackend {
         let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
         let command = |hash, reply| EngineCommand::InvalidateBlock { hash, reply };
         crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
+    }
+
+    fn submit_header(&self, header: &ibex_primitives::Header) -> Result<(), BackendError> {
+        let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let command = EngineCommand::SubmitHeader { header: *header, reply };
+        match crate::rpc_control::send_and_wait(control, command, &answer, &self.shutdown)? {
+            Ok(()) => Ok(()),
+            Err(ibex_chainstate::HeaderRefusal::EngineStopped) => Err(BackendError::Stopped),
+            Err(refusal) => Err(BackendError::HeaderRefused { source: Box::new(refusal) }),
+        }
     }
 
     fn reconsider_block(&self, hash: &BlockHash) -> Result<(), BackendError> {

@@ -214,6 +214,7 @@ impl Chainstate {
         self.emit(ChainEvent::Snapshot(SnapshotEvent::Activated { base: *base_hash }));
         self.publish(Some(base));
         self.publish_assumeutxo();
+        self.rebalance_caches();
         Ok(base)
     }
 
@@ -238,12 +239,13 @@ impl Chainstate {
     /// ([`Self::validate_snapshot`]). Whether work remains.
     pub fn advance_background(&mut self, blocks_max: u32) -> Result<bool, ChainstateError> {
         let Some(snapshot) = self.snapshot else { return Ok(false) };
+        if self.background.is_none() || self.shared.interrupted() {
+            return Ok(false);
+        }
+        self.rebalance_caches();
         let Some((shared, background)) = self.parts(ChainRole::Background) else {
             return Ok(false);
         };
-        if shared.interrupted() {
-            return Ok(false);
-        }
         let tip = background.chain.tip();
         if tip == Some(snapshot.base) {
             if !background.settle_pending(shared)? {
@@ -303,6 +305,7 @@ impl Chainstate {
             state.validated = true;
         }
         self.publish_assumeutxo();
+        self.rebalance_caches();
         Ok(())
     }
 
@@ -340,7 +343,27 @@ impl Chainstate {
         let tip = self.active.chain.tip();
         self.publish(tip);
         self.publish_assumeutxo();
+        self.rebalance_caches();
         Err(failure)
+    }
+
+    /// Shares the UTXO cache's part of `-dbcache` between the chainstates
+    /// as Core's `MaybeRebalanceCaches` does: all to the only one; with
+    /// two, 95% to the snapshot chainstate while it catches up with the
+    /// best header, then 95% to the background one (5% to the other).
+    pub(crate) fn rebalance_caches(&mut self) {
+        let total = self.shared.options.memory.coins_bytes;
+        let Some(background) = self.background.as_mut() else {
+            self.active.connector.cache_mut().set_cache_bytes_max(total);
+            return;
+        };
+        let small = total / 20;
+        let large = total - small;
+        let best_header = self.shared.selection.best_header();
+        let catching_up = self.active.chain.tip() != best_header;
+        let (active, other) = if catching_up { (large, small) } else { (small, large) };
+        self.active.connector.cache_mut().set_cache_bytes_max(active);
+        background.connector.cache_mut().set_cache_bytes_max(other);
     }
 
     /// Publishes the snapshot and the background chainstate's tip to

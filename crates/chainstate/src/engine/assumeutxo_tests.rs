@@ -164,10 +164,20 @@ fn a_loaded_snapshot_follows_the_tip_and_the_background_proves_it() {
     snapshot_file(&path, source.entry.block_hash, &source.coins_at_base);
     let node_root = root.path().join("node");
     let mut node = node_from_snapshot(&node_root, &source, source.entry, &path);
+    // `-dbcache` is shared as Core shares it: 95% to the snapshot
+    // chainstate while it catches up, then 95% to the background one.
+    let total = node.shared.options.memory.coins_bytes;
+    let cache_shares = |node: &Chainstate| {
+        let background =
+            node.background.as_ref().map(|chain| chain.connector.cache().cache_bytes_max());
+        (node.cache().cache_bytes_max(), background)
+    };
+    assert_eq!(cache_shares(&node), (total - total / 20, Some(total / 20)));
     follow_tip(&mut node, &source.blocks);
     assert_eq!(node.txoutset_stats(HASH_TYPE).unwrap(), source.stats_at_top);
     // Without the blocks below the base the background has nothing to do.
     assert!(!node.advance_background(4).unwrap());
+    assert_eq!(cache_shares(&node), (total / 20, Some(total - total / 20)));
     assert_eq!(node.background_tip().map(|(_, height)| height), Some(0));
 
     // A restart in the middle: both chainstates come back.
@@ -196,6 +206,7 @@ fn a_loaded_snapshot_follows_the_tip_and_the_background_proves_it() {
     assert!(steps >= (BASE_HEIGHT / 4) as usize, "{steps} steps of at most 4 blocks");
     assert_eq!(node.snapshot_base().map(|(_, _, validated)| validated), Some(true));
     assert_eq!(node.background_tip(), None, "the background chainstate is dropped");
+    assert_eq!(cache_shares(&node), (total, None));
     let published = node.reader().snapshot().assumeutxo.unwrap();
     assert!(published.validated && published.background_tip.is_none());
     assert!(!node_root.join("chainstate").exists(), "its directory is deleted");

@@ -63,3 +63,56 @@ impl Chainstate {
         Ok(added)
     }
 }
+
+/// Why `submitheader` refused a header (Core's `RPC_VERIFY_ERROR`s).
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderRefusal {
+    /// Its parent is not indexed.
+    #[error("Must submit previous header ({parent}) first")]
+    MissingParent {
+        /// The parent's hash.
+        parent: BlockHash,
+    },
+    /// It breaks a header rule; the reason is Core's.
+    #[error("{}", .rejection.reject_reason())]
+    Invalid {
+        /// The rule.
+        rejection: ibex_consensus::BlockRejection,
+    },
+    /// Storage failed (the engine stops).
+    #[error(transparent)]
+    Chainstate(#[from] ChainstateError),
+    /// The engine stopped before it could answer.
+    #[error("the engine has stopped")]
+    EngineStopped,
+}
+
+impl Chainstate {
+    /// One header given by an operator (Core's `submitheader`): indexed
+    /// when its parent is and it passes the header checks, else the
+    /// reason, as Core's `ProcessNewBlockHeaders` gives it.
+    pub fn submit_header(&mut self, header: &Header) -> Result<(), HeaderRefusal> {
+        use ibex_consensus::BlockRejection;
+        let hash = header.block_hash();
+        let index = &self.shared.index;
+        if let Some(id) = index.get(&hash) {
+            if index.entry(id).status.is_failed() {
+                return Err(HeaderRefusal::Invalid { rejection: BlockRejection::DuplicateInvalid });
+            }
+            return Ok(());
+        }
+        let parent = header.previous_block_hash;
+        let Some(parent_id) = index.get(&parent) else {
+            return Err(HeaderRefusal::MissingParent { parent });
+        };
+        if index.entry(parent_id).status.is_failed() {
+            return Err(HeaderRefusal::Invalid { rejection: BlockRejection::InvalidParent });
+        }
+        let params = &self.shared.options.params;
+        ibex_consensus::check_block_header(header, &hash, params)
+            .and_then(|()| self.check_header_context(header, parent_id))
+            .map_err(|error| HeaderRefusal::Invalid { rejection: error.into() })?;
+        self.offer_headers(std::slice::from_ref(header))?;
+        Ok(())
+    }
+}

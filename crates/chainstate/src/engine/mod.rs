@@ -57,7 +57,7 @@ pub mod fixed_point;
 #[cfg(test)]
 mod fixture_tests;
 pub mod flush;
-mod headers;
+pub mod headers;
 mod import_activation;
 pub mod invalidate;
 pub mod open;

@@ -61,6 +61,7 @@ impl Chainstate {
         let mut chainstate = Chainstate { shared, active, background, snapshot };
         chainstate.publish(chainstate.active.chain.tip());
         chainstate.publish_assumeutxo();
+        chainstate.rebalance_caches();
         Ok(chainstate)
     }
 

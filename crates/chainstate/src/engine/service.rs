@@ -46,6 +46,7 @@ use ibex_primitives::{BlockHash, Header};
 use super::accept::AcceptOutcome;
 use super::api::BlockSource;
 use super::assumeutxo::SnapshotActivationError;
+use super::headers::HeaderRefusal;
 use super::invalidate::ChainControlError;
 use super::Chainstate;
 use crate::error::ChainstateError;
@@ -107,6 +108,14 @@ pub enum EngineCommand {
         base: BlockHash,
         /// Where the answer goes.
         reply: SyncSender<Result<(BlockHash, u32), SnapshotActivationError>>,
+    },
+    /// Index this header ([`Chainstate::submit_header`], `submitheader`);
+    /// the answer goes to `reply`.
+    SubmitHeader {
+        /// The header.
+        header: Header,
+        /// Where the answer goes.
+        reply: SyncSender<Result<(), HeaderRefusal>>,
     },
     /// Settle every verdict and return.
     Stop,
@@ -341,6 +350,16 @@ impl Chainstate {
                     }
                 }
             }
+            EngineCommand::SubmitHeader { header, reply } => match self.submit_header(&header) {
+                Err(HeaderRefusal::Chainstate(error)) => {
+                    let _ = reply.try_send(Err(HeaderRefusal::EngineStopped));
+                    Err(error)
+                }
+                other => {
+                    let _ = reply.try_send(other);
+                    Ok(Handled::Replied)
+                }
+            },
             EngineCommand::Stop => {
                 self.activate_best_chain()?;
                 self.settle_background()?;

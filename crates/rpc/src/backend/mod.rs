@@ -133,6 +133,12 @@ pub enum BackendError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// `submitheader`'s header was refused: Core's reason.
+    #[error("{source}")]
+    HeaderRefused {
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Another `loadtxoutset` is loading a snapshot now.
     #[error("a snapshot is being loaded already")]
     SnapshotLoadRunning,
@@ -359,6 +365,15 @@ pub trait NodeBackend: Send + Sync + 'static {
     /// Asks the node to shut down (`stop`). Returns at once; the node later
     /// stops the server itself.
     fn request_shutdown(&self);
+
+    /// Indexes one header (`submitheader`): its parent must be indexed
+    /// and it must pass the header checks, else
+    /// [`BackendError::HeaderRefused`] with Core's reason. **Engine
+    /// command.**
+    fn submit_header(&self, header: &ibex_primitives::Header) -> Result<(), BackendError> {
+        let _ = header;
+        Err(BackendError::ChainControlUnavailable)
+    }
 
     /// Marks block `hash` invalid with its descendants and activates the
     /// best valid chain left (`invalidateblock`); returns once it is

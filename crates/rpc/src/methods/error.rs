@@ -33,6 +33,8 @@ pub enum RpcErrorCode {
     DatabaseError,
     /// -22: data that could not be decoded (a snapshot's metadata).
     DeserializationError,
+    /// -25: a block or header that failed verification (`submitheader`).
+    VerifyError,
     /// -28: still warming up.
     InWarmup,
     /// -31: no networking.
@@ -65,6 +67,7 @@ impl RpcErrorCode {
             RpcErrorCode::ClientNotConnected => -9,
             RpcErrorCode::DatabaseError => -20,
             RpcErrorCode::DeserializationError => -22,
+            RpcErrorCode::VerifyError => -25,
             RpcErrorCode::InWarmup => -28,
             RpcErrorCode::ClientP2pDisabled => -31,
             RpcErrorCode::InvalidParams => -32602,
@@ -130,6 +133,9 @@ impl From<BackendError> for RpcError {
             | BackendError::SnapshotUnreadable { .. }
             | BackendError::SnapshotLoadRunning => {
                 RpcError::with_message(RpcErrorCode::InvalidParameter, error.to_string())
+            }
+            BackendError::HeaderRefused { .. } => {
+                RpcError::with_message(RpcErrorCode::VerifyError, error.to_string())
             }
             // Core's `loadtxoutset` codes and words.
             BackendError::SnapshotMetadataUnparsable { .. } => {

@@ -4,12 +4,13 @@
 //! best chain left; `reconsiderblock` clears the marks of a block, its
 //! ancestors and its descendants and activates the best chain. Both answer
 //! null once the engine has done it, "Block not found" (-5) for an unknown
-//! hash, and Core's messages for a malformed one.
+//! hash, and Core's messages for a malformed one. `submitheader` (Core's
+//! `rpc/mining.cpp`) indexes one header an operator gives.
 
-use ibex_primitives::BlockHash;
+use ibex_primitives::{BlockHash, Header, HEADER_BYTES};
 
-use super::error::RpcError;
-use super::params::{hash, ArgType, Params};
+use super::error::{RpcError, RpcErrorCode};
+use super::params::{hash, string, ArgType, Params};
 use super::{arg, Method, MethodContext};
 
 /// Core's category for both: not listed by `help`.
@@ -32,6 +33,32 @@ pub(super) const RECONSIDERBLOCK: Method = Method {
     result: "null (json null)",
     handler: reconsiderblock,
 };
+
+pub(super) const SUBMITHEADER: Method = Method {
+    name: "submitheader",
+    category: "mining",
+    args: &[arg("hexdata", ArgType::String, false, "the hex-encoded 80-byte block header")],
+    description: "Index a block header as if it came from a peer; its parent must be known. Throws on an invalid header.",
+    result: "null (json null)",
+    handler: submitheader,
+};
+
+fn submitheader(
+    context: &MethodContext,
+    params: &Params<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), RpcError> {
+    let text = string(params.get(0))?;
+    let header = ibex_primitives::hex::decode_array::<HEADER_BYTES>(text)
+        .ok()
+        .map(|bytes| Header::decode(&bytes))
+        .ok_or_else(|| {
+            RpcError::new(RpcErrorCode::DeserializationError, "Block header decode failed")
+        })?;
+    context.backend.submit_header(&header)?;
+    out.extend_from_slice(b"null");
+    Ok(())
+}
 
 fn invalidateblock(
     context: &MethodContext,

@@ -127,6 +127,7 @@ const fn arg(
 pub(crate) static METHODS: &[Method] = &[
     snapshot::DUMPTXOUTSET,
     snapshot::LOADTXOUTSET,
+    invalidate::SUBMITHEADER,
     blockchain::GETBESTBLOCKHASH,
     blockchain::GETBLOCK,
     blockchain::GETBLOCKCHAININFO,

@@ -195,6 +195,13 @@ impl CoinsCache {
         self.cache_bytes_max
     }
 
+    /// Changes the share to `bytes` (AssumeUTXO's two chainstates share
+    /// `-dbcache`, as Core's `MaybeRebalanceCaches` shares it): a cache
+    /// above its new share is flushed at its next block.
+    pub fn set_cache_bytes_max(&mut self, bytes: usize) {
+        self.cache_bytes_max = bytes;
+    }
+
     /// Counts `bytes` held by the coins database's table readers (bloom
     /// filters and indexes) against the share, beyond
     /// [`TABLE_READERS_UNCOUNTED_BYTES_MAX`]: they grow with the

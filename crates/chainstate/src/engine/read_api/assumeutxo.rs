@@ -25,6 +25,11 @@ pub struct ChainstatesAnswer {
     pub background_tip: Option<IndexedBlock>,
     /// The best header's height (`None`: no header).
     pub best_header_height: Option<u32>,
+    /// The active chainstate's share of `-dbcache` for its UTXO cache, in
+    /// bytes.
+    pub active_cache_bytes_max: usize,
+    /// The background chainstate's, while it validates.
+    pub background_cache_bytes_max: Option<usize>,
 }
 
 impl ReadView<'_> {
@@ -63,5 +68,10 @@ fn chainstates(chainstate: &Chainstate) -> ChainstatesAnswer {
         snapshot_base,
         background_tip,
         best_header_height,
+        active_cache_bytes_max: chainstate.cache().cache_bytes_max(),
+        background_cache_bytes_max: chainstate
+            .background
+            .as_ref()
+            .map(|background| background.connector.cache().cache_bytes_max()),
     }
 }
