@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ibex_chainstate::{ChainEvent, ChainObserver, FlushReason, TipUpdate};
+use ibex_chainstate::{ChainEvent, ChainObserver, FlushReason, SnapshotEvent, TipUpdate};
 use ibex_primitives::params::Params;
 
 use crate::logging::{
@@ -61,7 +61,32 @@ impl NodeObserver {
         self
     }
 
+    /// Core logs the background chainstate's tip every
+    /// [`BACKGROUND_LOG_INTERVAL_BLOCKS`] blocks, its `UpdateTip` line after a
+    /// `[background validation] ` prefix; the display shows its height.
+    fn background_tip_updated(&self, update: &TipUpdate) {
+        self.progress.set_background_height(Some(update.height));
+        if update.height % BACKGROUND_LOG_INTERVAL_BLOCKS == 0 {
+            let fields = self.update_tip_fields(update);
+            self.logger.log(&format!("[background validation] {}", format_update_tip(&fields)));
+        }
+    }
+
     fn tip_updated(&self, update: &TipUpdate) {
+        let fields = self.update_tip_fields(update);
+        self.logger.log(&format_update_tip(&fields));
+        self.progress.update(TipProgress {
+            height: update.height,
+            chain_transactions: update.chain_transaction_count,
+            best_header_height: update.best_header_height,
+            verification_progress: fields.progress,
+            cache_bytes: update.cache_bytes as u64,
+            cache_bytes_max: self.cache_bytes_max,
+        });
+    }
+
+    /// The fields of Core's `UpdateTip` line for `update`.
+    fn update_tip_fields(&self, update: &TipUpdate) -> UpdateTipFields {
         let now = self.mock_time.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -81,7 +106,7 @@ impl NodeObserver {
             now,
             &self.transaction_data,
         );
-        let fields = UpdateTipFields {
+        UpdateTipFields {
             block_hash: update.hash,
             height: update.height,
             version: update.version,
@@ -92,18 +117,13 @@ impl NodeObserver {
             cache_bytes: update.cache_bytes as u64,
             cache_coins: update.cache_coin_count as u64,
             warnings: Vec::new(),
-        };
-        self.logger.log(&format_update_tip(&fields));
-        self.progress.update(TipProgress {
-            height: update.height,
-            chain_transactions: update.chain_transaction_count,
-            best_header_height: update.best_header_height,
-            verification_progress: progress,
-            cache_bytes: update.cache_bytes as u64,
-            cache_bytes_max: self.cache_bytes_max,
-        });
+        }
     }
 }
+
+/// Core's `BACKGROUND_LOG_INTERVAL`: the background chainstate's
+/// `UpdateTip` line is logged at heights that are multiples of it.
+pub const BACKGROUND_LOG_INTERVAL_BLOCKS: u32 = 2000;
 
 fn reason_name(reason: FlushReason) -> &'static str {
     match reason {
@@ -118,10 +138,14 @@ impl ChainObserver for NodeObserver {
     fn on_event(&mut self, event: &ChainEvent) {
         match event {
             ChainEvent::Snapshot(snapshot) => {
+                if matches!(snapshot, SnapshotEvent::Validated { .. }) {
+                    self.progress.set_background_height(None);
+                }
                 let prefix = if snapshot.is_warning() { "[warning] " } else { "" };
                 self.logger.log(&format!("{prefix}{snapshot}"));
             }
             ChainEvent::TipUpdated(update) => self.tip_updated(update),
+            ChainEvent::BackgroundTipUpdated(update) => self.background_tip_updated(update),
             ChainEvent::BlockInvalid { hash, height, reason, marked } => {
                 let verb = if *marked { "invalid block" } else { "rejected block (not marked)" };
                 self.logger.log(&format!(

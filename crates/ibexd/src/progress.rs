@@ -111,6 +111,9 @@ pub struct Progress {
     latest: Mutex<Option<TipProgress>>,
     state: Mutex<DrawState>,
     network: Arc<NetworkGauges>,
+    /// The background chainstate's height (AssumeUTXO's validation
+    /// towards the snapshot's base), while one runs.
+    background_height: Mutex<Option<u32>>,
 }
 
 impl std::fmt::Debug for Progress {
@@ -167,12 +170,19 @@ impl Progress {
             latest: Mutex::new(None),
             state: Mutex::new(DrawState { previous: None, estimator }),
             network: Arc::default(),
+            background_height: Mutex::new(None),
         }
     }
 
     /// The gauges the P2P side writes to.
     pub fn network_gauges(&self) -> Arc<NetworkGauges> {
         self.network.clone()
+    }
+
+    /// The background chainstate reached `height` (`None`: none runs any
+    /// more); the next redraw shows it beside the active chain's.
+    pub fn set_background_height(&self, height: Option<u32>) {
+        *lock(&self.background_height) = height;
     }
 
     /// An import is about to connect `plan`'s blocks: the time left is
@@ -230,7 +240,11 @@ impl Progress {
             let message = message(&mut state.previous, sample, &tip, network);
             (message, estimate)
         };
-        let message = format!("{message} ETA {}", eta_text(&estimate));
+        let background = match *lock(&self.background_height) {
+            Some(height) => format!(" background validation {height}"),
+            None => String::new(),
+        };
+        let message = format!("{message}{background} ETA {}", eta_text(&estimate));
         match &self.output {
             Output::Bar(bar) => {
                 bar.set_length(u64::from(estimate.target_height));

@@ -276,13 +276,15 @@ impl CoinsChain {
     }
 
     /// Says block `id` (whose inputs were `input_count`) is the settled
-    /// tip: [`ChainEvent::TipUpdated`] and a published snapshot, for the
-    /// active chainstate only (see [`ChainRole`]).
+    /// tip: [`ChainEvent::TipUpdated`] and a published snapshot for the
+    /// active chainstate, [`ChainEvent::BackgroundTipUpdated`] alone for a
+    /// background one (see [`ChainRole`]).
     pub(crate) fn announce_tip(&self, shared: &mut Shared, id: EntryId, input_count: usize) {
+        let update = self.tip_update_for(shared, id, input_count);
         if self.role != ChainRole::Active {
+            shared.emit(ChainEvent::BackgroundTipUpdated(update));
             return;
         }
-        let update = self.tip_update_for(shared, id, input_count);
         shared.emit(ChainEvent::TipUpdated(update));
         self.publish(shared, Some(id));
     }

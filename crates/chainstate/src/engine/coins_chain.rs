@@ -84,6 +84,7 @@ impl CoinsChain {
         let database_options = DatabaseOptions::with_memory(&memory.coins_database);
         let database = CoinsDatabase::open(directory, &database_options)
             .map_err(opening(DatabaseKind::Coins, directory))?;
+        database.set_crash_ratio(shared.flush_crash_ratio);
         let mut cache = CoinsCache::new(Arc::new(database), memory.coins_bytes);
         cache.set_table_readers_uncounted_bytes(memory.table_readers_uncounted_bytes);
         if role == ChainRole::Active {

@@ -149,6 +149,10 @@ impl std::fmt::Display for SnapshotEvent {
 pub enum ChainEvent {
     /// AssumeUTXO's chainstates changed (see [`SnapshotEvent`]).
     Snapshot(SnapshotEvent),
+    /// The background chainstate (AssumeUTXO's, validating towards the
+    /// snapshot's base) settled a block: its new tip. Nothing is published
+    /// to readers for it (they read the active chainstate).
+    BackgroundTipUpdated(TipUpdate),
     /// The tip moved.
     TipUpdated(TipUpdate),
     /// A block broke a rule; it and its descendants are marked invalid.

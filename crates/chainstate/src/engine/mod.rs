@@ -237,8 +237,13 @@ impl Chainstate {
 
     /// Core's `-dbcrashratio` (crash tests): see
     /// [`CoinsDatabase::set_crash_ratio`](crate::CoinsDatabase::set_crash_ratio).
-    pub fn set_flush_crash_ratio(&self, ratio: u64) {
+    /// Every chainstate's database takes it, those opened later too.
+    pub fn set_flush_crash_ratio(&mut self, ratio: u64) {
+        self.shared.flush_crash_ratio = ratio;
         self.active.connector.cache().database().set_crash_ratio(ratio);
+        if let Some(background) = &self.background {
+            background.connector.cache().database().set_crash_ratio(ratio);
+        }
     }
 
     /// Changes the `-stopatheight` height.

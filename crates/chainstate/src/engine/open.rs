@@ -43,6 +43,7 @@ impl Chainstate {
             metrics: Arc::default(),
             interrupt: None,
             mock_time_seconds: None,
+            flush_crash_ratio: 0,
         };
         let snapshot_base =
             super::assumeutxo::prepare_snapshot_directory(&mut shared, &coins_directory)?;

@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// time (`-mocktime`,
     /// [`Chainstate::set_mock_time`](super::Chainstate::set_mock_time)).
     pub(crate) mock_time_seconds: Option<i64>,
+    /// Core's `-dbcrashratio`, given to every coins database the engine
+    /// opens (0: never).
+    pub(crate) flush_crash_ratio: u64,
 }
 
 impl Shared {

@@ -65,8 +65,16 @@ fn wipe_for_reindex(options: &NodeOptions, logger: &Logger) -> Result<(), Engine
     Ok(())
 }
 
+/// Deletes the coins, and an AssumeUTXO snapshot chainstate with them, as
+/// Core's `LoadChainstate` deletes it when the chainstate is wiped: a
+/// rebuilt chainstate validates from genesis.
 fn wipe_chainstate(options: &NodeOptions, logger: &Logger) -> Result<(), EngineError> {
     let chainstate = options.chain_directory.join("chainstate");
+    let snapshot = ibex_chainstate::snapshot_chainstate_directory(&chainstate);
+    if snapshot.exists() {
+        logger.log("[snapshot] deleting snapshot chainstate due to reindexing");
+        remove(&snapshot)?;
+    }
     logger.log(&format!("Wiping LevelDB in {}", chainstate.display()));
     remove(&chainstate)
 }
