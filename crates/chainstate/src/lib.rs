@@ -68,8 +68,8 @@ pub use coins::view::{CoinChange, CoinSetView};
 pub use coins::{coin_reads, compress, heap, txoutset};
 pub use engine::accept::AcceptOutcome;
 pub use engine::assumeutxo::{
-    snapshot_chainstate_directory, SnapshotActivationError, BASE_BLOCKHASH_FILE,
-    SNAPSHOT_CHAINSTATE_DIRECTORY,
+    active_coins_directory, snapshot_chainstate_directory, SnapshotActivationError,
+    BASE_BLOCKHASH_FILE, SNAPSHOT_CHAINSTATE_DIRECTORY,
 };
 pub use engine::headers::HeaderRefusal;
 pub use engine::open::INDEX_DIRECTORY;

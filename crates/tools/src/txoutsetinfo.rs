@@ -72,11 +72,11 @@ pub fn run(arguments: &[String]) -> Result<String, TxOutSetInfoError> {
     }
     let options = parse_options(&node_arguments)?;
     let _directory_locks = lock_for_reading(&options)?;
-    let info = txoutset_info(
-        &options.chain_directory.join("chainstate"),
-        &options.blocks_directory,
-        hash_type,
-    )?;
+    // With an AssumeUTXO snapshot loaded, the node's active coins are the
+    // snapshot chainstate's, as `gettxoutsetinfo` reports them.
+    let coins_directory =
+        ibex_chainstate::active_coins_directory(&options.chain_directory.join("chainstate"));
+    let info = txoutset_info(&coins_directory, &options.blocks_directory, hash_type)?;
     txoutset_info_json(&info)
 }
 

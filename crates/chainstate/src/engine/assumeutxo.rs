@@ -65,6 +65,19 @@ pub fn snapshot_chainstate_directory(chainstate_directory: &Path) -> PathBuf {
     parent.join(SNAPSHOT_CHAINSTATE_DIRECTORY)
 }
 
+/// The coins database a node started on `chainstate_directory` makes
+/// active: the snapshot chainstate's, when one was activated (its base
+/// block file is there), else `chainstate_directory` itself. For tools
+/// that read the coins of a stopped node (`ibex txoutsetinfo`).
+pub fn active_coins_directory(chainstate_directory: &Path) -> PathBuf {
+    let snapshot = snapshot_chainstate_directory(chainstate_directory);
+    if snapshot.join(BASE_BLOCKHASH_FILE).is_file() {
+        snapshot
+    } else {
+        chainstate_directory.to_path_buf()
+    }
+}
+
 /// The active chainstate's snapshot: its base block and AssumeUTXO entry.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SnapshotBase {
