@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use ibex_p2p::sync::block_download::{
-    BlockDownload, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX, BLOCK_STALLING_TIMEOUT_DEFAULT,
+    BackgroundRange, BlockDownload, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX,
+    BLOCK_STALLING_TIMEOUT_DEFAULT,
 };
 use ibex_p2p::sync::locator::{ChainView, HashChain};
 use ibex_p2p::sync::{Action, DisconnectReason, Misbehavior, PeerId};
@@ -101,6 +102,9 @@ struct Simulation {
     /// stays on its old branch (it has less work until the blocks above
     /// the fork are in).
     engine_fork: Option<u32>,
+    /// AssumeUTXO: the background chainstate's tip and the snapshot's
+    /// base, while it validates towards it.
+    background: Option<BackgroundRange>,
     engine_have: HashMap<BlockHash, usize>,
     connect_per_tick: u32,
     offered: HashMap<BlockHash, u32>,
@@ -124,6 +128,7 @@ impl Simulation {
             peers: BTreeMap::new(),
             engine_tip: 0,
             engine_fork: None,
+            background: None,
             engine_have: HashMap::new(),
             connect_per_tick,
             offered: HashMap::new(),
@@ -134,6 +139,24 @@ impl Simulation {
             start,
             now: start,
         }
+    }
+
+    /// A node whose active chainstate was loaded from a snapshot of the
+    /// block at `base_height` (its tip), its background chainstate at
+    /// genesis.
+    fn from_snapshot(
+        blocks: Blocks,
+        download_bytes_max: u64,
+        connect_per_tick: u32,
+        base_height: u32,
+    ) -> Simulation {
+        let mut config = DownloadConfig::new(&Params::regtest(), download_bytes_max);
+        config.block_bytes_estimate = BLOCK_BYTES_ESTIMATE;
+        let mut simulation = Simulation::new(blocks, download_bytes_max, connect_per_tick);
+        simulation.download = BlockDownload::new(config, base_height);
+        simulation.engine_tip = base_height;
+        simulation.background = Some(BackgroundRange { tip_height: 0, base_height });
+        simulation
     }
 
     fn add_peer(&mut self, peer: PeerId, latency_ms: u64, behaviour: Behaviour) {
@@ -230,6 +253,21 @@ impl Simulation {
         if connected > 0 {
             self.download.on_tip_moved(self.engine_tip, connected);
         }
+        self.connect_background();
+    }
+
+    /// The background chainstate connects its blocks in order, at the same
+    /// pace; it is dropped once at the base (validated).
+    fn connect_background(&mut self) {
+        let Some(mut range) = self.background else { return };
+        for _ in 0..self.connect_per_tick {
+            let Some(next) = self.blocks.chain.hash_at(range.tip_height + 1) else { break };
+            if range.tip_height == range.base_height || !self.engine_have.contains_key(&next) {
+                break;
+            }
+            range.tip_height += 1;
+        }
+        self.background = range.needs_blocks().then_some(range);
     }
 
     /// The engine reorganises to a new best chain forking at
@@ -265,7 +303,11 @@ impl Simulation {
         // The same from the simulation's side: reservations for blocks in
         // flight, and the real size of blocks offered above the tip.
         let in_flight: usize = self.peers.values().map(|simulated| simulated.in_flight).sum();
+        let background_waiting = self.background.map_or(0..=0, |range| {
+            range.tip_height + 1..=range.base_height.min(range.tip_height + 2_048)
+        });
         let waiting: u64 = (self.engine_tip + 1..=self.blocks.tip())
+            .chain(background_waiting.filter(|height| *height > 0))
             .filter_map(|height| self.blocks.chain.hash_at(height))
             .filter_map(|hash| self.engine_have.get(&hash))
             .map(|bytes| *bytes as u64)
@@ -278,7 +320,12 @@ impl Simulation {
     fn step(&mut self, download_bytes_max: u64) {
         self.deliver_due();
         self.connect();
-        let view = ForkView { chain: &self.blocks.chain, fork: self.engine_fork };
+        let view = ForkView {
+            chain: &self.blocks.chain,
+            fork: self.engine_fork,
+            background: self.background,
+            have: &self.engine_have,
+        };
         let actions = self.download.poll(self.now, &view);
         self.handle(actions);
         self.check_invariants(download_bytes_max);
@@ -312,6 +359,8 @@ impl Simulation {
 struct ForkView<'a> {
     chain: &'a HashChain,
     fork: Option<u32>,
+    background: Option<BackgroundRange>,
+    have: &'a HashMap<BlockHash, usize>,
 }
 
 impl ibex_p2p::sync::block_download::HeaderChain for ForkView<'_> {
@@ -325,6 +374,16 @@ impl ibex_p2p::sync::block_download::HeaderChain for ForkView<'_> {
 
     fn fork_height(&self) -> Option<u32> {
         self.fork
+    }
+
+    fn background_range(&self) -> Option<BackgroundRange> {
+        self.background
+    }
+
+    fn background_block(&self, height: u32) -> Option<(BlockHash, bool)> {
+        self.background.filter(|range| range.is_needed(height))?;
+        let hash = ChainView::hash_at(self.chain, height)?;
+        Some((hash, self.have.contains_key(&hash)))
     }
 }
 
@@ -632,4 +691,39 @@ fn the_download_timeout_grows_with_the_peers_downloading() {
     assert_eq!(config.block_download_timeout(1), Duration::from_secs(600));
     assert_eq!(config.block_download_timeout(2), Duration::from_secs(900));
     assert_eq!(config.block_download_timeout(125), Duration::from_secs(600 + 124 * 300));
+}
+
+#[test]
+fn a_snapshot_node_follows_the_tip_and_fetches_history_below_the_base_once() {
+    // The snapshot's base at 3,000, the best chain at 4,000: the active
+    // chainstate downloads 1,000 blocks while the background one needs
+    // 3,000 below the base.
+    let mut simulation = Simulation::from_snapshot(Blocks::new(4_001, 9), BYTES_MAX, 16, 3_000);
+    simulation.add_peer(PeerId(1), 5, Behaviour::Answers);
+    simulation.add_peer(PeerId(2), 15, Behaviour::Answers);
+    simulation.add_peer(PeerId(3), 30, Behaviour::Answers);
+    let mut active_synced_at = None;
+    let mut background_done_at = None;
+    for _ in 0..200_000 {
+        simulation.step(BYTES_MAX);
+        if simulation.engine_tip == simulation.blocks.tip() {
+            active_synced_at.get_or_insert(simulation.elapsed());
+        }
+        if simulation.background.is_none() {
+            background_done_at.get_or_insert(simulation.elapsed());
+            break;
+        }
+    }
+    let background_done_at = background_done_at.expect("the background reached the base");
+    let active_synced_at = active_synced_at.expect("the active chain synced first");
+    assert!(active_synced_at < background_done_at, "{active_synced_at:?}");
+    simulation.run_until_synced(BYTES_MAX, 1_000);
+    simulation.assert_each_block_offered_once();
+    assert_eq!(simulation.requests.len(), 4_000, "no block asked for twice");
+    assert!(simulation.disconnected.is_empty() && simulation.misbehaving.is_empty());
+    for _ in 0..10 {
+        simulation.step(BYTES_MAX);
+    }
+    assert_eq!(simulation.download.bytes_held(), 0);
+    assert_eq!(simulation.download.background_bytes_held(), 0);
 }

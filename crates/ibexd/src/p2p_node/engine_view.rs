@@ -1,7 +1,8 @@
 //! The engine as the sync state machines read it, through the
 //! chainstate's read API ([`ChainReader`]'s views): the block index for
 //! headers sync ([`ReaderIndex`]), the best header chain above the tip for
-//! the block download ([`BestChainWindow`]), and the reads that answer
+//! the block download, with AssumeUTXO's background chainstate's blocks
+//! below the snapshot's base ([`BestChainWindow`]), and the reads that answer
 //! peers (`getheaders`, `getdata`), each one question answered on the
 //! engine's thread.
 //!
@@ -15,8 +16,10 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use ibex_chainstate::{BestChainBlocks, BlockStatus, ChainReader, IndexedBlock, ReadView};
-use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
+use ibex_chainstate::{
+    AssumeUtxoSummary, BestChainBlocks, BlockStatus, ChainReader, IndexedBlock, ReadView,
+};
+use ibex_p2p::sync::block_download::{BackgroundRange, BLOCK_DOWNLOAD_WINDOW_BLOCKS};
 use ibex_p2p::sync::headers::anti_dos_work_threshold;
 use ibex_p2p::sync::IndexedHeader;
 use ibex_p2p::sync::{HeaderChain, HeaderIndex};
@@ -182,14 +185,28 @@ pub fn unix_seconds() -> i64 {
 }
 
 /// The best header chain's blocks above the engine's tip, as far as the
-/// download window reaches and one more: what the block download
-/// scheduler reads.
+/// download window reaches and one more, and with AssumeUTXO the snapshot
+/// chain's blocks above the background chainstate's tip, as far as its
+/// window reaches: what the block download scheduler reads.
 #[derive(Debug, Clone, Default)]
-pub struct BestChainWindow(BestChainBlocks);
+pub struct BestChainWindow {
+    best: BestChainBlocks,
+    background: Option<BackgroundBlocks>,
+}
+
+/// The blocks the background chainstate needs next.
+#[derive(Debug, Clone)]
+struct BackgroundBlocks {
+    range: BackgroundRange,
+    /// From the background's tip + 1 on: each block's hash and whether its
+    /// data is stored.
+    blocks: Vec<(BlockHash, bool)>,
+}
 
 impl BestChainWindow {
-    /// Reads the window above `tip_height` (one question); `None` when the
-    /// engine does not answer.
+    /// Reads the window above `tip_height` (one question), and the
+    /// background's (one more, with a snapshot not yet validated); `None`
+    /// when the engine does not answer.
     pub fn read(reader: &ChainReader, tip_height: u32) -> Option<BestChainWindow> {
         // One block past the window too: the scheduler tells that the
         // window is what holds a peer back (Core's staller detection) only
@@ -197,28 +214,92 @@ impl BestChainWindow {
         let last_height_max =
             tip_height.saturating_add(BLOCK_DOWNLOAD_WINDOW_BLOCKS).saturating_add(1);
         let view = reader.unsettled(QUERY_TIMEOUT);
-        view.best_chain_blocks(tip_height, last_height_max).ok().flatten().map(BestChainWindow)
+        let best = view.best_chain_blocks(tip_height, last_height_max).ok().flatten()?;
+        let background = read_background(reader, &view);
+        Some(BestChainWindow { best, background })
     }
+
+    /// The background chainstate's range as the window was read.
+    pub fn background(&self) -> Option<BackgroundRange> {
+        self.background.as_ref().map(|background| background.range)
+    }
+}
+
+/// The blocks AssumeUTXO's background chainstate still needs, from what
+/// the engine publishes: `None` without a snapshot, once it is validated,
+/// before the background has a tip, or with its tip at the base.
+pub fn background_range(summary: &AssumeUtxoSummary) -> Option<BackgroundRange> {
+    if summary.validated {
+        return None;
+    }
+    let (_, tip_height) = summary.background_tip?;
+    let range = BackgroundRange { tip_height, base_height: summary.base_height };
+    range.needs_blocks().then_some(range)
+}
+
+/// The background's window: which blocks are stored comes from the best
+/// header chain (one question), and only the part of it that is the
+/// snapshot chain (the active chain's published hashes below the base) is
+/// kept, so a best header off the base's chain yields nothing to fetch.
+fn read_background(reader: &ChainReader, view: &ReadView<'_>) -> Option<BackgroundBlocks> {
+    let range = background_range(reader.snapshot().assumeutxo.as_ref()?)?;
+    let last_height = range.window_end(BLOCK_DOWNLOAD_WINDOW_BLOCKS);
+    let stored = view.best_chain_blocks(range.tip_height, last_height).ok().flatten()?;
+    let first_height = range.tip_height.saturating_add(1);
+    let count = usize::try_from(last_height - range.tip_height).unwrap_or(usize::MAX);
+    let (_, snapshot_chain) = reader.snapshot_with_hashes(first_height, count);
+    let blocks = snapshot_chain_prefix(&stored, first_height, &snapshot_chain);
+    Some(BackgroundBlocks { range, blocks })
+}
+
+/// The blocks of `stored` from `first_height` on while they are the
+/// snapshot chain's (`snapshot_chain`, from `first_height` on).
+fn snapshot_chain_prefix(
+    stored: &BestChainBlocks,
+    first_height: u32,
+    snapshot_chain: &[BlockHash],
+) -> Vec<(BlockHash, bool)> {
+    let Some(skip) = first_height.checked_sub(stored.first_height) else { return Vec::new() };
+    let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+    stored
+        .blocks
+        .iter()
+        .skip(skip)
+        .zip(snapshot_chain)
+        .take_while(|((stored_hash, _), snapshot_hash)| stored_hash == *snapshot_hash)
+        .map(|(block, _)| *block)
+        .collect()
 }
 
 impl HeaderChain for BestChainWindow {
     fn best_height(&self) -> u32 {
-        self.0.best_height
+        self.best.best_height
     }
 
     fn hash_at(&self, height: u32) -> Option<BlockHash> {
-        let offset = height.checked_sub(self.0.first_height)?;
-        self.0.blocks.get(usize::try_from(offset).ok()?).map(|(hash, _)| *hash)
+        let offset = height.checked_sub(self.best.first_height)?;
+        self.best.blocks.get(usize::try_from(offset).ok()?).map(|(hash, _)| *hash)
     }
 
     fn have_block_data(&self, height: u32, hash: &BlockHash) -> bool {
-        let Some(offset) = height.checked_sub(self.0.first_height) else { return true };
+        let Some(offset) = height.checked_sub(self.best.first_height) else { return true };
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
-        self.0.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
+        self.best.blocks.get(offset).is_some_and(|(block, have)| block == hash && *have)
     }
 
     fn fork_height(&self) -> Option<u32> {
-        self.0.fork_height
+        self.best.fork_height
+    }
+
+    fn background_range(&self) -> Option<BackgroundRange> {
+        self.background()
+    }
+
+    fn background_block(&self, height: u32) -> Option<(BlockHash, bool)> {
+        let background = self.background.as_ref()?;
+        let offset = height.checked_sub(background.range.tip_height.saturating_add(1))?;
+        let block = background.blocks.get(usize::try_from(offset).ok()?)?;
+        background.range.is_needed(height).then_some(*block)
     }
 }
 
@@ -395,12 +476,15 @@ mod tests {
 
     #[test]
     fn the_window_answers_only_above_the_tip_and_knows_stored_blocks() {
-        let window = BestChainWindow(BestChainBlocks {
+        let best = BestChainBlocks {
             best_height: 12,
             first_height: 10,
             fork_height: Some(9),
             blocks: vec![(hash(10), true), (hash(11), false), (hash(12), false)],
-        });
+        };
+        let window = BestChainWindow { best, background: None };
+        assert_eq!(window.background_range(), None);
+        assert_eq!(window.background_block(3), None);
         assert_eq!(window.fork_height(), Some(9));
         assert_eq!(window.best_height(), 12);
         assert_eq!(window.hash_at(9), None);
@@ -411,5 +495,48 @@ mod tests {
         assert!(!window.have_block_data(11, &hash(11)));
         assert!(!window.have_block_data(10, &hash(11)), "another block at that height");
         assert!(window.have_block_data(9, &hash(9)), "at or below the tip: connected");
+    }
+
+    #[test]
+    fn the_background_range_needs_a_snapshot_not_yet_validated_below_its_base() {
+        let summary = AssumeUtxoSummary {
+            base_hash: hash(50),
+            base_height: 50,
+            background_tip: Some((hash(7), 7)),
+            validated: false,
+        };
+        let range = BackgroundRange { tip_height: 7, base_height: 50 };
+        assert_eq!(background_range(&summary), Some(range));
+        assert_eq!(background_range(&AssumeUtxoSummary { validated: true, ..summary }), None);
+        let at_base = AssumeUtxoSummary { background_tip: Some((hash(50), 50)), ..summary };
+        assert_eq!(background_range(&at_base), None);
+        let no_tip = AssumeUtxoSummary { background_tip: None, ..summary };
+        assert_eq!(background_range(&no_tip), None);
+    }
+
+    #[test]
+    fn the_background_window_keeps_only_the_snapshot_chain() {
+        // Blocks 8 to 11 of the best header chain; the snapshot chain
+        // leaves it after 9.
+        let stored = BestChainBlocks {
+            best_height: 60,
+            first_height: 8,
+            fork_height: None,
+            blocks: vec![(hash(8), false), (hash(9), true), (hash(10), false), (hash(11), false)],
+        };
+        let snapshot_chain = [hash(8), hash(9), hash(99), hash(11)];
+        let blocks = snapshot_chain_prefix(&stored, 8, &snapshot_chain);
+        assert_eq!(blocks, [(hash(8), false), (hash(9), true)]);
+        let range = BackgroundRange { tip_height: 7, base_height: 50 };
+        let window = BestChainWindow {
+            best: BestChainBlocks::default(),
+            background: Some(BackgroundBlocks { range, blocks }),
+        };
+        assert_eq!(window.background_range(), Some(range));
+        assert_eq!(window.background_block(7), None, "the background's tip");
+        assert_eq!(window.background_block(8), Some((hash(8), false)));
+        assert_eq!(window.background_block(9), Some((hash(9), true)));
+        assert_eq!(window.background_block(10), None, "off the snapshot chain");
+        assert!(snapshot_chain_prefix(&stored, 7, &snapshot_chain).is_empty(), "below the read");
     }
 }

@@ -42,7 +42,7 @@ use ibex_p2p::net::{
 use ibex_p2p::sync::block_download::BLOCK_DOWNLOAD_WINDOW_BLOCKS;
 use ibex_p2p::sync::HeaderIndex;
 use ibex_p2p::sync::{Action, BlockDownload, HeadersSync, Misbehavior, PeerId};
-use ibex_p2p::{Inventory, LocatorRequest, NetworkMessage};
+use ibex_p2p::{Inventory, LocatorRequest, NetworkMessage, ServiceFlags};
 use ibex_primitives::{BlockBuffers, BlockHash, Params};
 
 use super::engine_link::EngineLink;
@@ -254,10 +254,13 @@ impl SyncLoop {
 
     fn on_event(&mut self, event: NetworkEvent) {
         match event {
-            NetworkEvent::PeerConnected { id, connection, address, inbound, .. } => {
+            NetworkEvent::PeerConnected {
+                id, connection, address, inbound, ref version, ..
+            } => {
                 self.logger.log(&event.to_string());
                 let local = spared_as_local(address.ip(), self.loopback_discouraged);
                 self.peer_connected(id, connection, local);
+                self.download.set_peer_limited(id, is_limited_peer(version.services));
                 let permissions = self.whitelist.permissions(address.ip(), inbound);
                 if let Some(state) = self.peers.get_mut(&id) {
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
@@ -535,6 +538,13 @@ impl SyncLoop {
 /// The networking layer shut down.
 struct NetworkClosed;
 
+/// Core's `IsLimitedPeer`: the peer serves only the last 288 blocks
+/// (`NODE_NETWORK_LIMITED` without `NODE_NETWORK`), so it is never asked
+/// for the background chainstate's blocks.
+fn is_limited_peer(services: ServiceFlags) -> bool {
+    !services.contains(ServiceFlags::NETWORK) && services.contains(ServiceFlags::NETWORK_LIMITED)
+}
+
 /// What the node received and sent over its run, and the average rates:
 /// an IBD's download rate at a glance.
 fn traffic_line(totals: &ibex_p2p::net::NetTotals, elapsed: Duration) -> String {
@@ -558,6 +568,18 @@ impl std::fmt::Debug for SyncLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_peer_serving_recent_blocks_alone_is_limited() {
+        let limited = ServiceFlags::NETWORK_LIMITED;
+        assert!(is_limited_peer(limited | ServiceFlags::WITNESS));
+        assert!(!is_limited_peer(limited | ServiceFlags::NETWORK));
+        assert!(!is_limited_peer(ServiceFlags::NETWORK));
+        assert!(
+            !is_limited_peer(ServiceFlags::WITNESS),
+            "Core: limited only with NODE_NETWORK_LIMITED"
+        );
+    }
 
     #[test]
     fn traffic_line_gives_totals_and_rates() {

@@ -13,7 +13,7 @@
 //! | [`locator`] | block locators, the fork point of a received locator, the headers a `getheaders` gets | `LocatorEntries`, `FindForkInGlobalIndex`, the `GETHEADERS` handler |
 //! | [`headers_presync`] | a low-work header chain downloaded twice, stored only once it has the work | `HeadersSyncState` (headerssync.cpp) |
 //! | [`headers`] | headers sync per peer: who to ask, `headers` messages checked and routed to presync or the engine, timeouts | `ProcessHeadersMessage`, `MaybeSendGetHeaders`, the headers parts of `SendMessages` |
-//! | [`block_download`] | which block from which peer: window, in-flight and byte bounds, stalling, timeouts | `FindNextBlocksToDownload`, the block parts of `SendMessages` |
+//! | [`block_download`] | which block from which peer: window, in-flight and byte bounds, stalling, timeouts; AssumeUTXO's background chainstate's window below the snapshot's base | `FindNextBlocksToDownload`, `TryDownloadingHistoricalBlocks`, the block parts of `SendMessages` |
 //! | [`action`] | [`Action`], [`PeerId`], [`DisconnectReason`] | `fDisconnect`, `Misbehaving` |
 //! | [`misbehavior`] | [`Misbehavior`] with Core's words | `Misbehaving` messages |
 //!

@@ -5,20 +5,23 @@
 use std::time::Instant;
 
 use ibex_p2p::messages::inventory::{Inventory, InventoryType};
+use ibex_p2p::sync::block_download::BackgroundRange;
 use ibex_p2p::sync::PeerId;
 use ibex_p2p::NetworkMessage;
 use ibex_primitives::{BlockHash, Hash256};
 
 use super::{SyncLoop, ANNOUNCED_HEADERS_MAX, WINDOW_REREAD_BLOCKS};
 use crate::p2p_node::engine_view::{
-    announcement_headers, common_height_with_best, tip_is_stale, unix_seconds, BestChainWindow,
+    announcement_headers, background_range, common_height_with_best, tip_is_stale, unix_seconds,
+    BestChainWindow,
 };
 
 impl SyncLoop {
     /// Follows the engine's snapshot (each turn of the loop: a lock read).
     /// The scheduler learns of tip moves at once; the window is read again
-    /// (a query) when the best header changed or the tip left the part of
-    /// the window read last, and otherwise at the next tick.
+    /// (a query) when the best header changed, the tip left the part of
+    /// the window read last, or the background chainstate's tip did (or it
+    /// came or went), and otherwise at the next tick.
     pub(super) fn follow_tip(&mut self) {
         let snapshot = self.reader.snapshot();
         if snapshot.sequence == self.seen_sequence {
@@ -36,7 +39,9 @@ impl SyncLoop {
         let best_changed = snapshot.best_header != self.window_best;
         let tip_left_window = tip_height < self.window_tip
             || tip_height >= self.window_tip.saturating_add(WINDOW_REREAD_BLOCKS);
-        if best_changed || tip_left_window {
+        let background = snapshot.assumeutxo.as_ref().and_then(background_range);
+        let background_left_window = background_left_window(self.window.background(), background);
+        if best_changed || tip_left_window || background_left_window {
             self.read_window(tip_height, snapshot.best_header);
             self.peer_heights_stale |= best_changed;
         } else {
@@ -131,5 +136,34 @@ impl SyncLoop {
                 .and_then(|best| common_height_with_best(&self.reader, best));
             self.download.set_peer_best_height(peer, height);
         }
+    }
+}
+
+/// Whether the background chainstate's window must be read again now: its
+/// tip (`now`) left the part read last (`read`), or it came or went
+/// (a snapshot loaded, validated).
+fn background_left_window(read: Option<BackgroundRange>, now: Option<BackgroundRange>) -> bool {
+    match (read, now) {
+        (Some(read), Some(now)) => {
+            now.base_height != read.base_height
+                || now.tip_height < read.tip_height
+                || now.tip_height >= read.tip_height.saturating_add(WINDOW_REREAD_BLOCKS)
+        }
+        (read, now) => read.is_some() != now.is_some(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_background_window_is_read_again_when_its_tip_leaves_it() {
+        let range = |tip_height| Some(BackgroundRange { tip_height, base_height: 5_000 });
+        assert!(!background_left_window(None, None));
+        assert!(background_left_window(None, range(0)), "a snapshot loaded");
+        assert!(background_left_window(range(10), None), "validated");
+        assert!(!background_left_window(range(10), range(10 + WINDOW_REREAD_BLOCKS - 1)));
+        assert!(background_left_window(range(10), range(10 + WINDOW_REREAD_BLOCKS)));
     }
 }

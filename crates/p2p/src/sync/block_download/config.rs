@@ -82,6 +82,15 @@ impl DownloadConfig {
         let half_intervals = others.saturating_add(2);
         self.block_interval.saturating_mul(half_intervals) / 2
     }
+
+    /// The bytes the background chainstate's blocks (all but its next) may
+    /// hold while the active chainstate waits for blocks: half the bound.
+    /// The active chain, which follows the network's tip, keeps the other
+    /// half; with nothing to fetch for it, the background takes the whole
+    /// bound.
+    pub fn background_bytes_max(&self) -> u64 {
+        self.download_bytes_max / 2
+    }
 }
 
 /// The byte bound for blocks downloaded ahead of validation, from the

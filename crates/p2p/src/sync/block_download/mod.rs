@@ -29,6 +29,25 @@
 //!   node's to judge by Core's rules for unrequested blocks (kept only when
 //!   it would extend the best chain); one it keeps is counted against the
 //!   byte bound like a downloaded one ([`BlockDownload::take_unrequested`]).
+//! - **Background chainstate** (AssumeUTXO, Core's
+//!   `TryDownloadingHistoricalBlocks`): while a chainstate loaded from a
+//!   snapshot is active, a background chainstate validates from genesis up
+//!   to the snapshot's base ([`HeaderChain::background_range`]). The room a
+//!   peer has left once it took the active chain's blocks (every peer is
+//!   served for the active chain first) goes to a second window: the
+//!   blocks without data above the background's tip, at most
+//!   [`BLOCK_DOWNLOAD_WINDOW_BLOCKS`] above it and never above the base,
+//!   from peers whose best header reaches them and that serve more than the
+//!   last 288 blocks (not `NODE_NETWORK_LIMITED` alone,
+//!   [`BlockDownload::set_peer_limited`]). They share the in-flight limit
+//!   per peer, the block download timeout and the byte bound (a received
+//!   one counts until the background's tip reaches it), but never the
+//!   stalling rule: no peer is marked stalling for them, nor for an active
+//!   block held back only by their bytes. The byte bound keeps one block's
+//!   estimate free for the active chain's next block and one more for the
+//!   background's next, and while the active chain waits for blocks the
+//!   background's others take at most half the bound
+//!   ([`DownloadConfig::background_bytes_max`]).
 //!
 //! Departures from Core, all on the side of simplicity: blocks are fetched
 //! along our best header chain only (Core follows each peer's best chain),
@@ -57,11 +76,26 @@
 //! - Memory: per peer a queue of 16 hashes (~600 bytes); per tracked block
 //!   ~80 bytes of map entry; at most [`TRACKED_BLOCKS_MAX`] (4,096) tracked:
 //!   ~330 KB. A poll walks the window once (1,024 hash lookups, ~30 us).
+//! - Background chainstate: its window adds at most 1,024 tracked blocks
+//!   (the two windows together are half of [`TRACKED_BLOCKS_MAX`]) and one
+//!   more walk of 1,024 lookups per poll. Its bytes come out of the same
+//!   bound, so memory does not grow: at `-dbcache=450` (a 32 MiB bound, 8
+//!   blocks of 4 MB) it has up to 6 blocks reserved while the active chain
+//!   is at the network's tip (two estimates stay free, one per next
+//!   block), about 4 while the active chain downloads too. A full IBD has
+//!   7, so the background reaches the base (935,000 blocks on mainnet)
+//!   about as fast as an IBD from genesis: the byte bound and validation,
+//!   not the second window, are its limits.
 
+mod background;
+#[cfg(test)]
+mod background_tests;
 mod config;
 mod schedule;
 mod stalling;
 mod unrequested;
+
+pub use background::BackgroundRange;
 
 pub use config::{
     download_bytes_for_share, DownloadConfig, BLOCKS_IN_FLIGHT_PER_PEER_MAX, BLOCK_BYTES_MAX,
@@ -95,6 +129,20 @@ pub trait HeaderChain {
     /// `pindexLastCommonBlock`); `None` when the tip is on the best chain.
     /// Blocks are fetched from just above it.
     fn fork_height(&self) -> Option<u32> {
+        None
+    }
+    /// AssumeUTXO's background chainstate, while it still needs blocks
+    /// below the snapshot's base (Core's `GetHistoricalBlockRange`);
+    /// `None` without a snapshot, once it is validated, or when the
+    /// background's tip is at the base.
+    fn background_range(&self) -> Option<BackgroundRange> {
+        None
+    }
+    /// The snapshot chain's block at `height`, above the background's tip
+    /// and at most at the base, and whether the engine holds its data;
+    /// `None` past what the view holds. Blocks are fetched for the
+    /// background only up to the first `None`.
+    fn background_block(&self, _height: u32) -> Option<(BlockHash, bool)> {
         None
     }
 }
@@ -131,6 +179,18 @@ struct DownloadPeer {
     downloading_since: Option<Instant>,
     /// Since when it holds up the window.
     stalling_since: Option<Instant>,
+    /// It serves only the last 288 blocks (Core's `IsLimitedPeer`): never
+    /// asked for the background chainstate's.
+    limited: bool,
+}
+
+/// The chainstate a block is downloaded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The active chainstate: the window above its tip.
+    Active,
+    /// AssumeUTXO's background chainstate: the window below the base.
+    Background,
 }
 
 /// A block requested and not yet received.
@@ -138,6 +198,7 @@ struct DownloadPeer {
 struct InFlight {
     peer: PeerId,
     height: u32,
+    role: Role,
 }
 
 /// A block received and handed to the engine, not yet connected.
@@ -145,6 +206,7 @@ struct InFlight {
 struct Received {
     height: u32,
     bytes: u64,
+    role: Role,
 }
 
 /// The scheduler (see the module docs). Feed it events; carry out the
@@ -158,9 +220,15 @@ pub struct BlockDownload {
     received: HashMap<BlockHash, Received>,
     reserved_bytes: u64,
     received_bytes: u64,
+    /// The part of `reserved_bytes` and `received_bytes` held for the
+    /// background chainstate.
+    background_bytes: u64,
     /// The best chain's fork from the active chain, when below the tip (as
     /// the last poll's chain gave it).
     fork_height: Option<u32>,
+    /// The background chainstate's blocks still needed (as the last poll's
+    /// chain gave them).
+    background: Option<BackgroundRange>,
     stalling_timeout: StallingTimeout,
     /// Which peer is offered blocks first in the next poll.
     rotation: usize,
@@ -177,7 +245,9 @@ impl BlockDownload {
             received: HashMap::new(),
             reserved_bytes: 0,
             received_bytes: 0,
+            background_bytes: 0,
             fork_height: None,
+            background: None,
             stalling_timeout: StallingTimeout::default(),
             rotation: 0,
         }
@@ -205,12 +275,20 @@ impl BlockDownload {
     pub fn remove_peer(&mut self, peer: PeerId) -> Vec<BlockHash> {
         let Some(state) = self.peers.remove(&peer) else { return Vec::new() };
         for hash in &state.queue_in_flight {
-            if self.in_flight.remove(hash).is_some() {
-                self.reserved_bytes =
-                    self.reserved_bytes.saturating_sub(self.config.block_bytes_estimate);
+            if let Some(entry) = self.in_flight.remove(hash) {
+                self.release_reservation(entry.role);
             }
         }
         state.queue_in_flight.into()
+    }
+
+    /// Whether `peer` serves only the last 288 blocks (`NODE_NETWORK_LIMITED`
+    /// without `NODE_NETWORK`, Core's `IsLimitedPeer`): it is then never
+    /// asked for the background chainstate's blocks.
+    pub fn set_peer_limited(&mut self, peer: PeerId, limited: bool) {
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.limited = limited;
+        }
     }
 
     /// The engine's tip moved to `tip_height`, connecting `blocks_connected`
@@ -219,15 +297,11 @@ impl BlockDownload {
         self.tip_height = tip_height;
         self.stalling_timeout.on_blocks_connected(blocks_connected);
         let base_height = self.base_height();
-        let mut released = 0;
-        self.received.retain(|_, block| {
-            let keep = block.height > base_height;
-            if !keep {
-                released += block.bytes;
-            }
-            keep
+        // The background's blocks lie below the tip: its own tip releases
+        // them (at the next poll).
+        self.release_received_unless(|_, block| {
+            block.role == Role::Background || block.height > base_height
         });
-        self.received_bytes = self.received_bytes.saturating_sub(released);
     }
 
     /// A `block` message from `peer` (its payload). Returns the offer to the
@@ -263,9 +337,13 @@ impl BlockDownload {
             return None;
         }
         let entry = self.remove_request(&hash, now)?;
-        if entry.height > self.base_height() {
-            self.received.insert(hash, Received { height: entry.height, bytes: size_bytes });
-            self.received_bytes += size_bytes;
+        let waits_to_connect = match entry.role {
+            Role::Active => entry.height > self.base_height(),
+            Role::Background => self.background.is_some_and(|range| range.is_needed(entry.height)),
+        };
+        if waits_to_connect {
+            let block = Received { height: entry.height, bytes: size_bytes, role: entry.role };
+            self.count_received(hash, block);
         }
         Some(entry.height)
     }
@@ -274,6 +352,7 @@ impl BlockDownload {
     /// disconnects stalling and timed-out peers, then requests blocks.
     pub fn poll(&mut self, now: Instant, chain: &impl HeaderChain) -> Vec<Action> {
         self.fork_height = chain.fork_height();
+        self.background = chain.background_range().filter(BackgroundRange::needs_blocks);
         self.release_received_off_chain(chain);
         let mut actions = Vec::new();
         self.disconnect_stalling(now, &mut actions);
@@ -298,6 +377,12 @@ impl BlockDownload {
     /// estimate plus blocks received and not connected.
     pub fn bytes_held(&self) -> u64 {
         self.reserved_bytes + self.received_bytes
+    }
+
+    /// The part of [`BlockDownload::bytes_held`] held for the background
+    /// chainstate.
+    pub fn background_bytes_held(&self) -> u64 {
+        self.background_bytes
     }
 
     /// Blocks in flight from `peer`.
@@ -346,7 +431,7 @@ impl BlockDownload {
     /// clock restarts if it was its first block, its stall mark clears.
     fn remove_request(&mut self, hash: &BlockHash, now: Instant) -> Option<InFlight> {
         let entry = self.in_flight.remove(hash)?;
-        self.reserved_bytes = self.reserved_bytes.saturating_sub(self.config.block_bytes_estimate);
+        self.release_reservation(entry.role);
         if let Some(state) = self.peers.get_mut(&entry.peer) {
             if state.queue_in_flight.front() == Some(hash) {
                 state.downloading_since = state.downloading_since.map(|since| since.max(now));
@@ -360,17 +445,67 @@ impl BlockDownload {
         Some(entry)
     }
 
+    /// Releases the active chain's received blocks the tip passed or that
+    /// left the best chain, and the background's that its tip passed (or
+    /// all of them once it needs none).
     fn release_received_off_chain(&mut self, chain: &impl HeaderChain) {
         let base_height = self.base_height();
-        let mut released = 0;
-        self.received.retain(|hash, block| {
-            let keep = block.height > base_height && chain.hash_at(block.height) == Some(*hash);
-            if !keep {
-                released += block.bytes;
+        let background = self.background;
+        self.release_received_unless(|hash, block| match block.role {
+            Role::Active => {
+                block.height > base_height && chain.hash_at(block.height) == Some(*hash)
             }
-            keep
+            Role::Background => background.is_some_and(|range| range.is_needed(block.height)),
+        });
+    }
+
+    /// Stops counting every received block `keep` refuses.
+    fn release_received_unless(&mut self, keep: impl Fn(&BlockHash, &Received) -> bool) {
+        let (mut released, mut released_background) = (0, 0);
+        self.received.retain(|hash, block| {
+            let kept = keep(hash, block);
+            if !kept {
+                released += block.bytes;
+                if block.role == Role::Background {
+                    released_background += block.bytes;
+                }
+            }
+            kept
         });
         self.received_bytes = self.received_bytes.saturating_sub(released);
+        self.background_bytes = self.background_bytes.saturating_sub(released_background);
+    }
+
+    /// Counts `block` (`hash`) as received until it is connected.
+    fn count_received(&mut self, hash: BlockHash, block: Received) {
+        self.received_bytes += block.bytes;
+        if block.role == Role::Background {
+            self.background_bytes += block.bytes;
+        }
+        if let Some(replaced) = self.received.insert(hash, block) {
+            self.release_bytes(replaced.role, replaced.bytes, 0);
+        }
+    }
+
+    /// Stops counting the received block `hash`.
+    fn forget_received(&mut self, hash: &BlockHash) {
+        if let Some(block) = self.received.remove(hash) {
+            self.release_bytes(block.role, block.bytes, 0);
+        }
+    }
+
+    /// A request of `role` is over: its reservation is released.
+    fn release_reservation(&mut self, role: Role) {
+        self.release_bytes(role, 0, self.config.block_bytes_estimate);
+    }
+
+    fn release_bytes(&mut self, role: Role, received_bytes: u64, reserved_bytes: u64) {
+        self.received_bytes = self.received_bytes.saturating_sub(received_bytes);
+        self.reserved_bytes = self.reserved_bytes.saturating_sub(reserved_bytes);
+        if role == Role::Background {
+            let released = received_bytes.saturating_add(reserved_bytes);
+            self.background_bytes = self.background_bytes.saturating_sub(released);
+        }
     }
 
     /// Core's stall check in `SendMessages`: each peer stalling for longer

@@ -1,12 +1,14 @@
 //! Choosing blocks for peers (Core's `FindNextBlocks`): one walk over the
 //! window per poll finds the blocks neither held nor in flight, then each
-//! peer with free slots takes the lowest it can serve.
+//! peer with free slots takes the lowest it can serve; then, with the room
+//! left, the same for the background chainstate's window
+//! (`super::background`). Each peer gets one `getdata` per poll.
 
 use std::time::Instant;
 
 use ibex_primitives::{BlockHash, Hash256};
 
-use super::{BlockDownload, HeaderChain, InFlight, TRACKED_BLOCKS_MAX};
+use super::{BlockDownload, HeaderChain, InFlight, Role, TRACKED_BLOCKS_MAX};
 use crate::messages::inventory::{Inventory, InventoryType};
 use crate::messages::NetworkMessage;
 use crate::sync::action::{Action, PeerId};
@@ -23,6 +25,17 @@ struct WindowScan {
     first_in_flight_from: Option<PeerId>,
 }
 
+impl WindowScan {
+    /// Whether a block at most at `window_end` is still wanted after this
+    /// poll's requests: the active chain waits for blocks.
+    fn has_blocks_left(&self, window_end: u32) -> bool {
+        self.wanted
+            .iter()
+            .zip(&self.taken)
+            .any(|((height, _), taken)| !*taken && *height <= window_end)
+    }
+}
+
 /// Why a peer got fewer blocks than it had room for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Limit {
@@ -32,7 +45,49 @@ enum Limit {
     Window,
     /// The byte bound (or the tracked-blocks bound) is reached.
     Bytes,
+    /// The byte bound is reached only because of the background
+    /// chainstate's blocks: no peer of the active window holds it up.
+    BackgroundBytes,
 }
+
+/// What a request must leave of the byte bound, by the block's place: the
+/// active chain's next block may take the bound's last estimate; any other
+/// active block, and the background's next, leave one estimate free for
+/// it; the background's other blocks leave two, one for each next block.
+/// Received blocks waiting for a next block can then never fill the bound
+/// while nobody fetches that block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Priority {
+    /// The block right after the active chain's tip.
+    NextActive,
+    /// Any other block of the active window.
+    Active,
+    /// The block right after the background chainstate's tip.
+    NextBackground,
+    /// Any other block of the background window.
+    Background,
+}
+
+impl Priority {
+    /// Block estimates of the byte bound to leave free.
+    fn headroom_blocks(self) -> u64 {
+        match self {
+            Priority::NextActive => 0,
+            Priority::Active | Priority::NextBackground => 1,
+            Priority::Background => 2,
+        }
+    }
+
+    /// A next block: its chainstate waits for it, so the tracked-blocks
+    /// bound does not hold it back.
+    fn is_next(self) -> bool {
+        matches!(self, Priority::NextActive | Priority::NextBackground)
+    }
+}
+
+/// The blocks picked for each peer this poll, in the order peers were
+/// served.
+pub(super) type Picks = Vec<(PeerId, Vec<(u32, BlockHash)>)>;
 
 impl BlockDownload {
     /// Requests blocks from every peer with free slots, in turn starting
@@ -51,10 +106,19 @@ impl BlockDownload {
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         let start = self.rotation % peers.len();
         self.rotation = self.rotation.wrapping_add(1);
+        let mut picks: Picks = Vec::with_capacity(peers.len());
+        // Every peer is served for the active chain before any for the
+        // background (Core: the active chainstate first, to reach the
+        // network's tip before downloading history).
         for offset in 0..peers.len() {
             let Some(peer) = peers.get((start + offset) % peers.len()) else { continue };
-            self.request_from(*peer, now, &mut scan, actions);
+            let picked = self.request_from(*peer, now, &mut scan);
+            picks.push((*peer, picked));
         }
+        let window_end = self.tip_height.saturating_add(self.config.window_blocks);
+        let active_waiting = scan.has_blocks_left(window_end);
+        self.request_background(chain, now, active_waiting, &mut picks);
+        push_get_data(picks, actions);
     }
 
     fn scan_window(&self, chain: &impl HeaderChain) -> WindowScan {
@@ -83,18 +147,19 @@ impl BlockDownload {
         scan
     }
 
+    /// The active window's blocks for `peer` (requested: recorded as in
+    /// flight), and the staller marked when an idle peer finds none.
     fn request_from(
         &mut self,
         peer: PeerId,
         now: Instant,
         scan: &mut WindowScan,
-        actions: &mut Vec<Action>,
-    ) {
-        let Some(state) = self.peers.get(&peer) else { return };
-        let Some(best_height) = state.best_height else { return };
+    ) -> Vec<(u32, BlockHash)> {
+        let Some(state) = self.peers.get(&peer) else { return Vec::new() };
+        let Some(best_height) = state.best_height else { return Vec::new() };
         let room = self.config.in_flight_per_peer_max.saturating_sub(state.queue_in_flight.len());
         if room == 0 {
-            return;
+            return Vec::new();
         }
         let was_idle = state.queue_in_flight.is_empty();
         let window_end = self.tip_height.saturating_add(self.config.window_blocks);
@@ -111,9 +176,17 @@ impl BlockDownload {
                 limit = Limit::Window;
                 break;
             }
-            let next_to_connect = *height == self.base_height().saturating_add(1);
-            if !self.has_room_for_another_block(picked.len(), next_to_connect) {
-                limit = Limit::Bytes;
+            let priority = if *height == self.base_height().saturating_add(1) {
+                Priority::NextActive
+            } else {
+                Priority::Active
+            };
+            if !self.has_room_for_another_block(picked.len(), priority) {
+                limit = if self.held_back_by_background(picked.len(), priority) {
+                    Limit::BackgroundBytes
+                } else {
+                    Limit::Bytes
+                };
                 break;
             }
             if let Some(taken) = scan.taken.get_mut(index) {
@@ -122,40 +195,55 @@ impl BlockDownload {
             picked.push((*height, *hash));
         }
         if picked.is_empty() {
-            if was_idle && limit != Limit::Nothing {
+            if was_idle && matches!(limit, Limit::Window | Limit::Bytes) {
                 self.mark_staller(peer, scan.first_in_flight_from, now);
             }
-            return;
+            return picked;
         }
-        self.record_requests(peer, &picked, now);
-        let inventory = picked
-            .iter()
-            .map(|(_, hash)| Inventory {
-                inventory_type: InventoryType::WITNESS_BLOCK,
-                hash: Hash256(hash.0),
-            })
-            .collect();
-        actions.push(Action::Send { peer, message: NetworkMessage::GetData(inventory) });
+        self.record_requests(peer, &picked, now, Role::Active);
+        picked
     }
 
     /// Whether one more block (after `pending` picked this round) fits the
     /// byte bound and the tracked-blocks bound. Every block but the one
-    /// right after the tip must leave one block's estimate free: blocks
-    /// received out of order can then never fill the bound while the tip
-    /// waits for a block nobody is fetching (say, after its peer left).
-    fn has_room_for_another_block(&self, pending: usize, next_to_connect: bool) -> bool {
-        let estimate = self.config.block_bytes_estimate;
-        let headroom = if next_to_connect { 0 } else { estimate };
-        let reserved_after = (pending as u64 + 1).saturating_mul(estimate).saturating_add(headroom);
-        let fits_bytes =
-            self.bytes_held().saturating_add(reserved_after) <= self.config.download_bytes_max;
+    /// right after the tip must leave one block's estimate free, and the
+    /// background's blocks one more ([`Priority`]): blocks received out of
+    /// order can then never fill the bound while a tip waits for a block
+    /// nobody is fetching (say, after its peer left).
+    pub(super) fn has_room_for_another_block(&self, pending: usize, priority: Priority) -> bool {
+        let fits_bytes = self.fits_bytes(self.bytes_held(), pending, priority);
         let tracked = self.in_flight.len() + self.received.len() + pending;
-        fits_bytes && (next_to_connect || tracked < TRACKED_BLOCKS_MAX)
+        fits_bytes && (priority.is_next() || tracked < TRACKED_BLOCKS_MAX)
+    }
+
+    /// Whether the block that did not fit would fit without the background
+    /// chainstate's bytes: its peer is then not held up by the active
+    /// window's stallers.
+    fn held_back_by_background(&self, pending: usize, priority: Priority) -> bool {
+        let active_bytes = self.bytes_held().saturating_sub(self.background_bytes);
+        let tracked = self.in_flight.len() + self.received.len() + pending;
+        self.background_bytes > 0
+            && self.fits_bytes(active_bytes, pending, priority)
+            && (priority.is_next() || tracked < TRACKED_BLOCKS_MAX)
+    }
+
+    /// Whether `held` bytes, `pending` blocks and one more leave the
+    /// headroom `priority` asks for.
+    fn fits_bytes(&self, held: u64, pending: usize, priority: Priority) -> bool {
+        let estimate = self.config.block_bytes_estimate;
+        let blocks_after = (pending as u64 + 1).saturating_add(priority.headroom_blocks());
+        held.saturating_add(blocks_after.saturating_mul(estimate)) <= self.config.download_bytes_max
     }
 
     /// Core's `BlockRequested` for each block: queued behind the peer's
     /// others, its download clock started if it was idle.
-    fn record_requests(&mut self, peer: PeerId, picked: &[(u32, BlockHash)], now: Instant) {
+    pub(super) fn record_requests(
+        &mut self,
+        peer: PeerId,
+        picked: &[(u32, BlockHash)],
+        now: Instant,
+        role: Role,
+    ) {
         let estimate = self.config.block_bytes_estimate;
         let Some(state) = self.peers.get_mut(&peer) else { return };
         if state.queue_in_flight.is_empty() {
@@ -163,8 +251,11 @@ impl BlockDownload {
         }
         for (height, hash) in picked {
             state.queue_in_flight.push_back(*hash);
-            self.in_flight.insert(*hash, InFlight { peer, height: *height });
+            self.in_flight.insert(*hash, InFlight { peer, height: *height, role });
             self.reserved_bytes += estimate;
+            if role == Role::Background {
+                self.background_bytes += estimate;
+            }
         }
     }
 
@@ -176,5 +267,23 @@ impl BlockDownload {
         if let Some(state) = self.peers.get_mut(&staller) {
             state.stalling_since.get_or_insert(now);
         }
+    }
+}
+
+/// One `getdata` for each peer with blocks picked, in the order peers were
+/// served.
+fn push_get_data(picks: Picks, actions: &mut Vec<Action>) {
+    for (peer, picked) in picks {
+        if picked.is_empty() {
+            continue;
+        }
+        let inventory = picked
+            .iter()
+            .map(|(_, hash)| Inventory {
+                inventory_type: InventoryType::WITNESS_BLOCK,
+                hash: Hash256(hash.0),
+            })
+            .collect();
+        actions.push(Action::Send { peer, message: NetworkMessage::GetData(inventory) });
     }
 }

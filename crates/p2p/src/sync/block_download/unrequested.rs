@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use ibex_primitives::BlockHash;
 
-use super::{BlockDownload, Received};
+use super::{BlockDownload, Received, Role};
 use crate::sync::action::PeerId;
 
 impl BlockDownload {
@@ -37,8 +37,7 @@ impl BlockDownload {
         if held_after > self.config.download_bytes_max {
             return false;
         }
-        self.received.insert(hash, Received { height, bytes });
-        self.received_bytes += bytes;
+        self.count_received(hash, Received { height, bytes, role: Role::Active });
         true
     }
 
@@ -48,8 +47,6 @@ impl BlockDownload {
     /// `RemoveBlockRequest` for a mutated block).
     pub fn forget_block(&mut self, hash: &BlockHash, now: Instant) {
         self.remove_request(hash, now);
-        if let Some(block) = self.received.remove(hash) {
-            self.received_bytes = self.received_bytes.saturating_sub(block.bytes);
-        }
+        self.forget_received(hash);
     }
 }
