@@ -11,6 +11,7 @@
 //! `cargo test --workspace` builds both before any test runs.
 #![allow(dead_code, clippy::panic)]
 
+pub mod assumeutxo;
 pub mod rpc;
 
 use std::path::{Path, PathBuf};
