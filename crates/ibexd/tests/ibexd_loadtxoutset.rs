@@ -50,6 +50,20 @@ fn wait_until(what: &str, process: &mut NodeProcess, mut condition: impl FnMut()
     }
 }
 
+/// `endpoint`'s `getnetworkinfo` `localservicesnames`.
+fn local_service_names(endpoint: Endpoint) -> Vec<String> {
+    let info = endpoint.request("getnetworkinfo", &json!([]))["result"].clone();
+    let names = info["localservicesnames"].as_array().cloned().unwrap_or_default();
+    names.iter().filter_map(|name| name.as_str().map(str::to_owned)).collect()
+}
+
+/// Whether `names` offer every block (`NETWORK`) or, as Core's node does
+/// while a snapshot is not validated, only the recent ones.
+fn offers_all_blocks(names: &[String]) -> bool {
+    assert!(names.iter().any(|name| name == "NETWORK_LIMITED"), "{names:?}");
+    names.iter().any(|name| name == "NETWORK")
+}
+
 /// Node B's refusals before the load: each with Core's code and words,
 /// and no snapshot directory left behind.
 fn refusals(b: Endpoint, b_datadir: &Path, snapshot: &Path, base_hash: &str) {
@@ -181,6 +195,11 @@ fn a_snapshot_loads_syncs_over_p2p_and_the_background_proves_it() {
         (background["snapshotheight"].clone(), background["blocks"].clone()),
         (json!(BASE_HEIGHT), json!(0))
     );
+    // Core's `loadtxoutset`: no NODE_NETWORK until the snapshot is
+    // validated (the sync loop sees the load within a pass).
+    wait_until("NODE_NETWORK withdrawn", &mut b_process, || {
+        !offers_all_blocks(&local_service_names(b))
+    });
     let (code, message) = b.error("loadtxoutset", json!([snapshot]));
     assert_eq!(code, -32603);
     assert!(
@@ -199,6 +218,14 @@ fn a_snapshot_loads_syncs_over_p2p_and_the_background_proves_it() {
         offset,
         &mut b_process,
     );
+    // Core's init: a node started with an unvalidated snapshot announces
+    // no NODE_NETWORK, from its first connection on.
+    wait_for_log_after(
+        &b_datadir,
+        "Running node in NODE_NETWORK_LIMITED mode until snapshot background sync completes",
+        offset,
+        &mut b_process,
+    );
     b.wait_for_height(TIP_HEIGHT, &mut b_process);
     wait_until("a validated snapshot", &mut b_process, || {
         let states = b.request("getchainstates", &json!([]))["result"].clone();
@@ -214,6 +241,10 @@ fn a_snapshot_loads_syncs_over_p2p_and_the_background_proves_it() {
         "{log}"
     );
     assert!(b.call("getblockchaininfo", json!([])).get("backgroundvalidation").is_none());
+    wait_until("NODE_NETWORK restored", &mut b_process, || {
+        offers_all_blocks(&local_service_names(b))
+    });
+    assert!(debug_log(&b_datadir).contains("[snapshot] re-enabling NODE_NETWORK services"));
     let b_coins = b.call("gettxoutsetinfo", json!([]));
     assert_eq!(b_coins["hash_serialized_3"], a_coins["hash_serialized_3"]);
     assert_eq!(b_coins["height"], TIP_HEIGHT);

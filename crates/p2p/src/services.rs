@@ -40,6 +40,11 @@ impl ServiceFlags {
         self.0 & other.0 == other.0
     }
 
+    /// These flags less `other`'s (Core's `RemoveLocalServices`).
+    pub const fn without(self, other: ServiceFlags) -> ServiceFlags {
+        ServiceFlags(self.0 & !other.0)
+    }
+
     /// Whether no bit is set.
     pub const fn is_empty(self) -> bool {
         self.0 == 0

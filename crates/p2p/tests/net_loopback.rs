@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ibex_p2p::net::{DisconnectReason, NetworkEvent, NetworkEvents, NetworkHandle};
 use ibex_p2p::sync::PeerId;
-use ibex_p2p::{Inventory, InventoryType, NetworkMessage, TransportKind};
+use ibex_p2p::{Inventory, InventoryType, NetworkMessage, ServiceFlags, TransportKind};
 use ibex_primitives::Hash256;
 use net_support::{config, start, wait_connected, wait_for, wait_message, within};
 
@@ -271,6 +271,35 @@ async fn a_connection_to_ourselves_is_found_by_its_nonce() {
             assert!(reason.to_string().starts_with("connected to self at 127.0.0.1:"));
             handle.shutdown();
         }
+    })
+    .await;
+}
+
+/// Services changed while the layer runs go out in the next `version`, and
+/// the event tells the node what its peer was told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_sent_after_a_services_change_carries_the_new_services() {
+    within(Duration::from_secs(10), async {
+        let (listener, mut listener_events, address) = start(config(true)).await;
+        let configured = listener.local_services();
+        assert!(configured.contains(ServiceFlags::NETWORK), "Core's default");
+        // What a node with an unvalidated AssumeUTXO snapshot announces.
+        let limited = configured.without(ServiceFlags::NETWORK) | ServiceFlags::NETWORK_LIMITED;
+        listener.set_local_services(limited);
+        assert_eq!(listener.local_services(), limited);
+        let mut connector_config = config(true);
+        connector_config.listen = None;
+        connector_config.connect = vec![address];
+        let (connector, mut connector_events) =
+            ibex_p2p::net::start(connector_config).await.unwrap();
+        let (_, event) = wait_connected(&mut connector_events).await;
+        let NetworkEvent::PeerConnected { version, .. } = event else { unreachable!() };
+        assert_eq!(version.services, limited, "the listener's version after the change");
+        let (_, event) = wait_connected(&mut listener_events).await;
+        let NetworkEvent::PeerConnected { our_services, .. } = event else { unreachable!() };
+        assert_eq!(our_services, limited);
+        connector.shutdown();
+        listener.shutdown();
     })
     .await;
 }

@@ -393,23 +393,68 @@ fn proof_equivalent_seconds(
     }
 }
 
-/// The stored block `hash` (serialised, with witness data) when the engine
-/// holds it valid and Core's `BlockRequestAllowed` lets it be served
-/// (`spacing_seconds`: the chain's block interval); `None` otherwise. The
-/// engine only looks up where it is (settled reads: one for a block of the
-/// active chain, and the best header for one off it); the bytes are read
-/// here, unparsed, off the engine's thread.
-pub fn block_for(reader: &ChainReader, hash: BlockHash, spacing_seconds: i64) -> Option<Vec<u8>> {
+/// Core's `NODE_NETWORK_LIMITED_MIN_BLOCKS`: the blocks below the tip a
+/// `NODE_NETWORK_LIMITED` node serves.
+pub const LIMITED_SERVING_BLOCKS: u32 = 288;
+/// Core's "two blocks buffer extension for possible races" past
+/// [`LIMITED_SERVING_BLOCKS`].
+const LIMITED_SERVING_SLACK_BLOCKS: u32 = 2;
+
+/// What a `getdata` block request gets ([`block_for`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum BlockAnswer {
+    /// The block's stored bytes.
+    Block(Vec<u8>),
+    /// Nothing: unknown, not stored (pruned, or below an AssumeUTXO
+    /// snapshot's base), invalid, or not allowed (Core's
+    /// `BlockRequestAllowed`).
+    NotServed,
+    /// Deeper below the tip than a `NODE_NETWORK_LIMITED` node serves,
+    /// asked of one that announced only that: Core disconnects the peer
+    /// rather than let it wait for a block that never comes.
+    BelowLimitedThreshold,
+}
+
+/// Whether a block at `block_height` lies deeper below the active tip at
+/// `tip_height` than a `NODE_NETWORK_LIMITED` node serves (Core's
+/// `tip->nHeight - pindex->nHeight > NODE_NETWORK_LIMITED_MIN_BLOCKS + 2`).
+pub fn below_limited_threshold(tip_height: u32, block_height: u32) -> bool {
+    tip_height.saturating_sub(block_height) > LIMITED_SERVING_BLOCKS + LIMITED_SERVING_SLACK_BLOCKS
+}
+
+/// Answers a block request in Core's `ProcessGetBlockData` order: an
+/// unknown or not allowed block is not served; then, when `limited` (we
+/// announced `NODE_NETWORK_LIMITED` without `NODE_NETWORK` to a peer
+/// without `noban`), one below [`below_limited_threshold`] is refused
+/// whether stored or not, so the peer learns nothing of what we keep;
+/// then one not stored or invalid is not served. The engine only looks
+/// up where it is (settled reads: one for a block of the active chain,
+/// and the best header for one off it); the bytes are read here,
+/// unparsed, off the engine's thread.
+pub fn block_for(
+    reader: &ChainReader,
+    hash: BlockHash,
+    spacing_seconds: i64,
+    limited: bool,
+) -> BlockAnswer {
     let view = reader.settled(QUERY_TIMEOUT);
-    let block = view.block(&hash).ok()??;
-    if !block.status.has(BlockStatus::HAVE_DATA) || block.status.is_failed() {
-        return None;
-    }
+    let Some(block) = view.block(&hash).ok().flatten() else { return BlockAnswer::NotServed };
     let spacing_seconds = u64::try_from(spacing_seconds).unwrap_or(600);
-    if !block_request_allowed(&view, &block, spacing_seconds)? {
-        return None;
+    if block_request_allowed(&view, &block, spacing_seconds) != Some(true) {
+        return BlockAnswer::NotServed;
     }
-    reader.read_stored_block(block.position?, &hash).ok()
+    let tip_height = block.active_tip_height.unwrap_or(0);
+    if limited && below_limited_threshold(tip_height, block.height) {
+        return BlockAnswer::BelowLimitedThreshold;
+    }
+    if !block.status.has(BlockStatus::HAVE_DATA) || block.status.is_failed() {
+        return BlockAnswer::NotServed;
+    }
+    let Some(position) = block.position else { return BlockAnswer::NotServed };
+    match reader.read_stored_block(position, &hash) {
+        Ok(bytes) => BlockAnswer::Block(bytes),
+        Err(_) => BlockAnswer::NotServed,
+    }
 }
 
 /// The header the headers sync starts from when the engine cannot answer.
@@ -457,6 +502,15 @@ mod tests {
         drop(chainstate);
         assert_eq!(index.anti_dos_work_threshold(), ChainWork::MAX);
         assert_eq!(index.minimum_chain_work(), params.minimum_chain_work, "needs no engine");
+    }
+
+    #[test]
+    fn a_limited_node_serves_the_last_288_blocks_and_two_more() {
+        assert!(!below_limited_threshold(300, 300));
+        assert!(!below_limited_threshold(300, 10), "290 deep: Core's buffer of two");
+        assert!(below_limited_threshold(300, 9));
+        assert!(below_limited_threshold(300, 0));
+        assert!(!below_limited_threshold(0, 5), "above the tip");
     }
 
     #[test]

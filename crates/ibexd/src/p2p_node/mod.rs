@@ -168,6 +168,9 @@ impl P2pNode {
         manual.extend(added_addresses.iter().map(|(_, address)| *address));
         network_config.addresses =
             Some(config::address_settings(options, params, Arc::clone(&addresses.book), manual));
+        let assumeutxo = reader.snapshot().assumeutxo;
+        let configured_services =
+            sync_loop::apply_start_services(&mut network_config, assumeutxo.as_ref(), &logger);
         let sink = logger.clone();
         network_config.log = LogSink::new(move |line| sink.log(line));
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -217,6 +220,7 @@ impl P2pNode {
         sync.gauges = Some(gauges);
         sync.whitelist = options.whitelist.clone();
         sync.loopback_discouraged = options.loopback_discouraged;
+        sync.configured_services = configured_services;
         sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
         let stop = sync.stop.clone();

@@ -17,7 +17,14 @@
 //!   answers a compact block request it will not build with the full
 //!   block); `MSG_FILTERED_BLOCK` gets nothing (no bloom filter is ever
 //!   loaded, as Core answers without one). A block we do not hold or may
-//!   not serve, and any transaction (no mempool), gets `notfound`.
+//!   not serve (one below an AssumeUTXO snapshot's base among them), and
+//!   any transaction (no mempool), gets `notfound`: Core sends nothing
+//!   for such a block, and its peers ignore a `notfound` of blocks, but
+//!   ours lets a peer stop waiting. When we announced
+//!   `NODE_NETWORK_LIMITED` without `NODE_NETWORK` to the peer (while a
+//!   snapshot is not validated), a block more than 290 below our tip gets
+//!   the peer disconnected, unless it holds `noban`, as Core does so that
+//!   it does not stall waiting (`ProcessGetBlockData`).
 //!
 //! # Bounded cost per message (napkin math)
 //! - `getheaders`: one settled engine query walking at most 2,000 entries of
@@ -49,7 +56,7 @@ use ibex_p2p::{Inventory, InventoryType, LocatorRequest, NetworkMessage};
 use ibex_primitives::encode::write_compact_size;
 use ibex_primitives::{BlockHash, BlockView, ChainWork};
 
-use super::engine_view::{block_for, headers_for};
+use super::engine_view::{block_for, headers_for, BlockAnswer};
 
 /// Block entries one `getdata` is answered with; the rest of a longer
 /// request gets `notfound` (our own download asks for 16 at a time).
@@ -123,6 +130,12 @@ impl GetDataQueue {
         self.entries.pop_front()
     }
 
+    /// Drops every request (a peer being disconnected is served nothing
+    /// more, as Core serves nothing once `fDisconnect` is set).
+    fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// Puts back a request that could not be sent, first in line.
     fn put_back(&mut self, entry: Inventory) {
         self.entries.push_front(entry);
@@ -136,23 +149,44 @@ pub fn send_not_found(network: &NetworkHandle, peer: PeerId, not_found: Vec<Inve
     }
 }
 
+/// What serving a peer's queue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// Nothing waited, or its send queue was full.
+    Nothing,
+    /// A block request was answered (the caller's loop has more work).
+    Request,
+    /// It asked for a block below what a `NODE_NETWORK_LIMITED` node
+    /// serves, having been told that is all we serve: its queue is
+    /// emptied, the caller disconnects it.
+    BelowLimitedThreshold,
+}
+
 /// Serves the oldest request `queue` holds for `peer`, when its send queue
 /// is below its limit (Core's `ProcessGetData`: one block per call, none
 /// while `fPauseSend`); the send queue is looked at before any lookup or
-/// read. Returns whether a block request was taken (the caller's loop has
-/// more work while it does).
+/// read. `limited`: we announced only `NODE_NETWORK_LIMITED` to the peer
+/// and it lacks `noban` ([`block_for`]).
 pub fn serve_next(
     network: &NetworkHandle,
     reader: &ChainReader,
     peer: PeerId,
     queue: &mut GetDataQueue,
     spacing_seconds: i64,
-) -> bool {
+    limited: bool,
+) -> Served {
     if queue.is_empty() || network.send_queue_full(peer) {
-        return false;
+        return Served::Nothing;
     }
-    let Some(entry) = queue.pop() else { return false };
-    let bytes = block_for(reader, BlockHash(entry.hash.0), spacing_seconds);
+    let Some(entry) = queue.pop() else { return Served::Nothing };
+    let bytes = match block_for(reader, BlockHash(entry.hash.0), spacing_seconds, limited) {
+        BlockAnswer::Block(bytes) => Some(bytes),
+        BlockAnswer::NotServed => None,
+        BlockAnswer::BelowLimitedThreshold => {
+            queue.clear();
+            return Served::BelowLimitedThreshold;
+        }
+    };
     let payload = bytes.and_then(|bytes| match entry.inventory_type {
         InventoryType::BLOCK => without_witness(bytes),
         _ => Some(bytes),
@@ -170,7 +204,7 @@ pub fn serve_next(
         }
         None => send_not_found(network, peer, vec![entry]),
     }
-    true
+    Served::Request
 }
 
 /// The block `bytes` without witness data (Core's `TX_NO_WITNESS`), as they

@@ -13,14 +13,16 @@
 //! `unrequested` (`block` messages, and Core's rules for blocks nobody
 //! asked for), `serving` (answering peers: `getdata` through each peer's
 //! queue of block requests, one block per peer per pass while its send
-//! queue has room, as Core's `ProcessGetData`) and `peer_log` (Core's
-//! lines about peers).
+//! queue has room, as Core's `ProcessGetData`), `services` (no
+//! `NODE_NETWORK` while an AssumeUTXO snapshot is not validated) and
+//! `peer_log` (Core's lines about peers).
 
 mod block_sources;
 mod header_offers;
 mod mutation;
 mod peer_board;
 mod peer_log;
+mod services;
 mod serving;
 mod tip;
 mod unrequested;
@@ -52,6 +54,7 @@ use crate::logging::Logger;
 use crate::progress::NetworkGauges;
 pub use block_sources::BlockSources;
 pub use header_offers::HeaderOffers;
+pub use services::{apply_start_services, services_for_snapshot};
 
 /// How often time passes for the state machines and the tip is read.
 const TICK: Duration = Duration::from_millis(100);
@@ -86,6 +89,10 @@ struct PeerState {
     download_permitted: bool,
     /// It holds Core's `noban` permission (`-whitelist`): never punished.
     no_ban: bool,
+    /// The services our `version` announced to it (Core's
+    /// `m_our_services`): without `NODE_NETWORK` it may not ask for old
+    /// blocks.
+    our_services: ServiceFlags,
     /// It sent `sendheaders` (BIP130): new tips go to it as `headers`.
     wants_headers: bool,
     /// When an `inv` from it last made us send `getheaders`.
@@ -145,6 +152,9 @@ pub struct SyncLoop {
     /// `-test=discourageloopback`: which peers count as local when they
     /// misbehave (see `ibex_p2p::net::address::spared_as_local`).
     pub(super) loopback_discouraged: bool,
+    /// The services announced when no AssumeUTXO snapshot waits for
+    /// validation (see `services`).
+    pub(super) configured_services: ServiceFlags,
 }
 
 impl SyncLoop {
@@ -164,6 +174,7 @@ impl SyncLoop {
         stop: Arc<AtomicBool>,
     ) -> SyncLoop {
         let tip_height = download.tip_height();
+        let configured_services = network.local_services();
         SyncLoop {
             network,
             events,
@@ -196,6 +207,7 @@ impl SyncLoop {
             serving_due: false,
             whitelist: Default::default(),
             loopback_discouraged: false,
+            configured_services,
         }
     }
 
@@ -255,7 +267,13 @@ impl SyncLoop {
     fn on_event(&mut self, event: NetworkEvent) {
         match event {
             NetworkEvent::PeerConnected {
-                id, connection, address, inbound, ref version, ..
+                id,
+                connection,
+                address,
+                inbound,
+                ref version,
+                our_services,
+                ..
             } => {
                 self.logger.log(&event.to_string());
                 let local = spared_as_local(address.ip(), self.loopback_discouraged);
@@ -265,6 +283,7 @@ impl SyncLoop {
                 if let Some(state) = self.peers.get_mut(&id) {
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
                     state.no_ban = permissions.contains(PeerPermissions::NO_BAN);
+                    state.our_services = our_services;
                 }
                 if permissions.contains(PeerPermissions::NO_BAN) {
                     self.headers_sync.mark_no_ban(id);

@@ -23,6 +23,7 @@ use crate::net::connection_type::ConnectionType;
 use crate::net::reason::DisconnectReason;
 use crate::net::reason::DroppedMessageWords;
 use crate::net::stats::PeerVersion;
+use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 use crate::transport::{TransportError, TransportKind};
 
@@ -45,6 +46,10 @@ pub enum NetworkEvent {
         version: PeerVersion,
         /// v1 or v2.
         transport: TransportKind,
+        /// The services our `version` announced to it, what it may ask
+        /// of us (Core's `Peer::m_our_services`): those of the moment it
+        /// went out, as they change while the node runs.
+        our_services: ServiceFlags,
     },
     /// A message from a connected peer (everything after the handshake but
     /// `ping`/`pong`, which the connection answers itself). A `block`'s
@@ -245,7 +250,6 @@ mod tests {
     use super::*;
     use crate::messages::address::ServiceAddress;
     use crate::messages::version::UserAgent;
-    use crate::services::ServiceFlags;
 
     #[test]
     fn lifecycle_lines_read_as_core() {
@@ -269,6 +273,7 @@ mod tests {
             connection: ConnectionType::Manual,
             version,
             transport: TransportKind::V2,
+            our_services: ServiceFlags::NETWORK,
         };
         assert_eq!(
             connected.to_string(),

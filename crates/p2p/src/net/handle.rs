@@ -86,9 +86,22 @@ impl NetworkHandle {
         self.registry.config.v2_transport
     }
 
-    /// The services announced in our `version` (Core's `localservices`).
+    /// The services announced in our `version` from now on (Core's
+    /// `localservices`): the configuration's
+    /// ([`NetworkConfig::announced_services`](crate::net::NetworkConfig::announced_services))
+    /// until [`set_local_services`](Self::set_local_services) changes them.
     pub fn local_services(&self) -> ServiceFlags {
-        self.registry.config.announced_services()
+        self.registry.local_services()
+    }
+
+    /// The services announced in every `version` sent from now on (Core's
+    /// `AddLocalServices`/`RemoveLocalServices`: a node that cannot serve
+    /// old blocks while an AssumeUTXO snapshot is not validated stops
+    /// announcing `NODE_NETWORK`). Connections whose `version` went out
+    /// keep what it announced, as Core's keep `m_our_services`. Taken as
+    /// given: `NODE_P2P_V2` is the caller's to keep.
+    pub fn set_local_services(&self, services: ServiceFlags) {
+        self.registry.set_local_services(services);
     }
 
     /// The user agent announced in our `version` (Core's `subversion`).

@@ -97,7 +97,6 @@ impl Connection {
     ) -> Connection {
         let config = &registry.config;
         let our = OurVersion {
-            services: config.announced_services(),
             user_agent: config.user_agent.clone(),
             nonce: shared.identity.nonce,
             ping_nonce_seed: shared.identity.ping_nonce_seed,
@@ -321,6 +320,7 @@ impl Connection {
                     connection: identity.connection,
                     version,
                     transport: self.transport.kind(),
+                    our_services: self.protocol.announced_services(),
                 };
                 Some((event, 0))
             }
@@ -538,6 +538,7 @@ fn context<'a>(
         now,
         now_unix_seconds: i64::try_from(now_unix_seconds).unwrap_or(i64::MAX),
         start_height: registry.best_height(),
+        local_services: registry.local_services(),
         is_own_nonce,
     }
 }

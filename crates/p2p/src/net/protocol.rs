@@ -47,11 +47,11 @@ pub const WTXID_RELAY_VERSION: i32 = 70_016;
 /// nothing and wake again.
 const TIMER_SLACK: Duration = Duration::from_millis(1);
 
-/// What we announce, fixed for the connection, and the secret our pings
-/// are numbered from.
+/// What we announce, fixed for the connection (but the services, read
+/// when our `version` goes out: see [`Context::local_services`]), and the
+/// secret our pings are numbered from.
 #[derive(Debug, Clone)]
 pub(crate) struct OurVersion {
-    pub services: ServiceFlags,
     pub user_agent: UserAgent,
     /// The nonce in our `version` (the self-connection check's key).
     pub nonce: u64,
@@ -68,13 +68,17 @@ pub(crate) struct ProtocolSettings {
     pub outbound_services_required: ServiceFlags,
 }
 
-/// What the moment brings: the time, our height, and the self-connection
-/// check (whether a nonce is one of our outbound connections' still in
-/// their handshake, Core's `CheckIncomingNonce`).
+/// What the moment brings: the time, our height and services, and the
+/// self-connection check (whether a nonce is one of our outbound
+/// connections' still in their handshake, Core's `CheckIncomingNonce`).
 pub(crate) struct Context<'a> {
     pub now: Instant,
     pub now_unix_seconds: i64,
     pub start_height: i32,
+    /// The services announced now: they change while the node runs (Core's
+    /// `RemoveLocalServices(NODE_NETWORK)` while an AssumeUTXO snapshot is
+    /// not validated), and a `version` carries those of its moment.
+    pub local_services: ServiceFlags,
     pub is_own_nonce: &'a dyn Fn(u64) -> bool,
 }
 
@@ -115,6 +119,9 @@ pub(crate) struct PeerProtocol {
     punishable: bool,
     address: SocketAddr,
     our: OurVersion,
+    /// The services our `version` announced (none before it went out):
+    /// what the peer may ask of us (Core's `Peer::m_our_services`).
+    announced_services: ServiceFlags,
     settings: ProtocolSettings,
     phase: Phase,
     connected_at: Instant,
@@ -144,6 +151,7 @@ impl PeerProtocol {
             punishable: inbound,
             address,
             our,
+            announced_services: ServiceFlags::NONE,
             settings,
             phase: Phase::AwaitingVersion,
             connected_at: context.now,
@@ -175,6 +183,11 @@ impl PeerProtocol {
     /// Changes to the ping figures since the last call.
     pub fn take_ping_changes(&mut self) -> std::vec::Drain<'_, PingChange> {
         self.ping_changes.drain(..)
+    }
+
+    /// The services our `version` announced; none before it went out.
+    pub fn announced_services(&self) -> ServiceFlags {
+        self.announced_services
     }
 
     /// Whether `version` and `verack` were both exchanged.
@@ -450,12 +463,14 @@ impl PeerProtocol {
 
     /// Core's `PushNodeVersion`.
     fn push_our_version(&mut self, context: &Context<'_>) {
+        let services = context.local_services;
+        self.announced_services = services;
         let version = VersionMessage {
             protocol_version: PROTOCOL_VERSION,
-            services: self.our.services,
+            services,
             timestamp_seconds: context.now_unix_seconds,
             receiver: receiver_address(self.address),
-            sender: ServiceAddress { services: self.our.services, ..ServiceAddress::default() },
+            sender: ServiceAddress { services, ..ServiceAddress::default() },
             nonce: self.our.nonce,
             user_agent: self.our.user_agent.clone(),
             start_height: context.start_height,

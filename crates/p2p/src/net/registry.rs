@@ -22,6 +22,7 @@ use crate::net::permissions::PeerPermissions;
 use crate::net::reason::{BanReason, DisconnectReason};
 use crate::net::shared::{lock, PeerIdentity, PeerShared};
 use crate::net::stats::{NetTotals, PeerInfo};
+use crate::services::ServiceFlags;
 use crate::sync::PeerId;
 use crate::transport::TransportKind;
 
@@ -69,6 +70,9 @@ pub(crate) struct Registry {
     state: Mutex<RegistryState>,
     next_id: AtomicU64,
     best_height: AtomicI32,
+    /// The services announced in `version` from now on (Core's
+    /// `CConnman::m_local_services`): the configuration's at start.
+    local_services: AtomicU64,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
 }
@@ -81,6 +85,7 @@ impl Registry {
         runtime: tokio::runtime::Handle,
     ) -> Registry {
         let best_height = AtomicI32::new(config.start_height);
+        let local_services = AtomicU64::new(config.announced_services().bits());
         Registry {
             config,
             events,
@@ -94,6 +99,7 @@ impl Registry {
             state: Mutex::new(RegistryState::default()),
             next_id: AtomicU64::new(0),
             best_height,
+            local_services,
             bytes_sent: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
         }
@@ -425,6 +431,14 @@ impl Registry {
 
     pub fn set_best_height(&self, height: i32) {
         self.best_height.store(height, Ordering::Relaxed);
+    }
+
+    pub fn local_services(&self) -> ServiceFlags {
+        ServiceFlags::from_bits(self.local_services.load(Ordering::Relaxed))
+    }
+
+    pub fn set_local_services(&self, services: ServiceFlags) {
+        self.local_services.store(services.bits(), Ordering::Relaxed);
     }
 
     /// A receiver that sees `true` once the layer shuts down.

@@ -100,6 +100,11 @@ pub enum DisconnectReason {
     /// minimum chain work.
     #[error("headers chain below the minimum chain work")]
     InsufficientWork,
+    /// It asked for a block deeper below our tip than a
+    /// `NODE_NETWORK_LIMITED` node serves, after we announced only that
+    /// (Core disconnects it so that it does not stall waiting).
+    #[error("block request below the NODE_NETWORK_LIMITED threshold")]
+    BlockRequestBelowLimitedThreshold,
 }
 
 impl DisconnectReason {
@@ -117,6 +122,9 @@ impl DisconnectReason {
             DisconnectReason::HeadersDownloadTimeout => "Timeout downloading headers".to_owned(),
             DisconnectReason::InsufficientWork => {
                 "outbound peer headers chain has insufficient work".to_owned()
+            }
+            DisconnectReason::BlockRequestBelowLimitedThreshold => {
+                "Ignore block request below NODE_NETWORK_LIMITED threshold".to_owned()
             }
         }
     }

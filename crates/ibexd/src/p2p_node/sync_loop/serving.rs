@@ -2,11 +2,12 @@
 //! at once, `getdata` through each peer's queue of block requests, served
 //! one block per peer per pass while its send queue has room.
 
-use ibex_p2p::sync::PeerId;
+use ibex_p2p::net::DisconnectReason as NetReason;
+use ibex_p2p::sync::{DisconnectReason as SyncReason, PeerId};
 use ibex_p2p::{Inventory, LocatorRequest};
 
-use super::SyncLoop;
-use crate::p2p_node::serve::{send_not_found, serve_headers, serve_next};
+use super::{is_limited_peer, SyncLoop};
+use crate::p2p_node::serve::{send_not_found, serve_headers, serve_next, Served};
 
 impl SyncLoop {
     /// A `getheaders` from `peer`: answered at once (one query) when its
@@ -36,9 +37,12 @@ impl SyncLoop {
 
     /// Serves at most one queued block request of each peer whose send
     /// queue has room (Core's `ProcessGetData` in each pass of its message
-    /// handler); whether one was served, so the loop goes round at once.
+    /// handler); whether one was served, so the loop goes round at once. A
+    /// peer told we serve only recent blocks that asks for an older one is
+    /// disconnected (Core's `ProcessGetBlockData`).
     pub(super) fn serve_getdata_queues(&mut self) -> bool {
         let mut served = false;
+        let mut below_threshold = Vec::new();
         let minimum = self.params.minimum_chain_work;
         let spacing_seconds = self.params.pow_target_spacing_seconds;
         for (peer, state) in self.peers.iter_mut() {
@@ -48,8 +52,18 @@ impl SyncLoop {
                     serve_headers(&self.network, &self.reader, *peer, request, minimum, permitted);
                 }
             }
-            served |=
-                serve_next(&self.network, &self.reader, *peer, &mut state.getdata, spacing_seconds);
+            let limited = is_limited_peer(state.our_services) && !state.no_ban;
+            let queue = &mut state.getdata;
+            match serve_next(&self.network, &self.reader, *peer, queue, spacing_seconds, limited) {
+                Served::Nothing => {}
+                Served::Request => served = true,
+                Served::BelowLimitedThreshold => below_threshold.push(*peer),
+            }
+        }
+        for peer in below_threshold {
+            let reason = SyncReason::BlockRequestBelowLimitedThreshold;
+            self.logger.log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
+            let _ = self.network.disconnect(peer, NetReason::Sync(reason));
         }
         served
     }

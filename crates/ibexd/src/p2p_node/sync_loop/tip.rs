@@ -21,13 +21,15 @@ impl SyncLoop {
     /// The scheduler learns of tip moves at once; the window is read again
     /// (a query) when the best header changed, the tip left the part of
     /// the window read last, or the background chainstate's tip did (or it
-    /// came or went), and otherwise at the next tick.
+    /// came or went), and otherwise at the next tick. The services
+    /// announced follow the AssumeUTXO state it publishes.
     pub(super) fn follow_tip(&mut self) {
         let snapshot = self.reader.snapshot();
         if snapshot.sequence == self.seen_sequence {
             return;
         }
         self.seen_sequence = snapshot.sequence;
+        self.follow_snapshot_services(snapshot.assumeutxo.as_ref());
         self.tip = snapshot.tip.as_ref().map(|tip| (tip.hash, tip.height));
         let tip_height = self.tip.map_or(0, |(_, height)| height);
         let old_height = self.download.tip_height();

@@ -18,7 +18,6 @@ fn settings() -> ProtocolSettings {
 
 fn our() -> OurVersion {
     OurVersion {
-        services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
         user_agent: UserAgent::new(b"/Ibex:test/".to_vec()).unwrap_or_default(),
         nonce: 0x1234,
         ping_nonce_seed: 0x5678,
@@ -34,7 +33,13 @@ fn not_own(_nonce: u64) -> bool {
 }
 
 fn context(now: Instant, is_own_nonce: &dyn Fn(u64) -> bool) -> Context<'_> {
-    Context { now, now_unix_seconds: 1_700_000_000, start_height: 812, is_own_nonce }
+    Context {
+        now,
+        now_unix_seconds: 1_700_000_000,
+        start_height: 812,
+        local_services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+        is_own_nonce,
+    }
 }
 
 fn their_version(protocol_version: i32, nonce: u64) -> NetworkMessage {
@@ -110,6 +115,26 @@ fn outbound_handshake_sends_what_core_sends_in_its_order() {
     );
     assert_eq!(sent.len(), 1);
     assert!(protocol.is_connected());
+}
+
+#[test]
+fn our_version_carries_the_services_of_the_moment_it_goes_out() {
+    let start = Instant::now();
+    let mut protocol =
+        PeerProtocol::new(true, address(), our(), settings(), &context(start, &not_own));
+    assert_eq!(protocol.announced_services(), ServiceFlags::NONE, "nothing sent yet");
+    // The node stopped announcing NODE_NETWORK (a snapshot loaded) after
+    // the connection opened and before the peer's version came.
+    let limited = ServiceFlags::WITNESS | ServiceFlags::NETWORK_LIMITED;
+    let now = Context { local_services: limited, ..context(start, &not_own) };
+    assert!(protocol.on_message(their_version(70016, 9), &now).is_ok());
+    let sent = outgoing(&mut protocol);
+    let Some(NetworkMessage::Version(version)) = sent.first() else {
+        panic!("inbound answers version with its own, got {sent:?}");
+    };
+    assert_eq!(version.services, limited);
+    assert_eq!(version.sender.services, limited);
+    assert_eq!(protocol.announced_services(), limited);
 }
 
 #[test]
