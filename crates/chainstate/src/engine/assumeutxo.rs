@@ -249,7 +249,8 @@ impl Chainstate {
 
     /// Connects at most `blocks_max` blocks of the background chainstate
     /// towards the snapshot's base; at the base, checks the snapshot
-    /// ([`Self::validate_snapshot`]). Whether work remains.
+    /// (hashes its coins against the AssumeUTXO entry). Whether work
+    /// remains.
     pub fn advance_background(&mut self, blocks_max: u32) -> Result<bool, ChainstateError> {
         let Some(snapshot) = self.snapshot else { return Ok(false) };
         if self.background.is_none() || self.shared.interrupted() {
