@@ -204,8 +204,9 @@ mod tests {
         assert_eq!(line("stop"), "stop");
         let list = method_list();
         assert!(list.starts_with("== Blockchain ==\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\""));
-        assert!(list
-            .contains("\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Network ==\n"));
+        assert!(list.contains(
+            "\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Mining ==\nsubmitheader \"hexdata\"\n\n== Network ==\n"
+        ));
         assert!(list.contains(
             "setban \"subnet\" \"command\" ( bantime absolute )\n\n== Rawtransactions =="
         ));

@@ -126,8 +126,6 @@ const fn arg(
 /// Every method, sorted by category then name (the order of `help`).
 pub(crate) static METHODS: &[Method] = &[
     snapshot::DUMPTXOUTSET,
-    snapshot::LOADTXOUTSET,
-    invalidate::SUBMITHEADER,
     blockchain::GETBESTBLOCKHASH,
     blockchain::GETBLOCK,
     blockchain::GETBLOCKCHAININFO,
@@ -141,6 +139,7 @@ pub(crate) static METHODS: &[Method] = &[
     blockchain::GETDIFFICULTY,
     blockchain::GETTXOUT,
     chainstate::GETTXOUTSETINFO,
+    snapshot::LOADTXOUTSET,
     wait::WAITFORBLOCKHEIGHT,
     wait::WAITFORNEWBLOCK,
     control::HELP,
@@ -148,6 +147,7 @@ pub(crate) static METHODS: &[Method] = &[
     control::UPTIME,
     invalidate::INVALIDATEBLOCK,
     invalidate::RECONSIDERBLOCK,
+    invalidate::SUBMITHEADER,
     network_control::ADDNODE,
     network_control::CLEARBANNED,
     network_control::DISCONNECTNODE,
