@@ -30,7 +30,13 @@ pub(crate) fn generated_chain_and_chainstate(
     generate(&options).unwrap();
     let params = Params::regtest();
     let blocks = ibex_generator::replay::read_blocks(&generated, params.message_start).unwrap();
-    let options = ChainstateOptions {
+    (blocks, open_chainstate(root, params))
+}
+
+/// The options the unit tests open a chainstate with under `root`: a 1 MiB
+/// UTXO cache, one script thread, every script checked.
+pub(crate) fn chainstate_options(root: &std::path::Path, params: Params) -> ChainstateOptions {
+    ChainstateOptions {
         params,
         blocks_directory: root.join("blocks"),
         chainstate_directory: root.join("chainstate"),
@@ -39,8 +45,13 @@ pub(crate) fn generated_chain_and_chainstate(
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
-    };
-    (blocks, Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap())
+    }
+}
+
+/// A chainstate on `root` with [`chainstate_options`], its events dropped.
+pub(crate) fn open_chainstate(root: &std::path::Path, params: Params) -> Chainstate {
+    let options = chainstate_options(root, params);
+    Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap()
 }
 
 /// Accepts `bytes` (indexes and stores it, connects nothing).

@@ -15,30 +15,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::assumeutxo::{rpc_options, serve_and_dump, start, stop, Served};
 use common::rpc::Endpoint;
-use common::{
-    datadir_with_blocks, debug_log, free_port, generate_chain, log_bytes, wait_exit, wait_for_log,
-    wait_for_log_after, NodeProcess,
-};
+use common::{debug_log, free_port, log_bytes, wait_for_log, wait_for_log_after, NodeProcess};
 use serde_json::{json, Value};
 
 const TIP_HEIGHT: u64 = 300;
 const BASE_HEIGHT: u64 = 200;
-
-fn rpc_options(port: u16) -> Vec<String> {
-    vec![format!("-rpcport={port}"), "-rpcuser=user".to_owned(), "-rpcpassword=password".to_owned()]
-}
-
-fn start(datadir: &Path, options: &[String]) -> NodeProcess {
-    let arguments: Vec<&str> = options.iter().map(String::as_str).collect();
-    common::spawn_node(&mut common::quiet_ibexd(datadir, &common::REGTEST_QUIET, &arguments))
-}
-
-fn stop(endpoint: Endpoint, process: &mut NodeProcess, datadir: &Path) {
-    endpoint.call("stop", json!([]));
-    let status = wait_exit(process, datadir);
-    assert!(status.success(), "{status:?}\n{}", debug_log(datadir));
-}
 
 /// Polls `condition` of `endpoint`'s answers until it holds.
 fn wait_until(what: &str, process: &mut NodeProcess, mut condition: impl FnMut() -> bool) {
@@ -107,33 +90,13 @@ fn forged_copy(snapshot: &Path, directory: &Path) -> PathBuf {
 #[test]
 fn a_snapshot_loads_syncs_over_p2p_and_the_background_proves_it() {
     let root = tempfile::tempdir().unwrap();
-    let chain = root.path().join("chain");
-    generate_chain(&chain, "tiny", &TIP_HEIGHT.to_string(), "21", &[]);
-
     // A: serves the chain and dumps its coins at the base.
-    let a_datadir = datadir_with_blocks(&root.path().join("a"), &chain);
-    let (a_rpc, a_p2p) = (free_port(), free_port());
-    let mut a_options = rpc_options(a_rpc);
-    a_options.extend(["-reindex", "-listen=1", "-bind=127.0.0.1"].map(str::to_owned));
-    a_options.push(format!("-port={a_p2p}"));
-    let mut a_process = start(&a_datadir, &a_options);
-    let a = Endpoint { port: a_rpc };
-    wait_for_log(&a_datadir, "init message: Done loading", &mut a_process);
-    a.wait_for_height(TIP_HEIGHT, &mut a_process);
-    let dumped = a.call("dumptxoutset", json!(["utxo.dat", "rollback", {"rollback": BASE_HEIGHT}]));
-    assert_eq!(dumped["base_height"], BASE_HEIGHT);
-    let snapshot = PathBuf::from(dumped["path"].as_str().unwrap());
+    let served = serve_and_dump(root.path(), "tiny", TIP_HEIGHT, BASE_HEIGHT, "21");
+    let Served { datadir: a_datadir, endpoint: a, process: mut a_process, p2p_port: a_p2p, .. } =
+        served;
+    let (dumped, snapshot, entry) = (served.dumped, served.snapshot, served.entry_option);
+    let (hashes, headers, a_coins) = (served.hashes, served.headers, served.coins_at_tip);
     let base_hash = dumped["base_hash"].as_str().unwrap().to_owned();
-    let entry = format!(
-        "-testassumeutxo={BASE_HEIGHT}:{base_hash}:{}:{}",
-        dumped["txoutset_hash"].as_str().unwrap(),
-        dumped["nchaintx"]
-    );
-    let hashes: Vec<Value> = (1..=TIP_HEIGHT).map(|height| json!([height])).collect();
-    let hashes = a.batch("getblockhash", &hashes);
-    let header_requests: Vec<Value> = hashes.iter().map(|hash| json!([hash, false])).collect();
-    let headers = a.batch("getblockheader", &header_requests);
-    let a_coins = a.call("gettxoutsetinfo", json!([]));
 
     // B: empty, the entry given; no peer yet.
     let b_datadir = root.path().join("b");

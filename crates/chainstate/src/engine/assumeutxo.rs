@@ -186,6 +186,10 @@ impl Chainstate {
             .index
             .get(base_hash)
             .ok_or(SnapshotActivationError::BaseHeaderMissing { hash: *base_hash })?;
+        // The chainstate that was active settles and is made durable: it
+        // is the background chainstate from here on.
+        self.activate_best_chain()?;
+        self.flush(FlushReason::Snapshot, FlushMode::KeepCoins)?;
         // Core's final check: a snapshot below the tip would be useless.
         if let Some(tip) = self.active.chain.tip() {
             let index = &self.shared.index;
@@ -193,17 +197,7 @@ impl Chainstate {
                 return Err(SnapshotActivationError::WorkNotExceeding);
             }
         }
-        // The chainstate that was active settles and is made durable: it
-        // is the background chainstate from here on.
-        self.activate_best_chain()?;
-        self.flush(FlushReason::Snapshot, FlushMode::KeepCoins)?;
-        let linked = self.shared.selection.assume_chain_data(
-            &mut self.shared.index,
-            base,
-            entry.chain_transaction_count,
-        );
-        self.make_candidates(&linked);
-        let snapshot = CoinsChain::open(
+        let mut snapshot = CoinsChain::open(
             &mut self.shared,
             directory,
             ChainRole::Active,
@@ -212,6 +206,17 @@ impl Chainstate {
         if snapshot.chain.tip() != Some(base) {
             let found = snapshot.chain.tip().map(|id| self.shared.index.entry(id).hash);
             return Err(SnapshotActivationError::NotLoaded { base: *base_hash, found });
+        }
+        // Only once nothing can fail: the blocks above the base linked on
+        // its assumed count are the snapshot chainstate's candidates alone
+        // (the chainstate that was active has no coins to reach them).
+        let linked = self.shared.selection.assume_chain_data(
+            &mut self.shared.index,
+            base,
+            entry.chain_transaction_count,
+        );
+        for id in linked {
+            snapshot.candidates.insert(&self.shared.index, id);
         }
         let mut validating = std::mem::replace(&mut self.active, snapshot);
         validating.role = ChainRole::Background;
@@ -443,7 +448,14 @@ pub(crate) fn prepare_snapshot_directory(
         return Ok(None);
     }
     let base_file = directory.join(BASE_BLOCKHASH_FILE);
-    let bytes = match std::fs::read(&base_file) {
+    // At most one byte more than a hash: a longer file is refused below
+    // without being read whole.
+    let read = std::fs::File::open(&base_file).and_then(|file| {
+        let mut bytes = Vec::with_capacity(33);
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 33), &mut bytes)?;
+        Ok(bytes)
+    });
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             remove_directory(&directory)?;

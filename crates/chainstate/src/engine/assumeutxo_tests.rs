@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use ibex_primitives::params::AssumeUtxoEntry;
 use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
@@ -14,7 +13,7 @@ use ibex_primitives::{Amount, BlockBuffers, BlockHash, Header, Height, Params};
 
 use super::assumeutxo::{snapshot_chainstate_directory, SnapshotActivationError};
 use crate::coins::database::{CoinsDatabase, DatabaseOptions};
-use crate::engine::{Chainstate, ChainstateOptions};
+use crate::engine::Chainstate;
 use crate::error::ChainstateError;
 use crate::prepared::PreparedBlock;
 use crate::snapshot::{load_snapshot, SnapshotMetadata, SnapshotReader, SnapshotWriter};
@@ -24,21 +23,8 @@ const BLOCKS_ABOVE_GENESIS: u32 = 40;
 const BASE_HEIGHT: u32 = 25;
 const HASH_TYPE: TxOutSetHashType = TxOutSetHashType::HashSerialized3;
 
-fn options(root: &Path, params: Params) -> ChainstateOptions {
-    ChainstateOptions {
-        params,
-        blocks_directory: root.join("blocks"),
-        chainstate_directory: root.join("chainstate"),
-        memory: crate::MemoryBudget::for_coins_bytes(1 << 20, 1 << 16),
-        script_threads: 1,
-        assume_valid: None,
-        periodic_flush_interval: Duration::from_secs(3600),
-        stop_at_height: None,
-    }
-}
-
 fn open(root: &Path, params: Params) -> Chainstate {
-    Chainstate::open(options(root, params), Box::new(|_: &crate::ChainEvent| {})).unwrap()
+    crate::test_chain::open_chainstate(root, params)
 }
 
 /// What the source node gives: the blocks, the snapshot at the base (its

@@ -337,29 +337,11 @@ impl Chainstate {
                     let entry = self.shared.index.entry(id);
                     (entry.hash, entry.height)
                 });
-                // A storage failure stops the engine, as elsewhere; the
-                // asker hears that it stopped.
-                match activated {
-                    Err(SnapshotActivationError::Chainstate(error)) => {
-                        let _ = reply.try_send(Err(SnapshotActivationError::EngineStopped));
-                        Err(error)
-                    }
-                    other => {
-                        let _ = reply.try_send(other);
-                        Ok(Handled::Replied)
-                    }
-                }
+                answer_control(&reply, activated)
             }
-            EngineCommand::SubmitHeader { header, reply } => match self.submit_header(&header) {
-                Err(HeaderRefusal::Chainstate(error)) => {
-                    let _ = reply.try_send(Err(HeaderRefusal::EngineStopped));
-                    Err(error)
-                }
-                other => {
-                    let _ = reply.try_send(other);
-                    Ok(Handled::Replied)
-                }
-            },
+            EngineCommand::SubmitHeader { header, reply } => {
+                answer_control(&reply, self.submit_header(&header))
+            }
             EngineCommand::Stop => {
                 self.activate_best_chain()?;
                 self.settle_background()?;
@@ -369,21 +351,70 @@ impl Chainstate {
     }
 }
 
+/// An operator's command's error that may be a failure of the engine
+/// itself (storage), which ends the service.
+trait ControlError: Sized {
+    /// The engine's failure inside, if that is what it is.
+    fn into_engine_failure(self) -> Result<ChainstateError, Self>;
+    /// What the asker hears when the engine failed.
+    fn engine_stopped() -> Self;
+}
+
+impl ControlError for ChainControlError {
+    fn into_engine_failure(self) -> Result<ChainstateError, Self> {
+        match self {
+            ChainControlError::Chainstate(error) => Ok(error),
+            other => Err(other),
+        }
+    }
+    fn engine_stopped() -> Self {
+        ChainControlError::EngineStopped
+    }
+}
+
+impl ControlError for SnapshotActivationError {
+    fn into_engine_failure(self) -> Result<ChainstateError, Self> {
+        match self {
+            SnapshotActivationError::Chainstate(error) => Ok(error),
+            other => Err(other),
+        }
+    }
+    fn engine_stopped() -> Self {
+        SnapshotActivationError::EngineStopped
+    }
+}
+
+impl ControlError for HeaderRefusal {
+    fn into_engine_failure(self) -> Result<ChainstateError, Self> {
+        match self {
+            HeaderRefusal::Chainstate(error) => Ok(error),
+            other => Err(other),
+        }
+    }
+    fn engine_stopped() -> Self {
+        HeaderRefusal::EngineStopped
+    }
+}
+
 /// Sends an operator's command its answer. An engine failure is answered
-/// [`ChainControlError::EngineStopped`] and returned, so the service ends
-/// with it as with any other engine failure.
-fn answer_control(
-    reply: &SyncSender<ChainControlReply>,
-    result: ChainControlReply,
+/// "the engine stopped" and returned, so the service ends with it as with
+/// any other engine failure.
+fn answer_control<T, E: ControlError>(
+    reply: &SyncSender<Result<T, E>>,
+    result: Result<T, E>,
 ) -> Result<Handled, ChainstateError> {
     // The asker may have given up waiting: its answer is dropped.
-    match result {
-        Err(ChainControlError::Chainstate(error)) => {
-            let _ = reply.try_send(Err(ChainControlError::EngineStopped));
-            Err(error)
+    match result.map_err(E::into_engine_failure) {
+        Err(Ok(failure)) => {
+            let _ = reply.try_send(Err(E::engine_stopped()));
+            Err(failure)
         }
-        other => {
-            let _ = reply.try_send(other);
+        Err(Err(refusal)) => {
+            let _ = reply.try_send(Err(refusal));
+            Ok(Handled::Replied)
+        }
+        Ok(answer) => {
+            let _ = reply.try_send(Ok(answer));
             Ok(Handled::Replied)
         }
     }
