@@ -50,6 +50,7 @@ pub fn run(settings: &BenchSettings, facts: &ChainFacts) -> Result<Measurement, 
         // Only the cache limit flushes during the run, as in a short IBD.
         periodic_flush_interval: Duration::from_secs(24 * 60 * 60),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     };
     import(options, facts, &root)
 }

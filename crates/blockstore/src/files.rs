@@ -29,6 +29,45 @@ pub fn undo_file_path(directory: &Path, number: u32) -> PathBuf {
     directory.join(format!("rev{number:05}.dat"))
 }
 
+/// Removes `blk{number}.dat` and `rev{number}.dat` from `directory` (Core's
+/// `UnlinkPrunedFiles`); a file already gone is not an error (a prune that
+/// stopped half way is finished by the next start).
+pub fn remove_file_pair(directory: &Path, number: u32) -> Result<(), BlockStoreError> {
+    for path in [block_file_path(directory, number), undo_file_path(directory, number)] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io_error(&path)(error)),
+        }
+    }
+    Ok(())
+}
+
+/// The highest `blk?????.dat` number in `directory` (by its listing: after
+/// pruning the numbers have gaps), or `None` when it holds none.
+pub fn last_block_file_number(directory: &Path) -> Result<Option<u32>, BlockStoreError> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(io_error(directory)(error)),
+    };
+    let mut last = None;
+    for entry in entries {
+        let entry = entry.map_err(io_error(directory))?;
+        let name = entry.file_name();
+        let number = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("blk"))
+            .and_then(|rest| rest.strip_suffix(".dat"))
+            .filter(|digits| digits.len() == 5 && digits.bytes().all(|byte| byte.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<u32>().ok());
+        if let Some(number) = number {
+            last = last.max(Some(number));
+        }
+    }
+    Ok(last)
+}
+
 /// Reads `xor.dat` from a blocks directory; a missing file means no obfuscation
 /// (blocks directories written before Core v28).
 pub fn read_obfuscation_key(directory: &Path) -> Result<Obfuscation, BlockStoreError> {

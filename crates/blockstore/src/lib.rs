@@ -22,8 +22,9 @@ pub mod undo_files;
 
 pub use error::BlockStoreError;
 pub use files::{
-    block_file_path, read_block_file, read_obfuscation_key, undo_file_path, write_obfuscation_key,
-    BlockFileWriter, BlockPosition, BLOCK_FILE_BYTES_MAX,
+    block_file_path, last_block_file_number, read_block_file, read_obfuscation_key,
+    remove_file_pair, undo_file_path, write_obfuscation_key, BlockFileWriter, BlockPosition,
+    BLOCK_FILE_BYTES_MAX,
 };
 pub use framing::{encode_record, Record, Records};
 pub use obfuscation::Obfuscation;

@@ -262,6 +262,15 @@ impl UndoFileWriter {
         Ok(())
     }
 
+    /// Syncs and closes `rev{file_number}.dat` if it is open (before the
+    /// file is removed: an open descriptor would keep its space in use).
+    pub fn close_file(&mut self, file_number: u32) -> Result<(), BlockStoreError> {
+        match self.open_files.iter().position(|open| open.file_number == file_number) {
+            Some(index) => self.close(index),
+            None => Ok(()),
+        }
+    }
+
     /// Index of `file_number` in the open files, opening it (and closing the
     /// least recently opened file when full) if needed.
     fn open(&mut self, file_number: u32) -> Result<usize, BlockStoreError> {

@@ -46,6 +46,7 @@ fn main() {
         assume_valid,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     };
     let mut invalid = 0;
     let observer = move |event: &ChainEvent| match event {

@@ -109,6 +109,9 @@ pub enum ChainstateError {
         /// The block read.
         found: BlockHash,
     },
+    /// Pruning was asked of a node that does not prune.
+    #[error("Cannot prune blocks because node is not in prune mode.")]
+    NotPruning,
     /// A block needed to connect, disconnect or replay is not stored.
     #[error("block {hash} data is missing (no block or undo position)")]
     MissingBlockData {
@@ -291,6 +294,8 @@ pub enum ChainstateError {
 
 /// The [`ChainstateError::CorruptRecord`] name of a block index key.
 pub const BLOCK_INDEX_KEY_RECORD: &str = "block index key";
+/// The [`ChainstateError::CorruptRecord`] name of a block index flag.
+pub const BLOCK_INDEX_FLAG_RECORD: &str = "block index flag";
 
 impl ChainstateError {
     /// The database to rebuild when this error is one a rebuild cures: a
@@ -310,7 +315,9 @@ impl ChainstateError {
             ChainstateError::CorruptCoin { .. } | ChainstateError::CorruptKey { .. } => {
                 Some(DatabaseKind::Coins)
             }
-            ChainstateError::CorruptRecord { record, .. } if *record == BLOCK_INDEX_KEY_RECORD => {
+            ChainstateError::CorruptRecord { record, .. }
+                if *record == BLOCK_INDEX_KEY_RECORD || *record == BLOCK_INDEX_FLAG_RECORD =>
+            {
                 Some(DatabaseKind::BlockIndex)
             }
             ChainstateError::CorruptIndexEntry { .. }

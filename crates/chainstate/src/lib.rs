@@ -73,6 +73,7 @@ pub use engine::assumeutxo::{
 };
 pub use engine::headers::HeaderRefusal;
 pub use engine::open::INDEX_DIRECTORY;
+pub use engine::prune::{PruneReport, PRUNE_TARGET_BYTES_MIN};
 pub use engine::read_api::{
     ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,
     LOCATOR_HASHES_READ_MAX,
@@ -94,6 +95,7 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_plan::ImportPlan;
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
+pub use vocabulary::PruneMode;
 // The block index database's records, where the fuzz checks and the
 // node's read-only tools name them.
 pub use index::store as index_store;

@@ -151,6 +151,9 @@ pub struct ChainMetrics {
     cache_coins: AtomicU64,
     cache_bytes_max: AtomicU64,
     script_pipeline_blocks: AtomicU64,
+    block_files_bytes: AtomicU64,
+    /// The prune height plus one (0: nothing pruned).
+    prune_height_plus_one: AtomicU64,
     /// [`CoinReadCounts::spends`], stored.
     coin_reads: [[AtomicU64; COIN_SOURCES]; COIN_AGE_RANGES],
     bip30_lookups: AtomicU64,
@@ -197,6 +200,11 @@ pub struct ChainMetricsReading {
     pub cache_bytes_max: u64,
     /// Blocks connected whose scripts are still being checked.
     pub script_pipeline_blocks: u64,
+    /// Bytes of block and undo data in the block files.
+    pub block_files_bytes: u64,
+    /// The highest block of the active chain pruned below the blocks kept
+    /// (`getblockchaininfo`'s `pruneheight` minus one; `None`: none).
+    pub prune_height: Option<u32>,
     /// Where the connected blocks' spent coins were found, by age, and
     /// their BIP30 lookups.
     pub coin_reads: CoinReadCounts,
@@ -220,6 +228,7 @@ pub(crate) struct PublishedLevels {
     pub(crate) cache_coins: usize,
     pub(crate) cache_bytes_max: usize,
     pub(crate) script_pipeline_blocks: usize,
+    pub(crate) block_files_bytes: u64,
 }
 
 impl ChainMetrics {
@@ -244,6 +253,7 @@ impl ChainMetrics {
         store(&self.cache_coins, as_u64(levels.cache_coins));
         store(&self.cache_bytes_max, as_u64(levels.cache_bytes_max));
         store(&self.script_pipeline_blocks, as_u64(levels.script_pipeline_blocks));
+        store(&self.block_files_bytes, levels.block_files_bytes);
         let coin_reads = &statistics.coin_reads;
         for (stored, counted) in
             self.coin_reads.iter().flatten().zip(coin_reads.spends.iter().flatten())
@@ -266,6 +276,12 @@ impl ChainMetrics {
     pub fn coins_database_io(&self) -> Option<CoinsDatabaseIo> {
         let database = self.coins_database.get()?.upgrade()?;
         Some(database.io())
+    }
+
+    /// Stores the block files' bytes and the prune height after a prune.
+    pub(crate) fn pruned(&self, block_files_bytes: u64, prune_height: Option<u32>) {
+        self.block_files_bytes.store(block_files_bytes, Ordering::Relaxed);
+        self.prune_height_plus_one.store(height_plus_one(prune_height), Ordering::Relaxed);
     }
 
     /// Counts a finished coins flush: its duration and the bytes it wrote.
@@ -293,6 +309,8 @@ impl ChainMetrics {
             cache_coins: load(&self.cache_coins),
             cache_bytes_max: load(&self.cache_bytes_max),
             script_pipeline_blocks: load(&self.script_pipeline_blocks),
+            block_files_bytes: load(&self.block_files_bytes),
+            prune_height: height_from(load(&self.prune_height_plus_one)),
             coin_reads: self.read_coin_reads(),
         }
     }
@@ -348,9 +366,17 @@ mod tests {
             cache_coins: 2,
             cache_bytes_max: 1_000,
             script_pipeline_blocks: 1,
+            block_files_bytes: 5 << 20,
         };
         metrics.publish(&statistics, &levels);
         let reading = metrics.read();
+        assert_eq!(reading.block_files_bytes, 5 << 20);
+        assert_eq!(reading.prune_height, None);
+        metrics.pruned(4 << 20, Some(0));
+        assert_eq!(
+            (metrics.read().block_files_bytes, metrics.read().prune_height),
+            (4 << 20, Some(0))
+        );
         assert_eq!(reading.tip_height, Some(0));
         assert_eq!(reading.best_header_height, Some(u32::MAX));
         assert_eq!(reading.blocks_connected, 3);

@@ -45,6 +45,7 @@ pub(crate) fn chainstate_options(root: &std::path::Path, params: Params) -> Chai
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: crate::PruneMode::Disabled,
     }
 }
 

@@ -20,6 +20,41 @@ pub enum FlushReason {
     /// A snapshot chainstate is activated or its background validation
     /// ended (AssumeUTXO): the chainstates change roles.
     Snapshot,
+    /// Block files are about to be pruned: the coins must be durable past
+    /// their blocks first.
+    Prune,
+}
+
+/// Whether and how block and undo files are removed (Core's `-prune`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PruneMode {
+    /// Every block is kept (`-prune=0`).
+    #[default]
+    Disabled,
+    /// Files are removed only when the operator asks (`-prune=1`,
+    /// `pruneblockchain`).
+    Manual,
+    /// Files are removed to keep block and undo data under a target
+    /// (`-prune=N`, N MiB; at least 550).
+    Automatic {
+        /// The target in bytes.
+        target_bytes: u64,
+    },
+}
+
+impl PruneMode {
+    /// Whether blocks may be removed at all (Core's `IsPruneMode`).
+    pub fn is_enabled(self) -> bool {
+        self != PruneMode::Disabled
+    }
+
+    /// The automatic target, if pruning is automatic.
+    pub fn target_bytes(self) -> Option<u64> {
+        match self {
+            PruneMode::Automatic { target_bytes } => Some(target_bytes),
+            PruneMode::Disabled | PruneMode::Manual => None,
+        }
+    }
 }
 
 /// Counters since open.

@@ -68,6 +68,7 @@ fn open_with_cache(
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     };
     let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());
     Chainstate::open(options, Box::new(observer)).unwrap()

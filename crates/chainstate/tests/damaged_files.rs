@@ -46,6 +46,7 @@ fn open(root: &Path, events: &Events) -> Result<Chainstate, ChainstateError> {
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     };
     let events = events.clone();
     let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());

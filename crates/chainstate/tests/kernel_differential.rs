@@ -160,6 +160,7 @@ fn ibex_options(root: &Path, blocks: PathBuf) -> ChainstateOptions {
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     }
 }
 

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ibex_chainstate::{ChainEvent, ChainObserver, FlushReason, SnapshotEvent, TipUpdate};
+use ibex_chainstate::{
+    ChainEvent, ChainObserver, FlushReason, PruneReport, SnapshotEvent, TipUpdate,
+};
 use ibex_primitives::params::Params;
 
 use crate::logging::{
@@ -130,8 +132,38 @@ fn reason_name(reason: FlushReason) -> &'static str {
         FlushReason::CacheFull => "cache full",
         FlushReason::Periodic => "periodic",
         FlushReason::Snapshot => "snapshot",
+        FlushReason::Prune => "prune",
         FlushReason::Shutdown => "shutdown",
     }
+}
+
+/// Core's line for a look at pruning: its `Prune (Manual)` line always,
+/// its `[prune]` line for an automatic look only when files go (Core logs
+/// every look, under `-debug=prune`, which Ibex does not have: a look that
+/// removes nothing is not worth a line in every node's log).
+fn prune_line(report: &PruneReport) -> Option<String> {
+    const MEBIBYTE: i128 = 1 << 20;
+    let role = report.role;
+    if report.manual {
+        return Some(format!(
+            "[{role}] Prune (Manual): prune_height={} removed {} blk/rev pairs",
+            report.height_max,
+            report.files.len()
+        ));
+    }
+    if report.files.is_empty() {
+        return None;
+    }
+    let (target, usage) = (i128::from(report.target_bytes), i128::from(report.usage_bytes));
+    Some(format!(
+        "[prune] [{role}] target={}MiB actual={}MiB diff={}MiB min_height={} max_prune_height={} removed {} blk/rev pairs",
+        target / MEBIBYTE,
+        usage / MEBIBYTE,
+        (target - usage) / MEBIBYTE,
+        report.height_min,
+        report.height_max,
+        report.files.len()
+    ))
 }
 
 impl ChainObserver for NodeObserver {
@@ -231,6 +263,18 @@ impl ChainObserver for NodeObserver {
                     file.record.block_bytes,
                     file.record.data_offset
                 ));
+            }
+            ChainEvent::PruneLooked(report) => {
+                if let Some(line) = prune_line(report) {
+                    self.logger.log(&line);
+                }
+            }
+            ChainEvent::PrunedFilesRemoved { files } => {
+                for file in files {
+                    self.logger.log(&format!(
+                        "[blockstorage] Prune: UnlinkPrunedFiles deleted blk/rev ({file:05})"
+                    ));
+                }
             }
             ChainEvent::BlockFileWithoutBlocks(file) => {
                 self.logger.log(&format!(

@@ -45,6 +45,7 @@ fn imported_chainstate(root: &std::path::Path) -> Chainstate {
         assume_valid: None,
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
+        prune: ibex_chainstate::PruneMode::Disabled,
     };
     let mut chainstate =
         Chainstate::open(options, Box::new(|_: &ibex_chainstate::ChainEvent| {})).unwrap();

@@ -195,9 +195,13 @@ impl Chainstate {
         id: EntryId,
         block: &PreparedBlock,
     ) -> Result<(), ChainstateError> {
+        let height = self.shared.index.entry(id).height;
         let position = match block.position {
-            Some(position) => position,
-            None => self.shared.persistence.append_block(block.bytes())?,
+            Some(position) => {
+                self.shared.persistence.count_stored_block(position, height);
+                position
+            }
+            None => self.shared.persistence.append_block(block.bytes(), height)?,
         };
         let entry = self.shared.index.entry_mut(id);
         entry.block_position = Some(position);

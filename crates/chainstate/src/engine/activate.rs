@@ -411,17 +411,24 @@ impl CoinsChain {
         self.collect_background_flush(shared, super::flush::Collect::Poll)?;
         self.count_table_readers(shared)?;
         let cache = self.connector.cache();
+        // Keeping the coins frees nothing until the write ends: only while
+        // the live map can grow as much meanwhile.
+        let half_full = cache.memory_bytes() <= cache.limit_bytes() / 2;
+        let keep_mode = if half_full { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
         if cache.is_full() {
-            self.flush_in_background(shared, FlushReason::CacheFull, FlushMode::EmptyCache)?;
+            let prune = self.look_at_pruning(shared);
+            self.flush_in_background(shared, FlushReason::CacheFull, FlushMode::EmptyCache, prune)?;
         } else if cache.needs_room() {
             self.wait_for_flush_room(shared)?;
         } else if self.flush_schedule.last_flush.elapsed() >= shared.options.periodic_flush_interval
         {
-            // Keeping the coins frees nothing until the write ends: only
-            // while the live map can grow as much meanwhile.
-            let half_full = cache.memory_bytes() <= cache.limit_bytes() / 2;
-            let mode = if half_full { FlushMode::KeepCoins } else { FlushMode::EmptyCache };
-            self.flush_in_background(shared, FlushReason::Periodic, mode)?;
+            let prune = self.look_at_pruning(shared);
+            self.flush_in_background(shared, FlushReason::Periodic, keep_mode, prune)?;
+        } else if self.flush_schedule.background_flush.is_none() {
+            // A flush being written is left alone: the look waits for it.
+            if let Some(prune) = self.look_at_pruning(shared) {
+                self.flush_in_background(shared, FlushReason::Prune, keep_mode, Some(prune))?;
+            }
         }
         Ok(())
     }

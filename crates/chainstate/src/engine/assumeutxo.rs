@@ -371,6 +371,7 @@ impl Chainstate {
     /// two, 95% to the snapshot chainstate while it catches up with the
     /// best header, then 95% to the background one (5% to the other).
     pub(crate) fn rebalance_caches(&mut self) {
+        self.share_pruning();
         let total = self.shared.options.memory.coins_bytes;
         let Some(background) = self.background.as_mut() else {
             self.active.connector.cache_mut().set_cache_bytes_max(total);

@@ -66,6 +66,8 @@ pub(crate) struct CoinsChain {
     pub(crate) scripts: ScriptQueue,
     /// When the coins were last flushed and the flush being written.
     pub(crate) flush_schedule: FlushSchedule,
+    /// What pruning allows it (`super::prune`).
+    pub(crate) prune_share: super::prune::PruneShare,
 }
 
 impl CoinsChain {
@@ -97,6 +99,7 @@ impl CoinsChain {
             candidates: Candidates::from_index(&shared.index, scope),
             scripts: ScriptQueue::new(),
             flush_schedule: FlushSchedule::new(),
+            prune_share: super::prune::PruneShare::default(),
         };
         coins_chain.recover(shared)?;
         Ok(coins_chain)
@@ -154,6 +157,7 @@ impl CoinsChain {
         }
         let best_header = shared.selection.best_header();
         shared.reads.publish(&shared.index, best_header, tip);
+        shared.note_initial_download(tip);
         self.publish_metrics(shared, tip.map(|id| shared.index.entry(id).height));
     }
 
@@ -170,6 +174,7 @@ impl CoinsChain {
             cache_coins: cache.entry_count(),
             cache_bytes_max: cache.cache_bytes_max(),
             script_pipeline_blocks: self.scripts.len(),
+            block_files_bytes: shared.persistence.files().usage_bytes(),
         };
         shared.metrics.publish(&shared.statistics, &levels);
     }
@@ -193,7 +198,7 @@ impl FlushSchedule {
 }
 
 /// A coins flush being written on the writer thread, for its report.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct BackgroundFlushInfo {
     pub(crate) started: Instant,
     pub(crate) index_records: usize,
@@ -201,6 +206,8 @@ pub(crate) struct BackgroundFlushInfo {
     /// Milliseconds validation has waited for the writer to free room so
     /// far ([`crate::coins::background`]).
     pub(crate) room_wait_ms: u64,
+    /// The files to prune once the flush is durable (`super::prune`).
+    pub(crate) prune: Option<super::prune::PruneReport>,
 }
 
 #[cfg(test)]

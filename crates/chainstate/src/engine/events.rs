@@ -258,6 +258,15 @@ pub enum ChainEvent {
     /// An import indexed its files' headers and is about to read their
     /// blocks: what it will connect, for progress estimates.
     ImportPlanned(ImportPlan),
+    /// Pruning looked for files to remove (Core's `[prune]` debug line
+    /// for an automatic look, its `Prune (Manual)` line for a manual one).
+    PruneLooked(crate::engine::prune::PruneReport),
+    /// Block and undo file pairs were removed (each is Core's
+    /// `Prune: UnlinkPrunedFiles deleted blk/rev (NNNNN)` debug line).
+    PrunedFilesRemoved {
+        /// Their numbers.
+        files: Vec<u32>,
+    },
 }
 
 /// Receives [`ChainEvent`]s.

@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use super::coins_chain::BackgroundFlushInfo;
+use super::prune::PruneReport;
 use super::{ChainEvent, Chainstate, CoinsChain, FlushReason, Shared};
 use crate::coins::cache::FlushMode;
 use crate::error::ChainstateError;
@@ -75,7 +76,7 @@ impl Chainstate {
         reason: FlushReason,
         mode: FlushMode,
     ) -> Result<(), ChainstateError> {
-        self.active.flush_in_background(&mut self.shared, reason, mode)
+        self.active.flush_in_background(&mut self.shared, reason, mode, None)
     }
 
     /// The coins database's I/O since open and its shape now (RocksDB's
@@ -124,11 +125,13 @@ impl CoinsChain {
     }
 
     /// [`Chainstate::flush_in_background`] of this chainstate.
+    /// `prune`: files to prune once the flush is durable (`super::prune`).
     pub(crate) fn flush_in_background(
         &mut self,
         shared: &mut Shared,
         reason: FlushReason,
         mode: FlushMode,
+        prune: Option<PruneReport>,
     ) -> Result<(), ChainstateError> {
         let started = Instant::now();
         self.collect_background_flush(shared, Collect::Wait)?;
@@ -140,7 +143,7 @@ impl CoinsChain {
         shared.emit(started_event);
         let index_records = target.index_records;
         self.flush_schedule.background_flush =
-            Some(BackgroundFlushInfo { started, index_records, reason, room_wait_ms: 0 });
+            Some(BackgroundFlushInfo { started, index_records, reason, room_wait_ms: 0, prune });
         shared.note_stall(stall_ms);
         Ok(())
     }
@@ -215,7 +218,12 @@ impl CoinsChain {
         // writer still busy must leave it for the next one.
         let Some(stats) = stats else { return Ok(()) };
         let Some(info) = self.flush_schedule.background_flush.take() else { return Ok(()) };
-        self.persist_for(info.reason)?;
+        // Files are pruned only below coins that survive a crash.
+        if info.prune.is_some() {
+            self.connector.cache().database().persist_memtables()?;
+        } else {
+            self.persist_for(info.reason)?;
+        }
         let duration_ms = elapsed_ms(info.started);
         // The waits for room and the wait for the end, counted as one.
         let stall_ms = match collect {
@@ -231,7 +239,10 @@ impl CoinsChain {
             reason: info.reason,
         });
         self.emit_database_measured(shared);
-        Ok(())
+        match info.prune {
+            Some(report) => self.prune(shared, report),
+            None => Ok(()),
+        }
     }
 
     /// Makes the coins database's writes durable unless `reason` is a full

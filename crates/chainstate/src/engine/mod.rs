@@ -61,6 +61,7 @@ pub mod headers;
 mod import_activation;
 pub mod invalidate;
 pub mod open;
+pub mod prune;
 pub mod read_api;
 pub mod reader;
 pub mod recovery;
@@ -128,6 +129,8 @@ pub struct ChainstateOptions {
     pub periodic_flush_interval: Duration,
     /// Stop connecting at this height (`-stopatheight`).
     pub stop_at_height: Option<u32>,
+    /// Whether block files are pruned (`-prune`).
+    pub prune: crate::PruneMode,
 }
 
 /// The engine (Core's `ChainstateManager`): what every chainstate shares

@@ -44,6 +44,7 @@ impl Chainstate {
             interrupt: None,
             mock_time_seconds: None,
             flush_crash_ratio: 0,
+            in_initial_download: true,
         };
         let snapshot_base =
             super::assumeutxo::prepare_snapshot_directory(&mut shared, &coins_directory)?;
@@ -63,6 +64,7 @@ impl Chainstate {
         chainstate.publish(chainstate.active.chain.tip());
         chainstate.publish_assumeutxo();
         chainstate.rebalance_caches();
+        chainstate.remove_leftover_pruned_files()?;
         Ok(chainstate)
     }
 

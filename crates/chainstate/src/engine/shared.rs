@@ -47,12 +47,30 @@ pub(crate) struct Shared {
     /// Core's `-dbcrashratio`, given to every coins database the engine
     /// opens (0: never).
     pub(crate) flush_crash_ratio: u64,
+    /// Core's `IsInitialBlockDownload`, latched false once the active tip
+    /// is recent and has the minimum chain work (pruning's IBD buffer).
+    pub(crate) in_initial_download: bool,
 }
 
 impl Shared {
     /// Tells the observer.
     pub(crate) fn emit(&mut self, event: ChainEvent) {
         self.observer.on_event(&event);
+    }
+
+    /// Latches [`Self::in_initial_download`] off once the active tip `tip`
+    /// has the minimum chain work and is less than a day old.
+    pub(crate) fn note_initial_download(&mut self, tip: Option<EntryId>) {
+        if !self.in_initial_download {
+            return;
+        }
+        let Some(tip) = tip else { return };
+        let entry = self.index.entry(tip);
+        let now = crate::stages::headers::now_seconds(self.mock_time_seconds);
+        let recent = i64::from(entry.header.time) >= now.saturating_sub(super::MAX_TIP_AGE_SECONDS);
+        if recent && entry.chain_work >= self.options.params.minimum_chain_work {
+            self.in_initial_download = false;
+        }
     }
 
     /// Whether the node's shutdown flag is set.

@@ -93,6 +93,12 @@ impl BlockStatus {
         self.0 |= Self::HAVE_UNDO;
     }
 
+    /// Forgets that the block and its undo data are stored (Core's
+    /// `PruneOneBlockFile`): validity and failure marks stay.
+    pub fn clear_stored_data(&mut self) {
+        self.0 &= !(Self::HAVE_DATA | Self::HAVE_UNDO);
+    }
+
     /// Marks the block itself as having broken a rule ([`Self::FAILED_VALID`]).
     pub fn mark_failed_valid(&mut self) {
         self.0 |= Self::FAILED_VALID;

@@ -1,7 +1,9 @@
 //! The block index on disk: a RocksDB at `blocks/index` (Core keeps a
 //! LevelDB there), one record per block plus a few flags.
 //!
-//! Records: `'b' || hash` -> [`encode_entry`]. (An unfinished reindex is
+//! Records: `'b' || hash` -> [`encode_entry`]; `'F' || name` -> one byte,
+//! a flag (Core's `WriteFlag`: `prunedblockfiles` once any block file was
+//! pruned). (An unfinished reindex is
 //! recorded by the node beside the block files, not here: the index is
 //! what a reindex deletes.)
 //! Writes are synced: the coins database only ever names a tip whose index
@@ -19,6 +21,9 @@ use crate::coins::database::holds_database_files;
 use crate::error::ChainstateError;
 
 const ENTRY_PREFIX: u8 = b'b';
+const FLAG_PREFIX: u8 = b'F';
+/// The flag set once a block file has been pruned (Core's name).
+pub const PRUNED_BLOCK_FILES_FLAG: &str = "prunedblockfiles";
 /// One memtable of the block index database (~40,000 entries).
 const INDEX_MEMTABLE_BYTES: usize = 4 << 20;
 /// The block index database's block cache (it is read once, at start).
@@ -44,6 +49,13 @@ fn entry_key(hash: &BlockHash) -> [u8; 33] {
     let mut key = [0u8; 33];
     key[0] = ENTRY_PREFIX;
     key[1..].copy_from_slice(hash.as_bytes());
+    key
+}
+
+fn flag_key(name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + name.len());
+    key.push(FLAG_PREFIX);
+    key.extend_from_slice(name.as_bytes());
     key
 }
 
@@ -185,6 +197,30 @@ impl IndexStore {
         Ok(dirty.len())
     }
 
+    /// Writes the flag `name` (synced).
+    pub fn write_flag(&self, name: &str, value: bool) -> Result<(), ChainstateError> {
+        let mut options = WriteOptions::default();
+        options.set_sync(true);
+        self.db.put_opt(flag_key(name), [u8::from(value)], &options)?;
+        Ok(())
+    }
+
+    /// The flag `name`: false when never written; a record that is not one
+    /// byte of 0 or 1 is corrupt.
+    pub fn read_flag(&self, name: &str) -> Result<bool, ChainstateError> {
+        match self.db.get(flag_key(name))? {
+            None => Ok(false),
+            Some(value) => match value.as_slice() {
+                [0] => Ok(false),
+                [1] => Ok(true),
+                _ => Err(ChainstateError::CorruptRecord {
+                    record: crate::error::BLOCK_INDEX_FLAG_RECORD,
+                    length_bytes: value.len(),
+                }),
+            },
+        }
+    }
+
     /// Reads every record and builds the tree ([`build_index`]).
     pub fn load(&self) -> Result<BlockIndex, ChainstateError> {
         let mut stored = Vec::new();
@@ -257,9 +293,12 @@ fn link(index: &mut BlockIndex, record: StoredEntry) -> Result<EntryId, Chainsta
             parent_entry.has_chain_data().then_some(parent_entry.chain_transaction_count);
         (Some(parent), parent_entry.chain_work.wrapping_add(proof), chain_transactions)
     };
-    let has_data = record.status.has(BlockStatus::HAVE_DATA) && record.transaction_count > 0;
+    // Core's `LoadBlockIndex` counts a block's chain transactions from its
+    // own count (`nTx`) alone: a pruned block keeps its count, and its
+    // descendants their chain data, after its bytes are gone.
+    let counted = record.transaction_count > 0;
     let chain_transaction_count = match parent_chain_transactions {
-        Some(below) if has_data => below + u64::from(record.transaction_count),
+        Some(below) if counted => below + u64::from(record.transaction_count),
         _ => 0,
     };
     Ok(index.push(BlockIndexEntry {

@@ -33,6 +33,7 @@
 //!    connector's cache writes the coins (in the background while the next
 //!    blocks connect).
 
+pub mod block_files;
 pub mod connector;
 pub mod headers;
 pub mod persistence;

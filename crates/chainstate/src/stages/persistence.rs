@@ -6,16 +6,25 @@
 //!
 //! It touches no coins and decides nothing: the engine tells it to append a
 //! block, write a block's undo data once its scripts passed, read a block or
-//! undo record back, and make files and index durable before a coins flush
-//! (Core's order, see [`crate::engine::flush`]).
+//! undo record back, make files and index durable before a coins flush
+//! (Core's order, see [`crate::engine::flush`]), and prune file pairs
+//! (`crate::engine::prune`). It keeps what each file pair holds
+//! ([`BlockFileTable`]) for pruning and the disk figures.
 
 use std::path::{Path, PathBuf};
 
+use ibex_blockstore::framing::RECORD_HEADER_BYTES;
+use ibex_blockstore::undo_files::UNDO_RECORD_OVERHEAD_BYTES;
 use ibex_blockstore::{
-    block_file_path, read_block, read_obfuscation_key, read_undo, write_obfuscation_key,
-    BlockFileWriter, BlockPosition, Obfuscation, UndoFileWriter, BLOCK_FILE_BYTES_MAX,
+    block_file_path, last_block_file_number, read_block, read_obfuscation_key, read_undo,
+    remove_file_pair, undo_file_path, write_obfuscation_key, BlockFileWriter, BlockPosition,
+    BlockStoreError, Obfuscation, UndoFileWriter, BLOCK_FILE_BYTES_MAX,
 };
 use ibex_primitives::{BlockBuffers, BlockHash};
+
+use super::block_files::{BlockFileTable, BLOCK_FILE_CHUNK_BYTES, UNDO_FILE_CHUNK_BYTES};
+use crate::index::store::PRUNED_BLOCK_FILES_FLAG;
+use crate::index::{BlockStatus, EntryId};
 
 use crate::block_read_ahead::BlockFiles;
 use crate::error::{ChainstateError, DatabaseKind};
@@ -37,6 +46,14 @@ pub(crate) struct Persistence {
     undo_writer: UndoFileWriter,
     /// Reused for every block's serialised undo data.
     undo_buffer: Vec<u8>,
+    /// What each file pair holds.
+    files: BlockFileTable,
+    /// One more chunk of a block or undo file was used since pruning was
+    /// last looked at (Core's `m_check_for_pruning`).
+    prune_check_due: bool,
+    /// Whether a block file was ever pruned (the index's
+    /// `prunedblockfiles` flag, Core's `m_have_pruned`).
+    have_pruned: bool,
 }
 
 impl Persistence {
@@ -52,12 +69,17 @@ impl Persistence {
         let store = IndexStore::open(&index_path)
             .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
         let index = store.load().map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
+        let have_pruned = store
+            .read_flag(PRUNED_BLOCK_FILES_FLAG)
+            .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
+        let last_file = last_block_file_number(blocks_directory)?.unwrap_or(0);
+        let files = file_table(blocks_directory, &index, last_file)?;
         let block_writer = BlockFileWriter::new(
             blocks_directory,
             magic,
             obfuscation,
             BLOCK_FILE_BYTES_MAX,
-            last_block_file(blocks_directory),
+            last_file,
         )?;
         let undo_writer = UndoFileWriter::new(blocks_directory, magic, obfuscation);
         let persistence = Persistence {
@@ -68,6 +90,9 @@ impl Persistence {
             block_writer,
             undo_writer,
             undo_buffer: Vec::new(),
+            files,
+            prune_check_due: false,
+            have_pruned,
         };
         Ok((persistence, index))
     }
@@ -91,9 +116,35 @@ impl Persistence {
         }
     }
 
-    /// Appends a block to the block files.
-    pub(crate) fn append_block(&mut self, bytes: &[u8]) -> Result<BlockPosition, ChainstateError> {
-        Ok(self.block_writer.append(bytes)?)
+    /// Appends the block at `height` to the block files.
+    pub(crate) fn append_block(
+        &mut self,
+        bytes: &[u8],
+        height: u32,
+    ) -> Result<BlockPosition, ChainstateError> {
+        let position = self.block_writer.append(bytes)?;
+        let file_number = position.file_number;
+        let used_before = self.files.file(file_number).block_bytes;
+        let record_bytes = (RECORD_HEADER_BYTES + bytes.len()) as u64;
+        self.files.add_block(file_number, height, record_bytes);
+        self.note_chunk(used_before, record_bytes, BLOCK_FILE_CHUNK_BYTES);
+        Ok(position)
+    }
+
+    /// Counts a block at `height` found already stored at `position` (an
+    /// import from the block files).
+    pub(crate) fn count_stored_block(&mut self, position: BlockPosition, height: u32) {
+        self.files.count_block(position.file_number, height);
+    }
+
+    /// Core allocates files a chunk at a time and looks at pruning after
+    /// each allocation: the same moments here, when an append crosses into
+    /// a new chunk of `chunk_bytes`.
+    fn note_chunk(&mut self, used_before: u64, appended_bytes: u64, chunk_bytes: u64) {
+        let used_after = used_before + appended_bytes;
+        if used_after.div_ceil(chunk_bytes) > used_before.div_ceil(chunk_bytes) {
+            self.prune_check_due = true;
+        }
     }
 
     /// Writes `undo` for the block `entry` to the undo file beside its block
@@ -109,7 +160,12 @@ impl Persistence {
         self.undo_buffer.clear();
         undo.encode_into(&mut self.undo_buffer);
         let previous = &entry.header.previous_block_hash;
-        Ok(self.undo_writer.append(file_number, previous, &self.undo_buffer)?)
+        let position = self.undo_writer.append(file_number, previous, &self.undo_buffer)?;
+        let used_before = self.files.file(file_number).undo_bytes;
+        let record_bytes = (UNDO_RECORD_OVERHEAD_BYTES + self.undo_buffer.len()) as u64;
+        self.files.add_undo(file_number, record_bytes);
+        self.note_chunk(used_before, record_bytes, UNDO_FILE_CHUNK_BYTES);
+        Ok(position)
     }
 
     /// Reads back and parses the stored block `entry`; the file must hold
@@ -162,6 +218,143 @@ impl Persistence {
     }
 }
 
+impl Persistence {
+    /// What each file pair holds.
+    pub(crate) fn files(&self) -> &BlockFileTable {
+        &self.files
+    }
+
+    /// The block file being appended to (never pruned).
+    pub(crate) fn current_file(&self) -> u32 {
+        self.block_writer.file_number()
+    }
+
+    /// Whether a chunk was used since the last look at pruning; clears it.
+    pub(crate) fn take_prune_check(&mut self) -> bool {
+        std::mem::take(&mut self.prune_check_due)
+    }
+
+    /// Asks for a look at pruning at the next chance (Core's
+    /// `PruneAndFlush` at startup).
+    pub(crate) fn request_prune_check(&mut self) {
+        self.prune_check_due = true;
+    }
+
+    /// Whether a block file was ever pruned.
+    pub(crate) fn have_pruned(&self) -> bool {
+        self.have_pruned
+    }
+
+    /// Core's `PruneOneBlockFile` for each of `files`: every block stored
+    /// there loses its data and undo marks and positions (its header, count
+    /// and validity stay), and the files are forgotten. Then the index is
+    /// written (synced) with the `prunedblockfiles` flag, so that from now
+    /// on the index never names the files: only then may they be removed
+    /// ([`Self::remove_files`]). Returns the blocks whose data went.
+    pub(crate) fn prune_files(
+        &mut self,
+        index: &mut BlockIndex,
+        files: &[u32],
+    ) -> Result<Vec<EntryId>, ChainstateError> {
+        let mut pruned = Vec::new();
+        for id in index.ids().collect::<Vec<_>>() {
+            let entry = index.entry(id);
+            let stored_in = |position: Option<BlockPosition>| {
+                position.is_some_and(|position| files.contains(&position.file_number))
+            };
+            if !stored_in(entry.block_position) && !stored_in(entry.undo_position) {
+                continue;
+            }
+            let entry = index.entry_mut(id);
+            entry.status.clear_stored_data();
+            entry.block_position = None;
+            entry.undo_position = None;
+            index.mark_dirty(id);
+            pruned.push(id);
+        }
+        for &file in files {
+            self.files.clear(file);
+        }
+        if !self.have_pruned {
+            self.store.write_flag(PRUNED_BLOCK_FILES_FLAG, true)?;
+            self.have_pruned = true;
+        }
+        self.write_index(index)?;
+        Ok(pruned)
+    }
+
+    /// Removes the `blk`/`rev` pairs `files` (Core's `UnlinkPrunedFiles`),
+    /// which the index must no longer name; returns those that were there.
+    pub(crate) fn remove_files(&mut self, files: &[u32]) -> Result<Vec<u32>, ChainstateError> {
+        let mut removed = Vec::new();
+        for &file in files {
+            debug_assert!(file != self.current_file(), "the file being appended to is kept");
+            self.undo_writer.close_file(file)?;
+            let existed = block_file_path(&self.blocks_directory, file).exists()
+                || undo_file_path(&self.blocks_directory, file).exists();
+            remove_file_pair(&self.blocks_directory, file)?;
+            if existed {
+                removed.push(file);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Files below the current one that hold no block the index knows:
+    /// left by a prune that recorded them pruned and stopped before
+    /// removing them (Core's `ScanAndUnlinkAlreadyPrunedFiles`, run only
+    /// once something was pruned).
+    pub(crate) fn leftover_pruned_files(&self) -> Vec<u32> {
+        if !self.have_pruned {
+            return Vec::new();
+        }
+        let current = self.current_file();
+        self.files
+            .empty_files_before(current)
+            .into_iter()
+            .filter(|&file| {
+                block_file_path(&self.blocks_directory, file).exists()
+                    || undo_file_path(&self.blocks_directory, file).exists()
+            })
+            .collect()
+    }
+}
+
+/// What each file pair of `directory` holds: lengths from the disk, the
+/// blocks from `index` (the entries with data and a position).
+fn file_table(
+    directory: &Path,
+    index: &BlockIndex,
+    last_file: u32,
+) -> Result<BlockFileTable, ChainstateError> {
+    let mut table = BlockFileTable::with_files(last_file as usize + 1);
+    for number in 0..=last_file {
+        let block_bytes = file_length(&block_file_path(directory, number))?;
+        let undo_bytes = file_length(&undo_file_path(directory, number))?;
+        table.set_lengths(number, block_bytes, undo_bytes);
+    }
+    for id in index.ids() {
+        let entry = index.entry(id);
+        if let Some(position) =
+            entry.block_position.filter(|_| entry.status.has(BlockStatus::HAVE_DATA))
+        {
+            table.count_block(position.file_number, entry.height);
+        }
+    }
+    Ok(table)
+}
+
+/// The length of the file at `path`; 0 when there is none.
+fn file_length(path: &Path) -> Result<u64, ChainstateError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) => Ok(metadata.len()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(source) => Err(ChainstateError::BlockStore {
+            source: BlockStoreError::Io { path: path.to_path_buf(), source },
+        }),
+    }
+}
+
 /// The obfuscation key of `directory`: `xor.dat` if present; none for a
 /// directory that already has block files without it (Core before v28);
 /// else a new random key, written to `xor.dat` (Core's default since v28).
@@ -178,15 +371,6 @@ fn obfuscation_for(directory: &Path) -> Result<Obfuscation, ChainstateError> {
     let obfuscation = Obfuscation::new(key);
     write_obfuscation_key(directory, obfuscation)?;
     Ok(obfuscation)
-}
-
-/// The highest `blk` file number present (0 if none).
-fn last_block_file(directory: &Path) -> u32 {
-    let mut number = 0;
-    while block_file_path(directory, number + 1).exists() {
-        number += 1;
-    }
-    number
 }
 
 /// Names the database and its directory in a RocksDB failure met while

@@ -204,6 +204,21 @@ impl ChainSelection {
         }
     }
 
+    /// Forgets the `pruned` blocks among those waiting for a parent's data
+    /// (Core's `PruneOneBlockFile` erases them from `m_blocks_unlinked`):
+    /// their data is gone, so they must arrive again to count.
+    pub(crate) fn forget_unlinked(&mut self, index: &BlockIndex, pruned: &[EntryId]) {
+        for &id in pruned {
+            let Some(parent) = index.entry(id).parent else { continue };
+            if let Some(waiting) = self.unlinked.get_mut(&parent) {
+                waiting.retain(|&child| child != id);
+                if waiting.is_empty() {
+                    self.unlinked.remove(&parent);
+                }
+            }
+        }
+    }
+
     /// Gives the snapshot base `base` the chain transaction count `count`
     /// (its AssumeUTXO entry's) while its ancestors' data is missing, and
     /// links the blocks waiting on it, as Core's

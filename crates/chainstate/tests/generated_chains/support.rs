@@ -149,6 +149,7 @@ impl Node {
             assume_valid: None,
             periodic_flush_interval: Duration::from_secs(3600),
             stop_at_height: None,
+            prune: ibex_chainstate::PruneMode::Disabled,
         };
         let events = self.events.clone();
         let observer = move |event: &ChainEvent| {

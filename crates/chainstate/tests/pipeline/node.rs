@@ -74,6 +74,7 @@ impl Node {
             assume_valid: None,
             periodic_flush_interval: self.flush_interval,
             stop_at_height: None,
+            prune: ibex_chainstate::PruneMode::Disabled,
         };
         let events = self.events.clone();
         let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());

@@ -127,6 +127,7 @@ pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
         assume_valid,
         periodic_flush_interval: PERIODIC_FLUSH_INTERVAL,
         stop_at_height: options.stop_at_height,
+        prune: options.prune,
     }
 }
 

@@ -159,6 +159,18 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
+    /// `-prune` below zero.
+    #[error("Prune cannot be configured with a negative value.")]
+    PruneNegative,
+    /// `-prune` between 2 and 549 MiB.
+    #[error("Prune configured below the minimum of {minimum_mebibytes} MiB.  Please use a higher number.")]
+    PruneBelowMinimum {
+        /// Core's minimum target, MiB.
+        minimum_mebibytes: u64,
+    },
+    /// `-prune` with `-reindex-chainstate`.
+    #[error("Prune mode is incompatible with -reindex-chainstate. Use full -reindex instead.")]
+    PruneWithReindexChainstate,
     /// `-mocktime` on a chain other than regtest (Core: only a mockable
     /// chain may pretend the time).
     #[error("-mocktime is only allowed on regtest")]

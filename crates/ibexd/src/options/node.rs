@@ -77,6 +77,8 @@ pub struct NodeOptions {
     pub reindex: bool,
     /// `-reindex-chainstate`.
     pub reindex_chainstate: bool,
+    /// `-prune`.
+    pub prune: ibex_chainstate::PruneMode,
     /// `-loadblock` files, as given (relative to the working directory).
     pub load_blocks: Vec<PathBuf>,
     /// `-printtoconsole` (default true).
@@ -205,6 +207,9 @@ impl CommandLine {
             name => data_directory.join(name),
         };
         let params = typed.params(network, &mut warnings)?;
+        let reindex_chainstate = typed.boolean("reindex-chainstate", false);
+        let prune =
+            numeric::prune_mode(typed.given("prune").as_ref(), reindex_chainstate, &mut warnings)?;
         let options = NodeOptions {
             network,
             blocks_directory: typed.blocks_directory(&data_directory, network)?,
@@ -225,7 +230,8 @@ impl CommandLine {
             ),
             mock_time: typed.mock_time(network, &mut warnings)?,
             reindex: typed.boolean("reindex", false),
-            reindex_chainstate: typed.boolean("reindex-chainstate", false),
+            reindex_chainstate,
+            prune,
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
             print_to_console: typed.boolean("printtoconsole", true),
             progress_interval_ms: numbers.progress_interval_ms,

@@ -19,8 +19,9 @@ use super::defaults::{
     DBCACHE_MEBIBYTES_MAX, DBCACHE_MEBIBYTES_MIN, MEBIBYTE, PROGRESS_INTERVAL_MS_DEFAULT,
     PROGRESS_INTERVAL_MS_MIN, SCRIPT_CHECK_WORKER_THREADS_MAX,
 };
-use super::error::ConfigWarning;
+use super::error::{ConfigError, ConfigWarning};
 use super::given::GivenValue;
+use ibex_chainstate::{PruneMode, PRUNE_TARGET_BYTES_MIN};
 /// Below this much memory Core warns above its default `-dbcache`, above it
 /// at 75 % of the memory (`ShouldWarnOversizedDbCache`).
 const SMALL_MEMORY_BYTES: u64 = 2 << 30;
@@ -178,6 +179,36 @@ pub fn stop_at_height(
     match given.read {
         0 => None,
         height => Some(u32::try_from(height).unwrap_or(u32::MAX)),
+    }
+}
+
+/// `-prune` as Core's `ApplyArgsManOptions` reads it: 0 keeps every block,
+/// 1 prunes only when asked (`pruneblockchain`), a number of MiB of at
+/// least 550 is the automatic target; a negative value, or one from 2 to
+/// 549, is refused with Core's words. Core refuses `-reindex-chainstate`
+/// with any other value than 0 first.
+pub fn prune_mode(
+    given: Option<&GivenValue>,
+    reindex_chainstate: bool,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<PruneMode, ConfigError> {
+    let mebibytes = read_integer("prune", given, 0, warnings);
+    if mebibytes != 0 && reindex_chainstate {
+        return Err(ConfigError::PruneWithReindexChainstate);
+    }
+    match mebibytes {
+        0 => Ok(PruneMode::Disabled),
+        1 => Ok(PruneMode::Manual),
+        negative if negative < 0 => Err(ConfigError::PruneNegative),
+        positive => {
+            let target_bytes = positive.unsigned_abs().saturating_mul(1 << 20);
+            if target_bytes < PRUNE_TARGET_BYTES_MIN {
+                return Err(ConfigError::PruneBelowMinimum {
+                    minimum_mebibytes: PRUNE_TARGET_BYTES_MIN >> 20,
+                });
+            }
+            Ok(PruneMode::Automatic { target_bytes })
+        }
     }
 }
 
@@ -428,6 +459,45 @@ mod tests {
             warnings[0].to_string(),
             "-stopatheight=ten is not a whole number; read as 0, as Bitcoin Core reads it"
         );
+    }
+
+    #[test]
+    fn prune_is_read_and_refused_as_core_does() {
+        let mut warnings = Vec::new();
+        let mode = |text: Option<&str>, reindex_chainstate: bool| {
+            prune_mode(text.map(given).as_ref(), reindex_chainstate, &mut Vec::new())
+        };
+        assert_eq!(mode(None, false).unwrap(), PruneMode::Disabled);
+        assert_eq!(mode(Some("0"), true).unwrap(), PruneMode::Disabled);
+        assert_eq!(mode(Some("1"), false).unwrap(), PruneMode::Manual);
+        assert_eq!(
+            mode(Some("550"), false).unwrap(),
+            PruneMode::Automatic { target_bytes: 550 << 20 }
+        );
+        assert_eq!(
+            mode(Some("549"), false).unwrap_err().to_string(),
+            "Prune configured below the minimum of 550 MiB.  Please use a higher number."
+        );
+        assert!(matches!(
+            mode(Some("2"), false),
+            Err(ConfigError::PruneBelowMinimum { minimum_mebibytes: 550 })
+        ));
+        assert_eq!(
+            mode(Some("-1"), false).unwrap_err().to_string(),
+            "Prune cannot be configured with a negative value."
+        );
+        // Core checks -reindex-chainstate first, for any value but 0.
+        assert_eq!(
+            mode(Some("-1"), true).unwrap_err().to_string(),
+            "Prune mode is incompatible with -reindex-chainstate. Use full -reindex instead."
+        );
+        assert!(matches!(mode(Some("1"), true), Err(ConfigError::PruneWithReindexChainstate)));
+        // Leading digits, as Core's atoi reads them, with Ibex's warning.
+        assert_eq!(
+            prune_mode(Some(&given("600xyz")), false, &mut warnings).unwrap(),
+            PruneMode::Automatic { target_bytes: 600 << 20 }
+        );
+        assert_eq!(warnings.len(), 1);
     }
 
     #[test]

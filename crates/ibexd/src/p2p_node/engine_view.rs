@@ -491,6 +491,7 @@ mod tests {
             assume_valid: None,
             periodic_flush_interval: Duration::from_secs(3600),
             stop_at_height: None,
+            prune: ibex_chainstate::PruneMode::Disabled,
         };
         let chainstate = ibex_chainstate::Chainstate::open(
             options,

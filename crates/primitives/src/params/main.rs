@@ -24,6 +24,7 @@ impl Params {
             genesis_hash: genesis.block_hash(),
             genesis,
             subsidy_halving_interval: 210_000,
+            prune_after_height: 100_000,
             script_flag_exceptions: vec![
                 // Block 170,060 broke BIP16 (P2SH).
                 (

@@ -57,6 +57,8 @@ pub struct Params {
     pub genesis_hash: BlockHash,
     /// Blocks between subsidy halvings.
     pub subsidy_halving_interval: u32,
+    /// Pruning never starts below this height (Core's `nPruneAfterHeight`).
+    pub prune_after_height: u32,
     /// Historical blocks checked with other script flags (Core's
     /// `script_flag_exceptions`).
     pub script_flag_exceptions: Vec<(BlockHash, ScriptFlagException)>,

@@ -61,6 +61,7 @@ impl Params {
             genesis_hash: genesis.block_hash(),
             genesis,
             subsidy_halving_interval: 210_000,
+            prune_after_height: 1_000,
             script_flag_exceptions: Vec::new(),
             bip34_height: 1,
             bip34_hash: None,

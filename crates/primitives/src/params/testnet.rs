@@ -28,6 +28,7 @@ impl Params {
             genesis_hash: genesis.block_hash(),
             genesis,
             subsidy_halving_interval: 210_000,
+            prune_after_height: 1_000,
             script_flag_exceptions: vec![(
                 // The testnet3 block that broke BIP16 (P2SH).
                 hash_literal!("00000000dd30457c001f4095d208cc1296b0eed002427aa599874af7a432b105"),
@@ -78,6 +79,7 @@ impl Params {
             genesis_hash: genesis.block_hash(),
             genesis,
             subsidy_halving_interval: 210_000,
+            prune_after_height: 1_000,
             script_flag_exceptions: Vec::new(),
             bip34_height: 1,
             bip34_hash: None,

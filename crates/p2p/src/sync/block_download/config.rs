@@ -27,6 +27,21 @@ pub const DOWNLOAD_PEERS_MAX: usize = 1024;
 /// after the tip moves down in a reorganisation.
 pub const TRACKED_BLOCKS_MAX: usize = 4 * BLOCK_DOWNLOAD_WINDOW_BLOCKS as usize;
 
+/// Blocks a peer signalling `NODE_NETWORK_LIMITED` alone serves at least,
+/// counting down from its tip (BIP159; Core's
+/// `NODE_NETWORK_LIMITED_MIN_BLOCKS`).
+pub(super) const LIMITED_PEER_SERVED_BLOCKS_MIN: u32 = 288;
+/// Of those, the deepest blocks never asked of it (Core's "two blocks
+/// buffer for possible races"): its tip may move on between the header we
+/// know and our request reaching it.
+pub(super) const LIMITED_PEER_RACE_MARGIN_BLOCKS: u32 = 2;
+/// The deepest a block may lie below a limited peer's best height (the
+/// peer's height minus the block's) and still be asked of it: 285, so a
+/// block 286 or more below is skipped (Core's `>= 288 - 2` in
+/// `FindNextBlocks`).
+pub(super) const LIMITED_PEER_DEPTH_BLOCKS_MAX: u32 =
+    LIMITED_PEER_SERVED_BLOCKS_MIN - LIMITED_PEER_RACE_MARGIN_BLOCKS - 1;
+
 const _: () = assert!(BLOCKS_IN_FLIGHT_PER_PEER_MAX <= crate::INVENTORY_ENTRIES_MAX);
 const _: () = assert!(BLOCK_BYTES_MAX <= crate::MESSAGE_PAYLOAD_BYTES_MAX as u64);
 const _: () =

@@ -6,7 +6,11 @@
 //! - **Window**: only blocks at most [`BLOCK_DOWNLOAD_WINDOW_BLOCKS`] (1,024)
 //!   above the engine's tip are requested, lowest first, from peers whose
 //!   best header reaches them, at most [`BLOCKS_IN_FLIGHT_PER_PEER_MAX`] (16)
-//!   per peer.
+//!   per peer. A limited peer (`NODE_NETWORK_LIMITED` without
+//!   `NODE_NETWORK`, [`BlockDownload::set_peer_limited`]) serves only the
+//!   last 288 blocks: as in Core's `FindNextBlocks`, it is not asked for a
+//!   block 286 or more below its best height (288 less two blocks for its
+//!   tip moving on meanwhile); other peers still are.
 //! - **Bytes**: blocks in flight (counted at 4 MB, the largest a block can
 //!   be) plus blocks received and not yet connected (at their size) never
 //!   pass `download_bytes_max` ([`download_bytes_for_share`] derives it
@@ -21,6 +25,11 @@
 //!   stalling; if it delivers none of its blocks within the stalling timeout
 //!   (2 s, doubled after each such disconnect up to 64 s, decaying by 15 %
 //!   per connected block) it is disconnected and its blocks go to others.
+//!   A limited peer that skipped a block for being too deep marks nobody:
+//!   Core lets limited peers download only outside initial block download
+//!   (a tip under a day old), where a block of the window is hardly ever
+//!   that deep (two days), and no disconnect would let the peer fetch the
+//!   skipped block the tip needs.
 //! - **Timeouts**: a peer whose first block in flight takes longer than a
 //!   block interval times 1 + 0.5 per other downloading peer (10 minutes
 //!   alone) is disconnected.
@@ -38,8 +47,8 @@
 //!   blocks without data above the background's tip, at most
 //!   [`BLOCK_DOWNLOAD_WINDOW_BLOCKS`] above it and never above the base,
 //!   from peers whose best header reaches them and that serve more than the
-//!   last 288 blocks (not `NODE_NETWORK_LIMITED` alone,
-//!   [`BlockDownload::set_peer_limited`]). They share the in-flight limit
+//!   last 288 blocks (never a limited peer, whatever its best height: the
+//!   base lies far below the network's tip). They share the in-flight limit
 //!   per peer, the block download timeout and the byte bound (a received
 //!   one counts until the background's tip reaches it), but never the
 //!   stalling rule: no peer is marked stalling for them, nor for an active
@@ -53,10 +62,14 @@
 //! along our best header chain only (Core follows each peer's best chain),
 //! the peer's usable height is given by the caller (the height where its
 //! best header meets our best chain; `None` for a peer with less work than
-//! our tip or the minimum chain work), and the window starts at the
-//! engine's tip, or where the best header chain forks from the active chain
-//! when the tip is on another branch ([`HeaderChain::fork_height`]; Core's
-//! at each peer's last common block, the same during IBD).
+//! our tip or the minimum chain work; it stands for Core's
+//! `pindexBestKnownBlock`, in the limited peers' rule too), limited peers
+//! fetch recent blocks during initial block download as well (Core asks
+//! them for none until it is over; the scheduler does not know it), and
+//! the window starts at the engine's tip, or where the best header chain
+//! forks from the active chain when the tip is on another branch
+//! ([`HeaderChain::fork_height`]; Core's at each peer's last common block,
+//! the same during IBD).
 //!
 //! # Napkin math
 //! - In flight: 16 per peer, so 128 blocks with 8 peers; at 4 MB reserved
@@ -91,6 +104,8 @@ mod background;
 #[cfg(test)]
 mod background_tests;
 mod config;
+#[cfg(test)]
+mod limited_tests;
 mod schedule;
 mod stalling;
 mod unrequested;
@@ -180,7 +195,8 @@ struct DownloadPeer {
     /// Since when it holds up the window.
     stalling_since: Option<Instant>,
     /// It serves only the last 288 blocks (Core's `IsLimitedPeer`): never
-    /// asked for the background chainstate's.
+    /// asked for the background chainstate's, nor for the active window's
+    /// 286 or more below `best_height`.
     limited: bool,
 }
 
@@ -284,7 +300,8 @@ impl BlockDownload {
 
     /// Whether `peer` serves only the last 288 blocks (`NODE_NETWORK_LIMITED`
     /// without `NODE_NETWORK`, Core's `IsLimitedPeer`): it is then never
-    /// asked for the background chainstate's blocks.
+    /// asked for the background chainstate's blocks, nor for the active
+    /// window's 286 or more below its best height.
     pub fn set_peer_limited(&mut self, peer: PeerId, limited: bool) {
         if let Some(state) = self.peers.get_mut(&peer) {
             state.limited = limited;

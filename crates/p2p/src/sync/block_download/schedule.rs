@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use ibex_primitives::{BlockHash, Hash256};
 
+use super::config::LIMITED_PEER_DEPTH_BLOCKS_MAX;
 use super::{BlockDownload, HeaderChain, InFlight, Role, TRACKED_BLOCKS_MAX};
 use crate::messages::inventory::{Inventory, InventoryType};
 use crate::messages::NetworkMessage;
@@ -161,10 +162,11 @@ impl BlockDownload {
         if room == 0 {
             return Vec::new();
         }
-        let was_idle = state.queue_in_flight.is_empty();
+        let (was_idle, limited) = (state.queue_in_flight.is_empty(), state.limited);
         let window_end = self.tip_height.saturating_add(self.config.window_blocks);
         let mut picked: Vec<(u32, BlockHash)> = Vec::with_capacity(room);
         let mut limit = Limit::Nothing;
+        let mut skipped_for_depth = false;
         for (index, (height, hash)) in scan.wanted.iter().enumerate() {
             if *height > best_height || picked.len() == room {
                 break;
@@ -176,11 +178,14 @@ impl BlockDownload {
                 limit = Limit::Window;
                 break;
             }
-            let priority = if *height == self.base_height().saturating_add(1) {
-                Priority::NextActive
-            } else {
-                Priority::Active
-            };
+            // Left untaken for peers that serve it. Checked after the
+            // window's end, as Core does: the block past the window still
+            // tells that the window holds this peer back.
+            if limited && is_too_deep_for_limited_peer(best_height, *height) {
+                skipped_for_depth = true;
+                continue;
+            }
+            let priority = self.active_priority(*height);
             if !self.has_room_for_another_block(picked.len(), priority) {
                 limit = if self.held_back_by_background(picked.len(), priority) {
                     Limit::BackgroundBytes
@@ -195,13 +200,32 @@ impl BlockDownload {
             picked.push((*height, *hash));
         }
         if picked.is_empty() {
-            if was_idle && matches!(limit, Limit::Window | Limit::Bytes) {
+            // A limited peer that skipped a block for depth marks nobody,
+            // although Core's `FindNextBlocks` alone would: Core's
+            // `SendMessages` never lets a limited peer download during
+            // initial block download (a tip older than a day), and a
+            // window block 286 below the peer's best puts our tip about
+            // two days behind; the scheduler does not know IBD, the skip
+            // stands for it. Nor would a disconnect help: the tip needs
+            // the skipped block, which this peer cannot serve whoever is
+            // disconnected. A limited peer that skipped none keeps Core's
+            // rule.
+            if was_idle && !skipped_for_depth && matches!(limit, Limit::Window | Limit::Bytes) {
                 self.mark_staller(peer, scan.first_in_flight_from, now);
             }
             return picked;
         }
         self.record_requests(peer, &picked, now, Role::Active);
         picked
+    }
+
+    /// The byte-bound priority of the active window's block at `height`.
+    fn active_priority(&self, height: u32) -> Priority {
+        if height == self.base_height().saturating_add(1) {
+            Priority::NextActive
+        } else {
+            Priority::Active
+        }
     }
 
     /// Whether one more block (after `pending` picked this round) fits the
@@ -268,6 +292,19 @@ impl BlockDownload {
             state.stalling_since.get_or_insert(now);
         }
     }
+}
+
+/// Whether the block at `height` lies too deep below a limited peer's
+/// `best_height` to ask it for (Core's `FindNextBlocks`: skipped when the
+/// peer's best block height minus the block's is at least 288 - 2). The
+/// scheduler's best height for a peer (where its best header meets our
+/// best chain) stands for Core's `pindexBestKnownBlock`: the two agree
+/// whenever the peer's best header is on our best chain; on a side branch
+/// it is the fork height, below the peer's tip, and the rule may let
+/// through a block Core would skip (a limited peer refuses one deeper than
+/// 288 + 2 by disconnecting, and its blocks go to others).
+fn is_too_deep_for_limited_peer(best_height: u32, height: u32) -> bool {
+    best_height.saturating_sub(height) > LIMITED_PEER_DEPTH_BLOCKS_MAX
 }
 
 /// One `getdata` for each peer with blocks picked, in the order peers were
