@@ -51,6 +51,7 @@ pub fn run(settings: &BenchSettings, facts: &ChainFacts) -> Result<Measurement, 
         periodic_flush_interval: Duration::from_secs(24 * 60 * 60),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     };
     import(options, facts, &root)
 }

@@ -163,13 +163,16 @@ impl BlockFileWriter {
         })
     }
 
-    /// Appends one block and returns where it was written.
+    /// Appends one block and returns where it was written. A block larger
+    /// than a file's limit (only possible with a limit below
+    /// [`BLOCK_FILE_BYTES_MAX`], Core's `-fastprune`) gets an empty file of
+    /// its own, as Core raises the limit for it.
     pub fn append(&mut self, block: &[u8]) -> Result<BlockPosition, BlockStoreError> {
         let record_bytes = (RECORD_HEADER_BYTES + block.len()) as u64;
-        if record_bytes > self.file_bytes_max {
+        if record_bytes > BLOCK_FILE_BYTES_MAX {
             return Err(BlockStoreError::RecordTooLarge {
                 length: block.len(),
-                file_bytes_max: self.file_bytes_max,
+                file_bytes_max: BLOCK_FILE_BYTES_MAX,
             });
         }
         // Move on while the current file cannot take the record; a later file
@@ -178,7 +181,8 @@ impl BlockFileWriter {
             if self.file.is_none() {
                 self.open_current()?;
             }
-            if self.file_bytes + record_bytes <= self.file_bytes_max {
+            let fits = self.file_bytes + record_bytes <= self.file_bytes_max;
+            if fits || self.file_bytes == 0 {
                 break;
             }
             self.sync()?;

@@ -47,6 +47,7 @@ fn main() {
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     };
     let mut invalid = 0;
     let observer = move |event: &ChainEvent| match event {

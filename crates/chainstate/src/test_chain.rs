@@ -46,6 +46,7 @@ pub(crate) fn chainstate_options(root: &std::path::Path, params: Params) -> Chai
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: crate::PruneMode::Disabled,
+        fast_prune: false,
     }
 }
 

@@ -69,6 +69,7 @@ fn open_with_cache(
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     };
     let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());
     Chainstate::open(options, Box::new(observer)).unwrap()

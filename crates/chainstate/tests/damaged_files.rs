@@ -47,6 +47,7 @@ fn open(root: &Path, events: &Events) -> Result<Chainstate, ChainstateError> {
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     };
     let events = events.clone();
     let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());

@@ -161,6 +161,7 @@ fn ibex_options(root: &Path, blocks: PathBuf) -> ChainstateOptions {
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     }
 }
 

@@ -46,6 +46,7 @@ fn imported_chainstate(root: &std::path::Path) -> Chainstate {
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: ibex_chainstate::PruneMode::Disabled,
+        fast_prune: false,
     };
     let mut chainstate =
         Chainstate::open(options, Box::new(|_: &ibex_chainstate::ChainEvent| {})).unwrap();

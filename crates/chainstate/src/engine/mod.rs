@@ -62,6 +62,8 @@ mod import_activation;
 pub mod invalidate;
 pub mod open;
 pub mod prune;
+#[cfg(test)]
+mod prune_tests;
 pub mod read_api;
 pub mod reader;
 pub mod recovery;
@@ -131,6 +133,10 @@ pub struct ChainstateOptions {
     pub stop_at_height: Option<u32>,
     /// Whether block files are pruned (`-prune`).
     pub prune: crate::PruneMode,
+    /// Core's `-fastprune` (testing): block files of
+    /// [`crate::stages::block_files::FAST_PRUNE_FILE_BYTES_MAX`], grown in
+    /// chunks of 16 KiB, so that short chains fill several.
+    pub fast_prune: bool,
 }
 
 /// The engine (Core's `ChainstateManager`): what every chainstate shares

@@ -26,7 +26,8 @@ impl Chainstate {
     ) -> Result<Chainstate, ChainstateError> {
         create_directory(&options.chainstate_directory)?;
         let magic = options.params.message_start;
-        let (persistence, index) = Persistence::open(&options.blocks_directory, magic)?;
+        let (persistence, index) =
+            Persistence::open(&options.blocks_directory, magic, options.fast_prune)?;
         let selection = ChainSelection::from_index(&index);
         let persistence_files = persistence.block_files();
         let script_threads = ScriptThreads::new(options.script_threads)?;

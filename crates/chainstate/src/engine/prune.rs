@@ -218,8 +218,13 @@ impl CoinsChain {
         if tip_height <= shared.options.params.prune_after_height {
             return None;
         }
-        let target_bytes =
-            (target_bytes / self.prune_share.chainstates).max(PRUNE_TARGET_BYTES_MIN);
+        // Core's share of the target per chainstate, at least the
+        // minimum target (one chainstate keeps the whole target, which the
+        // options hold at the minimum or more).
+        let target_bytes = match self.prune_share.chainstates {
+            1 => target_bytes,
+            count => (target_bytes / count).max(PRUNE_TARGET_BYTES_MIN),
+        };
         let range = self.prune_range(shared, u32::MAX)?;
         let best_header_height =
             shared.selection.best_header().map_or(tip_height, |id| shared.index.entry(id).height);

@@ -22,7 +22,7 @@ use ibex_primitives::BlockHash;
 
 use super::Chainstate;
 use crate::error::ChainstateError;
-use crate::index::EntryId;
+use crate::index::{BlockStatus, EntryId};
 
 /// The highest level of the check done (Core's `-checklevel` numbering: 0
 /// reads the block, 1 checks it, 2 reads its undo record); a higher level
@@ -120,6 +120,9 @@ pub struct CheckedBlocks {
     /// snapshot chainstate has no blocks below it (Core logs
     /// [`crate::SnapshotEvent::VerificationStopped`]'s line).
     pub stopped_at_snapshot_base: Option<u32>,
+    /// The check stopped at this height, the first going down whose block
+    /// is not stored (pruned); Core logs the same line as for a snapshot.
+    pub stopped_without_data: Option<u32>,
 }
 
 impl Chainstate {
@@ -153,6 +156,13 @@ impl Chainstate {
                 break;
             }
             let Some(id) = self.active.chain.at(height) else { break };
+            // Core's `VerifyDB` goes back only as far as a pruning node
+            // has data.
+            let stored = self.shared.index.entry(id).status.has(BlockStatus::HAVE_DATA);
+            if self.shared.options.prune.is_enabled() && !stored {
+                checked.stopped_without_data = Some(height);
+                break;
+            }
             checked.transactions += self.verify_block(id, level)?;
             checked.blocks += 1;
         }

@@ -15,6 +15,11 @@ use std::collections::BTreeSet;
 /// Core's `BLOCKFILE_CHUNK_SIZE` (16 MiB): block files grow by this much
 /// at a time in Core, and pruning is looked at each time one more is used.
 pub const BLOCK_FILE_CHUNK_BYTES: u64 = 0x100_0000;
+/// Core's block file chunk under `-fastprune` (16 KiB).
+pub const FAST_PRUNE_CHUNK_BYTES: u64 = 0x4000;
+/// Core's largest block file under `-fastprune` (64 KiB; a larger block
+/// gets a file of its own).
+pub const FAST_PRUNE_FILE_BYTES_MAX: u64 = 0x1_0000;
 /// Core's `UNDOFILE_CHUNK_SIZE` (1 MiB).
 pub const UNDO_FILE_CHUNK_BYTES: u64 = 0x10_0000;
 /// Core's `MIN_BLOCKS_TO_KEEP`: the blocks below the tip pruning never

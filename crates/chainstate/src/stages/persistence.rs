@@ -22,7 +22,10 @@ use ibex_blockstore::{
 };
 use ibex_primitives::{BlockBuffers, BlockHash};
 
-use super::block_files::{BlockFileTable, BLOCK_FILE_CHUNK_BYTES, UNDO_FILE_CHUNK_BYTES};
+use super::block_files::{
+    BlockFileTable, BLOCK_FILE_CHUNK_BYTES, FAST_PRUNE_CHUNK_BYTES, FAST_PRUNE_FILE_BYTES_MAX,
+    UNDO_FILE_CHUNK_BYTES,
+};
 use crate::index::store::PRUNED_BLOCK_FILES_FLAG;
 use crate::index::{BlockStatus, EntryId};
 
@@ -48,6 +51,8 @@ pub(crate) struct Persistence {
     undo_buffer: Vec<u8>,
     /// What each file pair holds.
     files: BlockFileTable,
+    /// Block files grow by this much at a time (Core's chunk).
+    block_chunk_bytes: u64,
     /// One more chunk of a block or undo file was used since pruning was
     /// last looked at (Core's `m_check_for_pruning`).
     prune_check_due: bool,
@@ -62,6 +67,7 @@ impl Persistence {
     pub(crate) fn open(
         blocks_directory: &Path,
         magic: [u8; 4],
+        fast_prune: bool,
     ) -> Result<(Persistence, BlockIndex), ChainstateError> {
         create_directory(blocks_directory)?;
         let obfuscation = obfuscation_for(blocks_directory)?;
@@ -74,13 +80,12 @@ impl Persistence {
             .map_err(opening(DatabaseKind::BlockIndex, &index_path))?;
         let last_file = last_block_file_number(blocks_directory)?.unwrap_or(0);
         let files = file_table(blocks_directory, &index, last_file)?;
-        let block_writer = BlockFileWriter::new(
-            blocks_directory,
-            magic,
-            obfuscation,
-            BLOCK_FILE_BYTES_MAX,
-            last_file,
-        )?;
+        let (file_bytes_max, block_chunk_bytes) = match fast_prune {
+            true => (FAST_PRUNE_FILE_BYTES_MAX, FAST_PRUNE_CHUNK_BYTES),
+            false => (BLOCK_FILE_BYTES_MAX, BLOCK_FILE_CHUNK_BYTES),
+        };
+        let block_writer =
+            BlockFileWriter::new(blocks_directory, magic, obfuscation, file_bytes_max, last_file)?;
         let undo_writer = UndoFileWriter::new(blocks_directory, magic, obfuscation);
         let persistence = Persistence {
             blocks_directory: blocks_directory.to_path_buf(),
@@ -91,6 +96,7 @@ impl Persistence {
             undo_writer,
             undo_buffer: Vec::new(),
             files,
+            block_chunk_bytes,
             prune_check_due: false,
             have_pruned,
         };
@@ -127,7 +133,7 @@ impl Persistence {
         let used_before = self.files.file(file_number).block_bytes;
         let record_bytes = (RECORD_HEADER_BYTES + bytes.len()) as u64;
         self.files.add_block(file_number, height, record_bytes);
-        self.note_chunk(used_before, record_bytes, BLOCK_FILE_CHUNK_BYTES);
+        self.note_chunk(used_before, record_bytes, self.block_chunk_bytes);
         Ok(position)
     }
 

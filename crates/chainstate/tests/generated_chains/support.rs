@@ -150,6 +150,7 @@ impl Node {
             periodic_flush_interval: Duration::from_secs(3600),
             stop_at_height: None,
             prune: ibex_chainstate::PruneMode::Disabled,
+            fast_prune: false,
         };
         let events = self.events.clone();
         let observer = move |event: &ChainEvent| {

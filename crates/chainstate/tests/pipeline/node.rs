@@ -75,6 +75,7 @@ impl Node {
             periodic_flush_interval: self.flush_interval,
             stop_at_height: None,
             prune: ibex_chainstate::PruneMode::Disabled,
+            fast_prune: false,
         };
         let events = self.events.clone();
         let observer = move |event: &ChainEvent| events.lock().unwrap().push(event.clone());

@@ -37,6 +37,7 @@ use crate::p2p_node::address_store::{load_addresses, LoadedAddresses};
 use crate::p2p_node::invalid_blocks::{
     invalid_block_feed, InvalidBlockReceiver, InvalidBlockSender,
 };
+use crate::p2p_node::sync_loop::start_services;
 use crate::p2p_node::{random_seed, P2pError, P2pNode, P2pStart};
 use crate::progress::Progress;
 use crate::progress_estimate::SyncEstimator;
@@ -69,6 +70,12 @@ pub enum EngineError {
         /// What the check found.
         source: BlockCheckError,
     },
+    /// The block files were pruned and the node runs without `-prune`
+    /// (Core's `CompleteChainstateInitialization`): a failed load, which
+    /// Core offers to rebuild and `bitcoind` does not; its words, then its
+    /// advice, shown with [`EngineError::caption`].
+    #[error("{UNPRUNED_START_REFUSAL}.\nPlease restart with -reindex or -reindex-chainstate to recover.")]
+    PrunedBlockFiles,
     /// The P2P side could not start.
     #[error(transparent)]
     Network(P2pError),
@@ -86,6 +93,32 @@ pub enum EngineError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// Core's reason to refuse a start without `-prune` on block files that
+/// were pruned (two spaces after the first sentence, no final period).
+pub const UNPRUNED_START_REFUSAL: &str = "You need to rebuild the database using -reindex to go back to unpruned mode.  This will redownload the entire blockchain";
+
+/// The log line of a start on block files that were pruned (Core's
+/// `LoadBlockIndexDB`).
+pub const PREVIOUSLY_PRUNED_LINE: &str =
+    "Loading block index db: Block files have previously been pruned";
+
+/// Core's `MIN_BLOCKS_TO_KEEP`: a pruned data directory may hold no more
+/// blocks than these below the tip.
+pub const PRUNED_BLOCKS_KEPT_MIN: u32 = 288;
+
+impl EngineError {
+    /// What goes before the message on standard error and in the log:
+    /// Core's `Error: ` of an init error, or `: ` (noui's empty caption)
+    /// for a failed chainstate load, which Core puts as a question
+    /// (rebuild now?) that `bitcoind` answers no.
+    pub fn caption(&self) -> &'static str {
+        match self {
+            EngineError::PrunedBlockFiles => ": ",
+            _ => "Error: ",
+        }
+    }
 }
 
 impl From<ChainstateError> for EngineError {
@@ -128,6 +161,7 @@ pub fn chainstate_options(options: &NodeOptions) -> ChainstateOptions {
         periodic_flush_interval: PERIODIC_FLUSH_INTERVAL,
         stop_at_height: options.stop_at_height,
         prune: options.prune,
+        fast_prune: options.fast_prune,
     }
 }
 
@@ -172,12 +206,17 @@ pub fn run_engine(
     let (invalid_sender, invalid_blocks) = invalid_block_feed();
     let started = Instant::now();
     let mut chainstate = open_chainstate(options, logger, &progress, invalid_sender, shutdown)?;
+    check_pruned_state(&chainstate, options, logger)?;
     node_metrics.attach_chain(chainstate.metrics());
+    progress.attach_chain_metrics(chainstate.metrics());
     log_loaded(&chainstate, logger);
     if let Some(rpc) = &rpc {
         rpc.backend().attach_reader(chainstate.reader());
     }
     let reindexing = reindex_state == ReindexState::Importing;
+    if let Some(line) = pruned_check_warning(chainstate.have_pruned(), options.block_check.blocks) {
+        logger.log(&line);
+    }
     // Core's `VerifyDB`, skipped as Core skips it when the coins are being
     // rebuilt from the block files anyway.
     if !reindexing && !options.reindex_chainstate {
@@ -190,6 +229,9 @@ pub fn run_engine(
     if let Some(rpc) = &rpc {
         rpc.server().finish_warmup();
     }
+    let assumeutxo = chainstate.reader().snapshot().assumeutxo;
+    let start_services = start_services(options.prune.is_enabled(), reindexing, assumeutxo.as_ref());
+    start_services.lines.iter().for_each(|line| logger.log(line));
     let import = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
     // in use, say).
@@ -197,7 +239,8 @@ pub fn run_engine(
         Ok(false)
     } else {
         let reporters = Reporters { logger, progress: &progress, metrics: &node_metrics };
-        let parts = NetworkParts { addresses, invalid_blocks, rpc: rpc.as_ref() };
+        let node_network = start_services.node_network;
+        let parts = NetworkParts { addresses, invalid_blocks, rpc: rpc.as_ref(), node_network };
         run_network(&mut chainstate, options, &reporters, shutdown, parts)
     };
     if let Some(rpc) = rpc {
@@ -286,6 +329,8 @@ struct NetworkParts<'a> {
     addresses: LoadedAddresses,
     invalid_blocks: InvalidBlockReceiver,
     rpc: Option<&'a NodeRpc>,
+    /// Whether the start offered `NODE_NETWORK` ([`start_services`]).
+    node_network: bool,
 }
 
 /// Syncs from and serves peers (the P2P side on its threads, the engine's
@@ -299,7 +344,7 @@ fn run_network(
     parts: NetworkParts<'_>,
 ) -> Result<bool, EngineError> {
     let Reporters { logger, progress, metrics } = *reporters;
-    let NetworkParts { addresses, invalid_blocks, rpc } = parts;
+    let NetworkParts { addresses, invalid_blocks, rpc, node_network } = parts;
     if let Some(seconds) = options.mock_time {
         crate::p2p_node::engine_view::set_mock_time(seconds);
     }
@@ -320,6 +365,8 @@ fn run_network(
         logger: logger.clone(),
         gauges: progress.network_gauges(),
         addresses,
+        pruning: options.prune.is_enabled(),
+        node_network_at_start: node_network,
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let network_rpc = NetworkRpc::new(&network, chainstate.reader());
@@ -396,8 +443,10 @@ fn verify_last_blocks(
             Ok(())
         }
         Ok(checked) => {
-            if let Some(height) = checked.stopped_at_snapshot_base {
-                let stopped = ibex_chainstate::SnapshotEvent::VerificationStopped { height };
+            // Core's one line for both: no data below a snapshot's base,
+            // or below the blocks a pruning node kept.
+            for height in [checked.stopped_at_snapshot_base, checked.stopped_without_data].iter().flatten() {
+                let stopped = ibex_chainstate::SnapshotEvent::VerificationStopped { height: *height };
                 logger.log(&stopped.to_string());
             }
             logger.log(&format!(
@@ -411,6 +460,38 @@ fn verify_last_blocks(
             Err(EngineError::BlockCheck { source })
         }
     }
+}
+
+/// Core's checks of the block files' pruned state once the index is
+/// loaded (`LoadBlockIndexDB`, `CompleteChainstateInitialization`): a
+/// line when they were pruned, and a refusal when the node now runs
+/// without `-prune` (going back needs every block again: `-reindex`).
+fn check_pruned_state(
+    chainstate: &Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<(), EngineError> {
+    if !chainstate.have_pruned() {
+        return Ok(());
+    }
+    logger.log(PREVIOUSLY_PRUNED_LINE);
+    if !options.prune.is_enabled() {
+        return Err(EngineError::PrunedBlockFiles);
+    }
+    Ok(())
+}
+
+/// Core's warning before it checks the last blocks of a data directory
+/// that was pruned, when `-checkblocks` asks for more than such a one is
+/// sure to hold (`InitAndLoadChainstate`; `check_blocks` is `None` for
+/// every block, Core's 0 or less, which it does not warn about).
+fn pruned_check_warning(have_pruned: bool, check_blocks: Option<u32>) -> Option<String> {
+    let beyond_kept = check_blocks.is_some_and(|blocks| blocks > PRUNED_BLOCKS_KEPT_MIN);
+    (have_pruned && beyond_kept).then(|| {
+        format!(
+            "[warning] pruned datadir may not have more than {PRUNED_BLOCKS_KEPT_MIN} blocks; only checking available blocks"
+        )
+    })
 }
 
 fn log_loaded(chainstate: &Chainstate, logger: &Logger) {

@@ -36,6 +36,9 @@ use super::values::{
     parse_assume_valid, parse_hex_like_core, parse_minimum_chain_work, AssumeValid,
 };
 
+/// Core's regtest `nPruneAfterHeight` with `-fastprune`.
+pub const FAST_PRUNE_AFTER_HEIGHT_REGTEST: u32 = 100;
+
 /// Everything `ibexd` was told, typed.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
@@ -79,6 +82,9 @@ pub struct NodeOptions {
     pub reindex_chainstate: bool,
     /// `-prune`.
     pub prune: ibex_chainstate::PruneMode,
+    /// `-fastprune` (testing): 64 KiB block files, and on regtest pruning
+    /// from height 100.
+    pub fast_prune: bool,
     /// `-loadblock` files, as given (relative to the working directory).
     pub load_blocks: Vec<PathBuf>,
     /// `-printtoconsole` (default true).
@@ -206,7 +212,12 @@ impl CommandLine {
             "" => data_directory.clone(),
             name => data_directory.join(name),
         };
-        let params = typed.params(network, &mut warnings)?;
+        let mut params = typed.params(network, &mut warnings)?;
+        let fast_prune = typed.boolean("fastprune", false);
+        if fast_prune && network == Network::Regtest {
+            // Core's `ReadRegTestArgs`: `nPruneAfterHeight` 100, not 1,000.
+            params.prune_after_height = FAST_PRUNE_AFTER_HEIGHT_REGTEST;
+        }
         let reindex_chainstate = typed.boolean("reindex-chainstate", false);
         let prune =
             numeric::prune_mode(typed.given("prune").as_ref(), reindex_chainstate, &mut warnings)?;
@@ -232,6 +243,7 @@ impl CommandLine {
             reindex: typed.boolean("reindex", false),
             reindex_chainstate,
             prune,
+            fast_prune,
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
             print_to_console: typed.boolean("printtoconsole", true),
             progress_interval_ms: numbers.progress_interval_ms,

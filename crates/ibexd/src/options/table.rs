@@ -32,6 +32,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("checklevel", "=<n>", "How thorough the block verification of -checkblocks is: 0 reads each block, 1 also checks it, 2 also reads its undo data and checks its checksum (3 and 4, Core's disconnect and reconnect checks, do what 2 does; default: 3)"),
     ("reindex", "", "Rebuild the block index and chainstate from the block files"),
     ("reindex-chainstate", "", "Rebuild the chainstate from the blocks already indexed"),
+    ("fastprune", "", "Use smaller block files and lower minimum prune height for testing purposes"),
     ("prune", "=<n>", "Reduce storage requirements by enabling pruning (deleting) of old blocks. This allows the pruneblockchain RPC to be called to delete specific blocks and enables automatic pruning of old blocks if a target size in MiB is provided. Warning: Reverting this setting requires re-downloading the entire blockchain. (default: 0 = disable pruning blocks, 1 = allow manual pruning via RPC, >=550 = automatically prune block files to stay under the specified target size in MiB)"),
     ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),
     ("printtoconsole", "", "Write the log to standard output as well (default: 1)"),

@@ -492,6 +492,7 @@ mod tests {
             periodic_flush_interval: Duration::from_secs(3600),
             stop_at_height: None,
             prune: ibex_chainstate::PruneMode::Disabled,
+            fast_prune: false,
         };
         let chainstate = ibex_chainstate::Chainstate::open(
             options,

@@ -46,6 +46,7 @@ fn forked_chain(root: &std::path::Path) -> ((String, u32), Chainstate) {
         periodic_flush_interval: Duration::from_secs(3600),
         stop_at_height: None,
         prune: crate::PruneMode::Disabled,
+        fast_prune: false,
     };
     let chainstate = Chainstate::open(options, Box::new(|_: &crate::ChainEvent| {})).unwrap();
     ((manifest.tip_hash.clone(), manifest.block_count), chainstate)
