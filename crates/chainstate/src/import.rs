@@ -127,6 +127,21 @@ pub fn import_blocks(
     source: &ImportSource,
     shutdown: &AtomicBool,
 ) -> Result<ImportSummary, ChainstateError> {
+    // Core prunes nothing while it reindexes (`m_blockfiles_indexed`):
+    // the files being read, and blocks met before their parents that are
+    // known only by their place in a file, must stay. Pruning looks again
+    // once the import ends.
+    chainstate.shared.importing_files = true;
+    let summary = import_with_files_kept(chainstate, source, shutdown);
+    chainstate.shared.importing_files = false;
+    summary
+}
+
+fn import_with_files_kept(
+    chainstate: &mut Chainstate,
+    source: &ImportSource,
+    shutdown: &AtomicBool,
+) -> Result<ImportSummary, ChainstateError> {
     index_headers_first(chainstate, source, shutdown)?;
     if matches!(source, ImportSource::OwnBlockFiles) {
         // An unfinished `-reindex` left blocks indexed with their file

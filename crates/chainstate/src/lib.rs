@@ -73,11 +73,12 @@ pub use engine::assumeutxo::{
 };
 pub use engine::headers::HeaderRefusal;
 pub use engine::open::INDEX_DIRECTORY;
-pub use engine::prune::{PruneReport, PRUNE_TARGET_BYTES_MIN};
+pub use engine::prune::PRUNE_TARGET_BYTES_MIN;
 pub use engine::read_api::{
-    ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,
+    BlockStorage, ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,
     LOCATOR_HASHES_READ_MAX,
 };
+pub use engine::service::{PruneBlockFilesReply, PruneRefusal};
 pub use engine::tips::ChainTip;
 pub use engine::verify::{BlockCheckError, CHECK_LEVEL_DONE_MAX};
 pub use engine::{
@@ -95,7 +96,7 @@ pub use import::{import_blocks, ImportSource, ImportSummary};
 pub use import_diagnosis::{FileWithoutBlocks, NoBlocksCause};
 pub use import_plan::ImportPlan;
 pub use index::{ActiveChain, BlockIndex, BlockIndexEntry, BlockStatus, EntryId};
-pub use vocabulary::PruneMode;
+pub use vocabulary::{PruneMode, PruneReport};
 // The block index database's records, where the fuzz checks and the
 // node's read-only tools name them.
 pub use index::store as index_store;

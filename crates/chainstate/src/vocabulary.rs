@@ -57,6 +57,44 @@ impl PruneMode {
     }
 }
 
+/// What pruning allows one chainstate: the lowest height it may remove
+/// (above a snapshot's base while the background chainstate validates
+/// below it) and how many chainstates share the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PruneShare {
+    /// Lowest height a file it prunes may hold.
+    pub(crate) floor_height: u32,
+    /// Chainstates the target is divided among.
+    pub(crate) chainstates: u64,
+}
+
+impl Default for PruneShare {
+    fn default() -> PruneShare {
+        PruneShare { floor_height: 0, chainstates: 1 }
+    }
+}
+
+/// One look at pruning (Core's `[prune]` debug line for an automatic one,
+/// its `Prune (Manual)` line for a manual one), and the files it removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneReport {
+    /// Core's name of the chainstate's role: `normal`, `assumedvalid`
+    /// (the snapshot chainstate) or `background`.
+    pub role: &'static str,
+    /// Whether the operator asked (`pruneblockchain`).
+    pub manual: bool,
+    /// The target in bytes (`u64::MAX` in manual mode).
+    pub target_bytes: u64,
+    /// Bytes of block and undo data left.
+    pub usage_bytes: u64,
+    /// Lowest height a pruned file could hold.
+    pub height_min: u32,
+    /// Highest height a pruned file could hold.
+    pub height_max: u32,
+    /// The file pairs chosen.
+    pub files: Vec<u32>,
+}
+
 /// Counters since open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChainStatistics {

@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ibex_chainstate::PruneMode;
+
 use crate::engine::{run_engine, EngineError, RunSummary};
 use crate::logging::{LogError, Logger};
 use crate::memory_budget::cache_lines;
@@ -30,6 +32,18 @@ pub enum NodeError {
     /// The chainstate engine failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+impl NodeError {
+    /// What goes before the message on standard error and in the log:
+    /// `Error: `, or `: ` for a failed chainstate load that Core puts as a
+    /// question ([`EngineError::caption`]).
+    pub fn caption(&self) -> &'static str {
+        match self {
+            NodeError::Engine(error) => error.caption(),
+            NodeError::Log(_) => "Error: ",
+        }
+    }
 }
 
 fn warning_line(warning: &ConfigWarning) -> String {
@@ -95,7 +109,25 @@ pub fn configuration_lines(options: &NodeOptions) -> Vec<String> {
     if options.params.minimum_chain_work < default {
         lines.push(format!("[warning] nMinimumChainWork set below default value of {default}"));
     }
+    lines.extend(prune_line(options.prune));
     lines
+}
+
+/// Core's line for `-prune` (`LoadChainstate`, right after the minimum
+/// chain work): manual pruning through the RPC, or the automatic target
+/// in MiB; nothing when every block is kept.
+pub fn prune_line(prune: PruneMode) -> Option<String> {
+    match prune {
+        PruneMode::Disabled => None,
+        PruneMode::Manual => Some(
+            "Block pruning enabled. Use RPC call pruneblockchain(height) to manually prune block and undo files."
+                .to_owned(),
+        ),
+        PruneMode::Automatic { target_bytes } => Some(format!(
+            "Prune configured to target {} MiB on disk for block and undo files.",
+            target_bytes >> 20
+        )),
+    }
 }
 
 /// Runs the node until `-stopatheight` is reached or `shutdown` is set (a
@@ -157,4 +189,37 @@ fn engine_wait_text(statistics: &ibex_chainstate::ChainStatistics) -> String {
         "; engine waited {} ms for blocks, settled early for {} reads and {} pauses",
         statistics.command_wait_ms, statistics.reads_settled, statistics.pauses_settled,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prune_line_is_cores() {
+        assert_eq!(prune_line(PruneMode::Disabled), None);
+        assert_eq!(
+            prune_line(PruneMode::Manual).unwrap(),
+            "Block pruning enabled. Use RPC call pruneblockchain(height) to manually prune block and undo files."
+        );
+        let target = PruneMode::Automatic { target_bytes: 600 << 20 };
+        assert_eq!(
+            prune_line(target).unwrap(),
+            "Prune configured to target 600 MiB on disk for block and undo files."
+        );
+    }
+
+    #[test]
+    fn a_refused_unpruned_start_has_cores_empty_caption() {
+        let error = NodeError::Engine(EngineError::PrunedBlockFiles);
+        assert_eq!(
+            format!("{}{error}", error.caption()),
+            ": You need to rebuild the database using -reindex to go back to unpruned mode.  This will redownload the entire blockchain.\nPlease restart with -reindex or -reindex-chainstate to recover."
+        );
+        let other = NodeError::Engine(EngineError::Wipe {
+            path: "blocks/index".into(),
+            source: std::io::Error::other("busy"),
+        });
+        assert_eq!(other.caption(), "Error: ");
+    }
 }

@@ -2,7 +2,9 @@
 //! stderr is a terminal (height of target,
 //! blocks/s, transactions/s, cache fill, the time left; in a sync from
 //! peers also the best header's height, the peers and the download rate,
-//! from [`NetworkGauges`]), otherwise one plain line at most every
+//! from [`NetworkGauges`]; once the engine's figures are attached, the
+//! bytes of block and undo data on disk and, when blocks were pruned,
+//! the prune height), otherwise one plain line at most every
 //! `-progressinterval` milliseconds
 //! ([`PROGRESS_INTERVAL_MS_DEFAULT`](crate::options::defaults::PROGRESS_INTERVAL_MS_DEFAULT)
 //! unless given). The time left comes from [`crate::progress_estimate`]:
@@ -19,10 +21,10 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::ImportPlan;
+use ibex_chainstate::{ChainMetrics, ImportPlan};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::progress_estimate::{format_duration, ChainPosition, Estimate, SyncEstimator};
@@ -114,6 +116,8 @@ pub struct Progress {
     /// The background chainstate's height (AssumeUTXO's validation
     /// towards the snapshot's base), while one runs.
     background_height: Mutex<Option<u32>>,
+    /// The engine's figures: the block files' bytes and the prune height.
+    chain: OnceLock<Arc<ChainMetrics>>,
 }
 
 impl std::fmt::Debug for Progress {
@@ -171,7 +175,14 @@ impl Progress {
             state: Mutex::new(DrawState { previous: None, estimator }),
             network: Arc::default(),
             background_height: Mutex::new(None),
+            chain: OnceLock::new(),
         }
+    }
+
+    /// Reads the block files' bytes and the prune height from `metrics`
+    /// at each redraw from now on (the first call counts).
+    pub fn attach_chain_metrics(&self, metrics: Arc<ChainMetrics>) {
+        let _ = self.chain.set(metrics);
     }
 
     /// The gauges the P2P side writes to.
@@ -244,7 +255,11 @@ impl Progress {
             Some(height) => format!(" background validation {height}"),
             None => String::new(),
         };
-        let message = format!("{message}{background} ETA {}", eta_text(&estimate));
+        let disk = self.chain.get().map_or_else(String::new, |chain| {
+            let reading = chain.read();
+            disk_text(reading.block_files_bytes, reading.prune_height)
+        });
+        let message = format!("{message}{disk}{background} ETA {}", eta_text(&estimate));
         match &self.output {
             Output::Bar(bar) => {
                 bar.set_length(u64::from(estimate.target_height));
@@ -319,6 +334,18 @@ fn message(
         ));
     }
     message
+}
+
+/// The block and undo data on disk, and the prune height when blocks were
+/// pruned, shown as `getblockchaininfo`'s `pruneheight` (the lowest
+/// height whose block is kept: `prune_height`, Core's `GetPruneHeight`,
+/// plus one).
+fn disk_text(block_files_bytes: u64, prune_height: Option<u32>) -> String {
+    let mut text = format!(" blocks {:.1}MiB", block_files_bytes as f64 / 1_048_576.0);
+    if let Some(height) = prune_height {
+        text.push_str(&format!(" pruneheight {}", u64::from(height) + 1));
+    }
+    text
 }
 
 /// A plain line: height of target with the share done, then `message`.
@@ -464,6 +491,18 @@ mod tests {
         };
         let text = message(&mut previous, second, &at_ten, network);
         assert!(text.ends_with(" headers 4420 peers 3 down 3.0MiB/s"), "{text}");
+    }
+
+    #[test]
+    fn the_disk_shows_block_files_and_the_prune_height() {
+        assert_eq!(disk_text(3 << 19, None), " blocks 1.5MiB");
+        assert_eq!(disk_text(550 << 20, Some(1_233)), " blocks 550.0MiB pruneheight 1234");
+        let output = Shared::default();
+        let progress = Progress::plain(SyncEstimator::default(), 0, Box::new(output.clone()));
+        progress.attach_chain_metrics(Arc::new(ChainMetrics::default()));
+        progress.update(tip(50, 100, 0));
+        let text = output.text();
+        assert!(text.contains("cache 0.0MiB (0%) blocks 0.0MiB ETA"), "{text}");
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! chainstate's read API (`ChainReader::settled`), answered on the engine's
 //! thread between blocks against a settled state; block and undo bytes are
 //! read here, off that thread. Commands
-//! that change the chain (`invalidateblock`, `reconsiderblock`) go to the
-//! engine service's operator channel ([`ChainBackend::attach_engine_control`],
-//! see `rpc_control`).
+//! that change the chain or its files (`invalidateblock`,
+//! `reconsiderblock`, `pruneblockchain`) go to the engine service's
+//! operator channel ([`ChainBackend::attach_engine_control`], see
+//! `rpc_control`).
 //!
 //! # Napkin math
 //! A snapshot read is a lock and a clone (~100 ns): `getblockcount` and
@@ -24,7 +25,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use std::sync::mpsc::SyncSender;
 
 use ibex_chainstate::{
-    BlockAncestry, ChainReader, EngineCommand, IndexedBlock, ReadError, ReadView,
+    BlockAncestry, ChainReader, EngineCommand, IndexedBlock, PruneMode, PruneRefusal, ReadError,
+    ReadView,
 };
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, OutPoint, Params, SpentCoinBuf};
@@ -32,7 +34,8 @@ use ibex_rpc::backend::{
     AddNodeCommand, AddedNodeInfo, AssumeUtxoChainstates, BackendError, BannedSubnet, BlockData,
     BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, ChainstateInfo, CoinsAnswer,
     CoinsCacheSizes, DeploymentInfo, LoadedTxOutSet, NetTotals, NetworkInfo, NodeAddress,
-    NodeBackend, PeerReport, PeerSelector, StoredBlock, TipRef, TxOutSetInfo, UnspentOutput,
+    NodeBackend, PeerReport, PeerSelector, PruneInfo, PruneSettings, StoredBlock, TipRef,
+    TxOutSetInfo, UnspentOutput,
 };
 use ibex_rpc::deployment::{deployment_info, version_bits_deployments, Ancestry};
 
@@ -63,8 +66,9 @@ const TIP_POLL_INTERVAL: Duration = Duration::from_millis(10);
 pub struct ChainBackend {
     reader: OnceLock<ChainReader>,
     params: Params,
-    blocks_directory: std::path::PathBuf,
     shutdown: Arc<AtomicBool>,
+    /// `-prune` (kept until told: [`ChainBackend::with_prune`]).
+    prune: PruneMode,
     /// Core's `IsInitialBlockDownload` latch: once false, it stays false.
     initial_download_left: AtomicBool,
     /// `-dbcache`'s split, for `getchainstates`.
@@ -108,8 +112,8 @@ impl ChainBackend {
             reader: OnceLock::new(),
             params,
             chain_directory,
-            blocks_directory,
             shutdown,
+            prune: PruneMode::Disabled,
             initial_download_left: AtomicBool::new(false),
             // The default `-dbcache`'s split until told the node's
             // (`with_memory_budget`).
@@ -126,6 +130,12 @@ impl ChainBackend {
     /// The same backend reporting the caches of `memory` (`-dbcache`'s split).
     pub fn with_memory_budget(mut self, memory: MemoryBudget) -> ChainBackend {
         self.memory = memory;
+        self
+    }
+
+    /// The same backend for a node pruning as `prune` says.
+    pub fn with_prune(mut self, prune: PruneMode) -> ChainBackend {
+        self.prune = prune;
         self
     }
 
@@ -146,8 +156,9 @@ impl ChainBackend {
         let _ = self.network.set(network);
     }
 
-    /// `invalidateblock` and `reconsiderblock` go to the engine service
-    /// through `control` (its `EngineService::control_sender`) from now on.
+    /// `invalidateblock`, `reconsiderblock`, `pruneblockchain` and the
+    /// like go to the engine service through `control` (its
+    /// `EngineService::control_sender`) from now on.
     pub fn attach_engine_control(&self, control: SyncSender<EngineCommand>) {
         let _ = self.engine_control.set(control);
     }
@@ -181,6 +192,7 @@ pub(crate) fn unanswered(error: ReadError) -> BackendError {
 fn entry_of(block: &IndexedBlock) -> BlockEntry {
     let data = match (block.position, block.undo_position) {
         (Some(_), undo) => BlockData::Stored { have_undo: undo.is_some() },
+        (None, _) if block.pruned => BlockData::Pruned,
         (None, _) => BlockData::NotDownloaded,
     };
     BlockEntry {
@@ -252,20 +264,6 @@ fn now_seconds() -> i64 {
         .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// Bytes of the block and undo files (Core's `size_on_disk`).
-fn size_on_disk_bytes(blocks_directory: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(blocks_directory) else { return 0 };
-    entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            (name.starts_with("blk") || name.starts_with("rev")) && name.ends_with(".dat")
-        })
-        .filter_map(|entry| entry.metadata().ok())
-        .map(|metadata| metadata.len())
-        .sum()
-}
-
 impl NodeBackend for ChainBackend {
     fn tip(&self) -> Result<TipRef, BackendError> {
         let snapshot = self.reader()?.snapshot();
@@ -290,8 +288,12 @@ impl NodeBackend for ChainBackend {
         let Some(block) = self.view(QUERY_TIMEOUT)?.block(hash).map_err(unanswered)? else {
             return Ok(None);
         };
+        // Core's `CheckBlockDataAvailability`.
         let Some(position) = block.position else {
-            return Err(BackendError::BlockDataUnavailable { block_hash: *hash, pruned: false });
+            return Err(BackendError::BlockDataUnavailable {
+                block_hash: *hash,
+                pruned: block.pruned,
+            });
         };
         // Both read here, off the engine's thread, each checked to be this
         // block's.
@@ -321,11 +323,14 @@ impl NodeBackend for ChainBackend {
     fn blockchain_info(&self) -> Result<BlockchainInfo, BackendError> {
         let params = self.params.clone();
         let now = now_seconds();
-        let state = self
-            .view(QUERY_TIMEOUT)?
-            .tip_state(now)
-            .map_err(unanswered)?
-            .ok_or(BackendError::NoTip)?;
+        let view = self.view(QUERY_TIMEOUT)?;
+        let state = view.tip_state(now).map_err(unanswered)?.ok_or(BackendError::NoTip)?;
+        let storage = view.block_storage(self.prune.is_enabled()).map_err(unanswered)?;
+        // Core: the last pruned block's height plus one, 0 when none is.
+        let prune = self.prune.is_enabled().then(|| PruneInfo {
+            prune_height: storage.prune_height.map_or(0, |height| height.saturating_add(1)),
+            automatic_target_bytes: self.prune.target_bytes(),
+        });
         let (tip, best_header_height) = (entry_of(&state.tip), state.best_header_height);
         let chain_transaction_count = state.tip.chain_transaction_count;
         let heights = TipHeights {
@@ -351,8 +356,8 @@ impl NodeBackend for ChainBackend {
             best_header_height,
             verification_progress,
             initial_block_download,
-            size_on_disk_bytes: size_on_disk_bytes(&self.blocks_directory),
-            prune: None,
+            size_on_disk_bytes: storage.files_bytes,
+            prune,
             signet_challenge: params.signet_challenge.clone(),
             warnings: Vec::new(),
         })
@@ -432,7 +437,11 @@ impl NodeBackend for ChainBackend {
     ) -> Result<ibex_rpc::backend::DumpedTxOutSet, BackendError> {
         let path = self.chain_directory.join(path);
         let view = self.view(TXOUTSET_QUERY_TIMEOUT)?;
-        crate::rpc_snapshot::dump_txoutset(self.reader()?, view, &self.params, &path, target)
+        let dump = crate::rpc_snapshot::SnapshotDump {
+            params: &self.params,
+            pruning: self.prune.is_enabled(),
+        };
+        crate::rpc_snapshot::dump_txoutset(self.reader()?, view, &dump, &path, target)
     }
 
     fn load_txoutset(&self, path: &str) -> Result<LoadedTxOutSet, BackendError> {
@@ -598,6 +607,29 @@ impl NodeBackend for ChainBackend {
         let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
         let command = |hash, reply| EngineCommand::InvalidateBlock { hash, reply };
         crate::rpc_control::send_control(control, command, *hash, &self.shutdown)
+    }
+
+    fn pruning(&self) -> Option<PruneSettings> {
+        self.prune.is_enabled().then(|| PruneSettings {
+            automatic_target_bytes: self.prune.target_bytes(),
+            prune_after_height: self.params.prune_after_height,
+        })
+    }
+
+    fn earliest_block_at_least(&self, time_seconds: i64) -> Result<Option<u32>, BackendError> {
+        self.view(QUERY_TIMEOUT)?.earliest_at_least(time_seconds).map_err(unanswered)
+    }
+
+    fn prune_block_files(&self, height: u32) -> Result<Option<u32>, BackendError> {
+        let control = self.engine_control.get().ok_or(BackendError::ChainControlUnavailable)?;
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let command = EngineCommand::PruneBlockFiles { height, reply };
+        match crate::rpc_control::send_and_wait(control, command, &answer, &self.shutdown)? {
+            Ok(prune_height) => Ok(prune_height),
+            Err(PruneRefusal::NotPruning) => Err(BackendError::NotPruning),
+            Err(PruneRefusal::EngineStopped) => Err(BackendError::Stopped),
+            Err(other) => Err(BackendError::ChainChangeFailed { source: Box::new(other) }),
+        }
     }
 
     fn submit_header(&self, header: &ibex_primitives::Header) -> Result<(), BackendError> {

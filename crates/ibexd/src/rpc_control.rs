@@ -1,8 +1,10 @@
 //! An operator's command from an RPC worker to the engine service
-//! (`invalidateblock`, `reconsiderblock`): sent through the service's
-//! operator channel (bounded: `ENGINE_CONTROL_COMMANDS_WAITING_MAX`) with a
-//! reply channel of one, then the worker waits for the answer, which comes
-//! once the engine has changed the chain and activated the best one.
+//! (`invalidateblock`, `reconsiderblock`, and through [`send_and_wait`]
+//! `submitheader`, `loadtxoutset`'s activation, `pruneblockchain`): sent
+//! through the service's operator channel (bounded:
+//! `ENGINE_CONTROL_COMMANDS_WAITING_MAX`) with a reply channel of one, then
+//! the worker waits for the answer, which comes once the engine has
+//! changed the chain (and activated the best one) or its files.
 //!
 //! The worker never blocks on a full channel: it retries every
 //! [`SEND_RETRY_INTERVAL`] until [`CHAIN_CONTROL_TIMEOUT`] or a shutdown.

@@ -1,7 +1,9 @@
 //! `dumptxoutset` and `loadtxoutset` over the running node.
 //!
 //! `dumptxoutset`: Core's checks of the path, a view
-//! of the coins from the engine (which goes on validating), a rollback of
+//! of the coins from the engine (which goes on validating), on a pruning
+//! node Core's check that every block the rollback undoes still has its
+//! data and undo data, a rollback of
 //! the view when the target is below the tip, then the walk that writes
 //! the file on this (the RPC worker's) thread, into `<path>.incomplete`
 //! renamed at the end, as Core does. A named pipe is written directly
@@ -18,8 +20,9 @@ use ibex_chainstate::snapshot::{
     SnapshotMetadata, SnapshotReader, METADATA_BYTES,
 };
 use ibex_chainstate::{
-    snapshot_chainstate_directory, ChainReader, ChainstateError, CoinSetTargetError, CoinsDatabase,
-    DatabaseOptions, EngineCommand, ReadView, SnapshotActivationError,
+    snapshot_chainstate_directory, BlockStatus, ChainReader, ChainstateError, CoinSetAtTip,
+    CoinSetTargetError, CoinsDatabase, DatabaseOptions, EngineCommand, ReadView,
+    SnapshotActivationError,
 };
 
 use crate::rpc_backend::unanswered;
@@ -28,14 +31,23 @@ use ibex_primitives::params::AssumeUtxoEntry;
 use ibex_primitives::{BlockHash, Hash256, Height, Params};
 use ibex_rpc::backend::{BackendError, DumpedTxOutSet, LoadedTxOutSet};
 
+/// How the node dumps: its chain and whether it prunes.
+pub struct SnapshotDump<'a> {
+    /// The node's parameters (the snapshot's network magic).
+    pub params: &'a Params,
+    /// Whether `-prune` is on (Core then checks the rollback's blocks).
+    pub pruning: bool,
+}
+
 /// Writes the coins at `target` (the tip when `None`) to `path` (absolute).
 pub fn dump_txoutset(
     reader: &ChainReader,
     view: ReadView<'_>,
-    params: &Params,
+    dump: &SnapshotDump<'_>,
     path: &Path,
     target: Option<BlockHash>,
 ) -> Result<DumpedTxOutSet, BackendError> {
+    let params = dump.params;
     let is_fifo = path_is_fifo(path);
     if path.exists() && !is_fifo {
         return Err(BackendError::SnapshotPathExists { path: path.display().to_string() });
@@ -51,6 +63,14 @@ pub fn dump_txoutset(
     let file = File::create(&temporary).map_err(|_| BackendError::SnapshotPathUnwritable {
         path: temporary.display().to_string(),
     })?;
+    // Core checks after opening the file, before rolling back.
+    if dump.pruning && !rollback_blocks_stored(&at) {
+        drop(file);
+        if !is_fifo {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        return Err(BackendError::RollbackDataPruned);
+    }
     let written = (|| {
         roll_back_to_target(reader, &mut at)?;
         let coin_count = if is_fifo { count_coins(&at.view)? } else { 0 };
@@ -85,6 +105,20 @@ pub fn dump_txoutset(
         txoutset_hash: written.stats.hash.unwrap_or(Hash256([0; 32])),
         chain_transaction_count: at.target.chain_transaction_count,
     })
+}
+
+/// Core's check on a pruning node: a rollback below the tip needs every
+/// block from the target up (the target included, as Core's
+/// `GetFirstBlock` of the tip's stored run must not lie above it) to have
+/// its data and undo data.
+fn rollback_blocks_stored(at: &CoinSetAtTip) -> bool {
+    if at.target.hash == at.tip.hash {
+        return true;
+    }
+    let stored = |status: BlockStatus| {
+        status.has(BlockStatus::HAVE_DATA) && status.has(BlockStatus::HAVE_UNDO)
+    };
+    stored(at.target.status) && at.blocks_above_target.iter().all(|block| stored(block.status))
 }
 
 #[cfg(unix)]

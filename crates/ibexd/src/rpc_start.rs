@@ -117,6 +117,7 @@ pub fn start_rpc_server(
             shutdown,
         )
         .with_memory_budget(crate::memory_budget::memory_budget(options))
+        .with_prune(options.prune)
         .with_chain_directory(options.chain_directory.clone()),
     );
     let server = RpcServer::start(config, backend.clone())?;

@@ -67,7 +67,7 @@ pub(crate) struct CoinsChain {
     /// When the coins were last flushed and the flush being written.
     pub(crate) flush_schedule: FlushSchedule,
     /// What pruning allows it (`super::prune`).
-    pub(crate) prune_share: super::prune::PruneShare,
+    pub(crate) prune_share: crate::vocabulary::PruneShare,
 }
 
 impl CoinsChain {
@@ -99,7 +99,7 @@ impl CoinsChain {
             candidates: Candidates::from_index(&shared.index, scope),
             scripts: ScriptQueue::new(),
             flush_schedule: FlushSchedule::new(),
-            prune_share: super::prune::PruneShare::default(),
+            prune_share: crate::vocabulary::PruneShare::default(),
         };
         coins_chain.recover(shared)?;
         Ok(coins_chain)
@@ -207,7 +207,7 @@ pub(crate) struct BackgroundFlushInfo {
     /// far ([`crate::coins::background`]).
     pub(crate) room_wait_ms: u64,
     /// The files to prune once the flush is durable (`super::prune`).
-    pub(crate) prune: Option<super::prune::PruneReport>,
+    pub(crate) prune: Option<crate::vocabulary::PruneReport>,
 }
 
 #[cfg(test)]

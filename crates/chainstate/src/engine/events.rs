@@ -260,7 +260,7 @@ pub enum ChainEvent {
     ImportPlanned(ImportPlan),
     /// Pruning looked for files to remove (Core's `[prune]` debug line
     /// for an automatic look, its `Prune (Manual)` line for a manual one).
-    PruneLooked(crate::engine::prune::PruneReport),
+    PruneLooked(crate::vocabulary::PruneReport),
     /// Block and undo file pairs were removed (each is Core's
     /// `Prune: UnlinkPrunedFiles deleted blk/rev (NNNNN)` debug line).
     PrunedFilesRemoved {

@@ -21,10 +21,10 @@
 use std::time::{Duration, Instant};
 
 use super::coins_chain::BackgroundFlushInfo;
-use super::prune::PruneReport;
 use super::{ChainEvent, Chainstate, CoinsChain, FlushReason, Shared};
 use crate::coins::cache::FlushMode;
 use crate::error::ChainstateError;
+use crate::vocabulary::PruneReport;
 
 /// Once the coins database's table readers (filters and indexes) take more than
 /// 1/this of the UTXO cache's share of `-dbcache` from the maps (what they hold

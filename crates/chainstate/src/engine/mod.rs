@@ -134,7 +134,7 @@ pub struct ChainstateOptions {
     /// Whether block files are pruned (`-prune`).
     pub prune: crate::PruneMode,
     /// Core's `-fastprune` (testing): block files of
-    /// [`crate::stages::block_files::FAST_PRUNE_FILE_BYTES_MAX`], grown in
+    /// 64 KiB (`FAST_PRUNE_FILE_BYTES_MAX`), grown in
     /// chunks of 16 KiB, so that short chains fill several.
     pub fast_prune: bool,
 }

@@ -1,5 +1,5 @@
 //! Pruning (Core's `-prune`): removing whole `blk`/`rev` file pairs whose
-//! blocks all lie at least [`BLOCKS_TO_KEEP_MIN`] below a chainstate's
+//! blocks all lie at least 288 (`BLOCKS_TO_KEEP_MIN`) below a chainstate's
 //! tip, automatically to stay under a target (`FindFilesToPrune`) or up to
 //! a height the operator names (`pruneblockchain`,
 //! `FindFilesToPruneManual`). Which files go is
@@ -37,55 +37,17 @@ use crate::coins::cache::FlushMode;
 use crate::error::ChainstateError;
 use crate::index::{ActiveChain, BlockIndex, BlockStatus, EntryId};
 use crate::stages::block_files::{PruneRange, BLOCKS_TO_KEEP_MIN};
-use crate::vocabulary::PruneMode;
+use crate::vocabulary::{PruneMode, PruneReport, PruneShare};
 
 /// Core's `MIN_DISK_SPACE_FOR_BLOCK_FILES`: the smallest automatic target
 /// (550 MiB), and each chainstate's smallest share of it.
 pub const PRUNE_TARGET_BYTES_MIN: u64 = 550 << 20;
 
-/// What pruning allows one chainstate: the lowest height it may remove
-/// (above a snapshot's base while the background chainstate validates
-/// below it) and how many chainstates share the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PruneShare {
-    /// Lowest height a file it prunes may hold.
-    pub(crate) floor_height: u32,
-    /// Chainstates the target is divided among.
-    pub(crate) chainstates: u64,
-}
-
-impl Default for PruneShare {
-    fn default() -> PruneShare {
-        PruneShare { floor_height: 0, chainstates: 1 }
-    }
-}
-
-/// One look at pruning (Core's `[prune]` debug line for an automatic one,
-/// its `Prune (Manual)` line for a manual one), and the files it removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PruneReport {
-    /// Core's name of the chainstate's role: `normal`, `assumedvalid`
-    /// (the snapshot chainstate) or `background`.
-    pub role: &'static str,
-    /// Whether the operator asked (`pruneblockchain`).
-    pub manual: bool,
-    /// The target in bytes (`u64::MAX` in manual mode).
-    pub target_bytes: u64,
-    /// Bytes of block and undo data left.
-    pub usage_bytes: u64,
-    /// Lowest height a pruned file could hold.
-    pub height_min: u32,
-    /// Highest height a pruned file could hold.
-    pub height_max: u32,
-    /// The file pairs chosen.
-    pub files: Vec<u32>,
-}
-
 impl Chainstate {
     /// Core's `PruneBlockFilesManual`: removes every file pair of the
     /// active chainstate's range whose blocks all lie at or below
     /// `height` (the caller keeps `height` at least
-    /// [`BLOCKS_TO_KEEP_MIN`] below the tip, as `pruneblockchain` does).
+    /// 288 (`BLOCKS_TO_KEEP_MIN`) below the tip, as `pruneblockchain` does).
     /// The coins are flushed and made durable first. Returns Core's
     /// `GetPruneHeight` afterwards.
     pub fn prune_block_files_manually(
@@ -97,7 +59,9 @@ impl Chainstate {
         }
         let (shared, active) = (&mut self.shared, &mut self.active);
         active.settle_pending(shared)?;
-        if let Some(range) = active.prune_range(shared, height) {
+        // As Core, nothing is pruned while an import reads the files.
+        let range = active.prune_range(shared, height).filter(|_| !shared.importing_files);
+        if let Some(range) = range {
             let current_file = shared.persistence.current_file();
             let files = shared.persistence.files().files_to_prune_manual(range, current_file);
             let report = PruneReport {
@@ -148,6 +112,12 @@ impl Chainstate {
         if self.shared.options.prune.is_enabled() {
             self.shared.persistence.request_prune_check();
         }
+        // Monitoring shows the prune height from the start, not only after
+        // this run's first prune.
+        if self.have_pruned() {
+            let usage_bytes = self.block_files_bytes();
+            self.shared.metrics.pruned(usage_bytes, self.prune_height());
+        }
         Ok(())
     }
 
@@ -170,7 +140,7 @@ impl Chainstate {
 
 impl CoinsChain {
     /// Core's `GetPruneRange`: from this chainstate's floor to
-    /// `last_height_can_prune`, never within [`BLOCKS_TO_KEEP_MIN`] of its
+    /// `last_height_can_prune`, never within 288 (`BLOCKS_TO_KEEP_MIN`) of its
     /// settled tip; `None` when empty.
     pub(crate) fn prune_range(
         &self,
@@ -211,7 +181,7 @@ impl CoinsChain {
     /// Core's early returns is reported, as Core logs it.
     pub(crate) fn look_at_pruning(&self, shared: &mut Shared) -> Option<PruneReport> {
         let PruneMode::Automatic { target_bytes } = shared.options.prune else { return None };
-        if !shared.persistence.take_prune_check() {
+        if shared.importing_files || !shared.persistence.take_prune_check() {
             return None;
         }
         let tip_height = shared.index.entry(self.settled_tip(shared)?).height;
@@ -256,7 +226,7 @@ impl CoinsChain {
 
     /// Steps 2 and 3 of the order (module docs) for `report.files`, once
     /// this chainstate's coins are durable at a tip at least
-    /// [`BLOCKS_TO_KEEP_MIN`] above every block in them.
+    /// 288 (`BLOCKS_TO_KEEP_MIN`) above every block in them.
     pub(crate) fn prune(
         &mut self,
         shared: &mut Shared,

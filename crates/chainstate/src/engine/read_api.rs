@@ -17,6 +17,7 @@ mod answers;
 mod assumeutxo;
 mod coin_set;
 mod header_chains;
+mod pruning;
 #[cfg(test)]
 mod settled_state_tests;
 #[cfg(test)]
@@ -33,6 +34,7 @@ pub use answers::{
 };
 pub use assumeutxo::ChainstatesAnswer;
 pub use coin_set::{CoinSetAtTip, CoinSetTargetError};
+pub use pruning::BlockStorage;
 
 use super::reader::{ChainReader, ReadError};
 use super::tips::ChainTip;

@@ -24,9 +24,9 @@
 //! queue, and a sender that waits on a full command queue while nobody
 //! drains notices would stall both.
 //!
-//! An operator's commands (`invalidateblock`, `reconsiderblock` from the
-//! RPC server) come through a second, small channel
-//! ([`EngineService::control_sender`], at most
+//! An operator's commands (`invalidateblock`, `reconsiderblock`,
+//! `pruneblockchain`, ... from the RPC server) come through a second,
+//! small channel ([`EngineService::control_sender`], at most
 //! [`ENGINE_CONTROL_COMMANDS_WAITING_MAX`] waiting) and answer through the
 //! reply channel they carry, never as notices: the network side counts its
 //! notices against its commands. The engine looks at that channel before
@@ -62,6 +62,27 @@ pub const ENGINE_CONTROL_COMMANDS_WAITING_MAX: usize = 8;
 
 /// The answer to an operator's command, through its reply channel.
 pub type ChainControlReply = Result<(), ChainControlError>;
+
+/// The answer to [`EngineCommand::PruneBlockFiles`]: Core's
+/// `GetPruneHeight` once the files are gone (`None`: nothing pruned).
+pub type PruneBlockFilesReply = Result<Option<u32>, PruneRefusal>;
+
+/// Why `pruneblockchain` pruned nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PruneRefusal {
+    /// The node keeps every block (`-prune=0`).
+    #[error("Cannot prune blocks because node is not in prune mode.")]
+    NotPruning,
+    /// The engine failed while pruning; it stops with this error.
+    #[error(transparent)]
+    Chainstate(ChainstateError),
+    /// The engine failed while pruning and stopped (the answer through the
+    /// engine service: the error itself ends the service and goes to the
+    /// node's log).
+    #[error("the chain engine failed and stopped")]
+    EngineStopped,
+}
 
 /// Work for the engine's thread.
 #[derive(Debug)]
@@ -116,6 +137,17 @@ pub enum EngineCommand {
         header: Header,
         /// Where the answer goes.
         reply: SyncSender<Result<(), HeaderRefusal>>,
+    },
+    /// Remove the block and undo files whose blocks all lie at or below
+    /// `height` ([`Chainstate::prune_block_files_manually`],
+    /// `pruneblockchain`; the RPC keeps `height` at least 288 below the
+    /// tip, as Core's does); the answer goes to `reply`. Height 0 prunes
+    /// nothing, as Core's `PruneBlockFilesManual` with 0.
+    PruneBlockFiles {
+        /// The highest height a removed file may hold.
+        height: u32,
+        /// Where the answer goes.
+        reply: SyncSender<PruneBlockFilesReply>,
     },
     /// Settle every verdict and return.
     Stop,
@@ -342,12 +374,32 @@ impl Chainstate {
             EngineCommand::SubmitHeader { header, reply } => {
                 answer_control(&reply, self.submit_header(&header))
             }
+            EngineCommand::PruneBlockFiles { height, reply } => {
+                answer_control(&reply, self.prune_on_request(height))
+            }
             EngineCommand::Stop => {
                 self.activate_best_chain()?;
                 self.settle_background()?;
                 Ok(Handled::Stopped)
             }
         }
+    }
+}
+
+impl Chainstate {
+    /// `pruneblockchain`'s pruning: Core's `PruneBlockFilesManual`, which
+    /// looks for files only for a height above 0.
+    fn prune_on_request(&mut self, height: u32) -> PruneBlockFilesReply {
+        if !self.shared.options.prune.is_enabled() {
+            return Err(PruneRefusal::NotPruning);
+        }
+        if height == 0 {
+            return Ok(self.prune_height());
+        }
+        self.prune_block_files_manually(height).map_err(|error| match error {
+            ChainstateError::NotPruning => PruneRefusal::NotPruning,
+            other => PruneRefusal::Chainstate(other),
+        })
     }
 }
 
@@ -396,6 +448,18 @@ impl ControlError for HeaderRefusal {
     }
 }
 
+impl ControlError for PruneRefusal {
+    fn into_engine_failure(self) -> Result<ChainstateError, Self> {
+        match self {
+            PruneRefusal::Chainstate(error) => Ok(error),
+            other => Err(other),
+        }
+    }
+    fn engine_stopped() -> Self {
+        PruneRefusal::EngineStopped
+    }
+}
+
 /// Sends an operator's command its answer. An engine failure is answered
 /// "the engine stopped" and returned, so the service ends with it as with
 /// any other engine failure.
@@ -417,5 +481,55 @@ fn answer_control<T, E: ControlError>(
             let _ = reply.try_send(Ok(answer));
             Ok(Handled::Replied)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use ibex_primitives::Params;
+
+    use super::*;
+    use crate::engine::{ChainEvent, ChainstateOptions};
+    use crate::test_chain::chainstate_options;
+    use crate::vocabulary::PruneMode;
+
+    /// Sends `PruneBlockFiles` through the operator's channel of a service
+    /// that then stops, and returns the answer.
+    fn prune_through_service(chainstate: &mut Chainstate, height: u32) -> PruneBlockFilesReply {
+        let (commands, _notices, service) = engine_service();
+        let (reply, answer) = sync_channel(1);
+        service.control_sender().send(EngineCommand::PruneBlockFiles { height, reply }).unwrap();
+        // The operator's channel is looked at before each main command.
+        commands.send(EngineCommand::Stop).unwrap();
+        let end = chainstate.run_service(&service, &AtomicBool::new(false)).unwrap();
+        assert_eq!(end, ServiceEnd::Stopped);
+        answer.recv().unwrap()
+    }
+
+    fn chainstate(root: &std::path::Path, prune: PruneMode) -> Chainstate {
+        let options = ChainstateOptions { prune, ..chainstate_options(root, Params::regtest()) };
+        Chainstate::open(options, Box::new(|_: &ChainEvent| {})).unwrap()
+    }
+
+    #[test]
+    fn a_node_that_keeps_every_block_refuses_and_the_service_goes_on() {
+        let root = tempfile::tempdir().unwrap();
+        let mut keeping = chainstate(root.path(), PruneMode::Disabled);
+        let refused = prune_through_service(&mut keeping, 10);
+        assert!(matches!(refused, Err(PruneRefusal::NotPruning)), "{refused:?}");
+        assert_eq!(
+            PruneRefusal::NotPruning.to_string(),
+            "Cannot prune blocks because node is not in prune mode."
+        );
+        drop(keeping);
+
+        let root = tempfile::tempdir().unwrap();
+        let mut pruning = chainstate(root.path(), PruneMode::Manual);
+        // Height 0 looks for no file (Core's `PruneBlockFilesManual`); a
+        // chain shorter than the blocks always kept has none to give.
+        assert_eq!(prune_through_service(&mut pruning, 0).unwrap(), None);
+        assert_eq!(prune_through_service(&mut pruning, 5).unwrap(), None);
     }
 }

@@ -50,6 +50,9 @@ pub(crate) struct Shared {
     /// Core's `IsInitialBlockDownload`, latched false once the active tip
     /// is recent and has the minimum chain work (pruning's IBD buffer).
     pub(crate) in_initial_download: bool,
+    /// An import reads block files (`-reindex`, `-loadblock`): nothing is
+    /// pruned meanwhile.
+    pub(crate) importing_files: bool,
 }
 
 impl Shared {

@@ -122,8 +122,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            logger.log(&format!("Error: {error}"));
-            fail(&error)
+            // Core's caption: `Error: `, or `: ` for a failed chainstate
+            // load it would offer to rebuild.
+            let caption = error.caption();
+            logger.log(&format!("{caption}{error}"));
+            eprintln!("{caption}{error}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -230,7 +230,8 @@ pub fn run_engine(
         rpc.server().finish_warmup();
     }
     let assumeutxo = chainstate.reader().snapshot().assumeutxo;
-    let start_services = start_services(options.prune.is_enabled(), reindexing, assumeutxo.as_ref());
+    let start_services =
+        start_services(options.prune.is_enabled(), reindexing, assumeutxo.as_ref());
     start_services.lines.iter().for_each(|line| logger.log(line));
     let import = import_all(&mut chainstate, options, reindexing, logger, shutdown)?;
     // What was imported is flushed even when the P2P side fails (a port
@@ -445,8 +446,11 @@ fn verify_last_blocks(
         Ok(checked) => {
             // Core's one line for both: no data below a snapshot's base,
             // or below the blocks a pruning node kept.
-            for height in [checked.stopped_at_snapshot_base, checked.stopped_without_data].iter().flatten() {
-                let stopped = ibex_chainstate::SnapshotEvent::VerificationStopped { height: *height };
+            for height in
+                [checked.stopped_at_snapshot_base, checked.stopped_without_data].iter().flatten()
+            {
+                let stopped =
+                    ibex_chainstate::SnapshotEvent::VerificationStopped { height: *height };
                 logger.log(&stopped.to_string());
             }
             logger.log(&format!(
@@ -605,4 +609,19 @@ fn activate_and_check(chainstate: &mut Chainstate, logger: &Logger) -> Result<()
     }
     logger.log(&format!("Chain activation: {check}"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pruned_datadir_warns_of_a_check_deeper_than_the_blocks_kept() {
+        let warning = "[warning] pruned datadir may not have more than 288 blocks; only checking available blocks";
+        assert_eq!(pruned_check_warning(true, Some(289)).as_deref(), Some(warning));
+        assert_eq!(pruned_check_warning(true, Some(288)), None);
+        assert_eq!(pruned_check_warning(false, Some(1_000)), None);
+        // Core compares -checkblocks itself: 0 (every block) is not above.
+        assert_eq!(pruned_check_warning(true, None), None);
+    }
 }

@@ -17,7 +17,8 @@
 //!   the UTXO cache's bytes, coins and limit, flushes (count, duration
 //!   histogram, bytes written to the coins database), and the blocks and
 //!   bytes waiting in the pipeline (the import's reader queue, the
-//!   stored-block read-ahead, blocks whose scripts are being checked). The
+//!   stored-block read-ahead, blocks whose scripts are being checked), the
+//!   bytes of block and undo data on disk and the prune height. The
 //!   engine stores them with relaxed atomics as it publishes each settled
 //!   block, nothing more: validation takes no lock for them. With them,
 //!   where connect found the coins it spent, by the coin's age.
@@ -32,10 +33,11 @@
 //!
 //! Counters are named `..._total` and only go up (since the start of the
 //! process): a dashboard takes their `rate()`. Levels are gauges. The
-//! height gauges have no sample until the chain has a tip or a header.
+//! height gauges have no sample until the chain has a tip or a header,
+//! the prune height none until a block file is pruned.
 //!
 //! # Napkin math
-//! A page is 31 families, ~150 lines, ~9 KB; writing it reads ~70 atomics,
+//! A page is 33 families, ~155 lines, ~9 KB; writing it reads ~70 atomics,
 //! the peer list (one lock, ~300 bytes a peer), `/proc/self/status` and
 //! RocksDB's properties (~20, tens of microseconds under its mutex): well
 //! under a millisecond, on the endpoint's own thread. A scrape every 15 s
@@ -48,7 +50,7 @@ pub mod server;
 
 use std::sync::{Arc, OnceLock};
 
-use ibex_chainstate::{ChainMetrics, FLUSH_DURATION_BUCKETS_MS};
+use ibex_chainstate::{ChainMetrics, ChainMetricsReading, FLUSH_DURATION_BUCKETS_MS};
 use ibex_p2p::net::NetworkHandle;
 
 use exposition::{Exposition, Family, MetricKind};
@@ -143,6 +145,18 @@ pub const READ_AHEAD_BYTES: Family = family(
     Gauge,
     "Serialised bytes of blocks read ahead of the connecting thread, by queue.",
 );
+/// `ibex_block_files_bytes`.
+pub const BLOCK_FILES_BYTES: Family = family(
+    "ibex_block_files_bytes",
+    Gauge,
+    "Bytes of block and undo data in the block files (getblockchaininfo's size_on_disk).",
+);
+/// `ibex_prune_height`.
+pub const PRUNE_HEIGHT: Family = family(
+    "ibex_prune_height",
+    Gauge,
+    "Lowest height of the active chain whose block is kept above pruned ones (getblockchaininfo's pruneheight); no sample until a block file is pruned.",
+);
 /// `ibex_peers`.
 pub const PEERS: Family =
     family("ibex_peers", Gauge, "Open peer connections (handshake done or not), by direction.");
@@ -181,6 +195,8 @@ pub const FAMILIES: &[Family] = &[
     DATABASE_WRITTEN,
     PIPELINE_BLOCKS,
     READ_AHEAD_BYTES,
+    BLOCK_FILES_BYTES,
+    PRUNE_HEIGHT,
     PEERS,
     NETWORK_RECEIVED,
     NETWORK_SENT,
@@ -293,7 +309,18 @@ fn render_chain(page: &mut Exposition, chain: &ChainMetrics) {
     page.family(&READ_AHEAD_BYTES);
     page.sample(READ_AHEAD_BYTES.name, &[("queue", "import")], number(import.bytes()));
     page.sample(READ_AHEAD_BYTES.name, &[("queue", "stored_blocks")], number(stored.bytes()));
+    render_block_files(page, &reading);
     coins_database::render(page, chain, &reading.coin_reads);
+}
+
+/// The block files' bytes, and the prune height once blocks were pruned.
+fn render_block_files(page: &mut Exposition, reading: &ChainMetricsReading) {
+    page.single(&BLOCK_FILES_BYTES, number(reading.block_files_bytes));
+    page.family(&PRUNE_HEIGHT);
+    if let Some(height) = reading.prune_height {
+        // Core's `pruneheight`: the height pruned up to, plus one.
+        page.sample(PRUNE_HEIGHT.name, &[], f64::from(height) + 1.0);
+    }
 }
 
 fn render_flush_durations(page: &mut Exposition, chain: &ChainMetrics) {

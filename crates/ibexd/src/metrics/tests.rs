@@ -44,9 +44,12 @@ fn with_the_engine_every_family_has_help_type_and_samples() {
         let is_counter = family.kind == MetricKind::Counter;
         assert_eq!(is_counter, family.name.ends_with("_total"), "{}", family.name);
     }
-    // No tip and no header yet: the height families have no sample.
+    // No tip and no header yet: the height families have no sample; nor
+    // the prune height, nothing being pruned.
     assert!(samples(&page, BLOCK_HEIGHT.name).is_empty());
     assert!(samples(&page, HEADER_HEIGHT.name).is_empty());
+    assert!(samples(&page, PRUNE_HEIGHT.name).is_empty());
+    assert_eq!(samples(&page, BLOCK_FILES_BYTES.name), ["ibex_block_files_bytes 0"]);
     assert_eq!(samples(&page, BLOCKS_CONNECTED.name), ["ibex_blocks_connected_total 0"]);
     let buckets = samples(&page, "ibex_flush_duration_seconds_bucket");
     assert_eq!(buckets.len(), FLUSH_DURATION_BUCKETS_MS.len() + 1);
@@ -65,6 +68,21 @@ fn with_the_engine_every_family_has_help_type_and_samples() {
     let pipeline = samples(&page, PIPELINE_BLOCKS.name);
     assert_eq!(pipeline.len(), 3, "{pipeline:?}");
     assert!(pipeline.iter().any(|line| line.contains("queue=\"script_checks\"")));
+}
+
+#[test]
+fn a_pruned_node_shows_its_block_files_and_prune_height() {
+    let reading = ChainMetricsReading {
+        block_files_bytes: 576_716_800,
+        prune_height: Some(1_233),
+        ..ChainMetricsReading::default()
+    };
+    let mut page = Exposition::new();
+    render_block_files(&mut page, &reading);
+    let page = page.finish();
+    assert_eq!(samples(&page, BLOCK_FILES_BYTES.name), ["ibex_block_files_bytes 576716800"]);
+    assert_eq!(samples(&page, PRUNE_HEIGHT.name), ["ibex_prune_height 1234"], "{page}");
+    assert!(page.contains("# TYPE ibex_prune_height gauge"), "{page}");
 }
 
 /// Sends `request` on a new connection and reads the reply to its end

@@ -405,10 +405,13 @@ const LIMITED_SERVING_SLACK_BLOCKS: u32 = 2;
 pub enum BlockAnswer {
     /// The block's stored bytes.
     Block(Vec<u8>),
-    /// Nothing: unknown, not stored (pruned, or below an AssumeUTXO
-    /// snapshot's base), invalid, or not allowed (Core's
-    /// `BlockRequestAllowed`).
+    /// Nothing: unknown, never stored (below an AssumeUTXO snapshot's
+    /// base), invalid, or not allowed (Core's `BlockRequestAllowed`).
     NotServed,
+    /// Nothing, and no word of it: the block's data was stored and has
+    /// been pruned. Core ignores such a request (no `notfound`, no
+    /// disconnect).
+    Pruned,
     /// Deeper below the tip than a `NODE_NETWORK_LIMITED` node serves,
     /// asked of one that announced only that: Core disconnects the peer
     /// rather than let it wait for a block that never comes.
@@ -427,7 +430,9 @@ pub fn below_limited_threshold(tip_height: u32, block_height: u32) -> bool {
 /// announced `NODE_NETWORK_LIMITED` without `NODE_NETWORK` to a peer
 /// without `noban`), one below [`below_limited_threshold`] is refused
 /// whether stored or not, so the peer learns nothing of what we keep;
-/// then one not stored or invalid is not served. The engine only looks
+/// then one not stored or invalid is not served (one pruned gets
+/// [`BlockAnswer::Pruned`]: its transaction count tells that its data was
+/// stored once, Core's `IsBlockPruned`). The engine only looks
 /// up where it is (settled reads: one for a block of the active chain,
 /// and the best header for one off it); the bytes are read here,
 /// unparsed, off the engine's thread.
@@ -446,6 +451,9 @@ pub fn block_for(
     let tip_height = block.active_tip_height.unwrap_or(0);
     if limited && below_limited_threshold(tip_height, block.height) {
         return BlockAnswer::BelowLimitedThreshold;
+    }
+    if !block.status.has(BlockStatus::HAVE_DATA) && block.transaction_count > 0 {
+        return BlockAnswer::Pruned;
     }
     if !block.status.has(BlockStatus::HAVE_DATA) || block.status.is_failed() {
         return BlockAnswer::NotServed;

@@ -126,6 +126,14 @@ pub struct P2pStart<'a> {
     pub gauges: Arc<NetworkGauges>,
     /// The address manager, loaded from its file.
     pub addresses: LoadedAddresses,
+    /// Whether block files are pruned (`-prune`): `NODE_NETWORK` is never
+    /// offered.
+    pub pruning: bool,
+    /// Whether the start offered `NODE_NETWORK`
+    /// ([`sync_loop::start_services`]): the first connections are offered
+    /// what it said, and the sync loop follows the AssumeUTXO state from
+    /// its first pass.
+    pub node_network_at_start: bool,
 }
 
 /// The running P2P side; [`P2pNode::stop`] ends it.
@@ -156,6 +164,8 @@ impl P2pNode {
             gauges,
             addresses,
             invalid_blocks,
+            pruning,
+            node_network_at_start,
         } = start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
@@ -168,9 +178,8 @@ impl P2pNode {
         manual.extend(added_addresses.iter().map(|(_, address)| *address));
         network_config.addresses =
             Some(config::address_settings(options, params, Arc::clone(&addresses.book), manual));
-        let assumeutxo = reader.snapshot().assumeutxo;
         let configured_services =
-            sync_loop::apply_start_services(&mut network_config, assumeutxo.as_ref(), &logger);
+            sync_loop::apply_start_services(&mut network_config, pruning, node_network_at_start);
         let sink = logger.clone();
         network_config.log = LogSink::new(move |line| sink.log(line));
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -16,15 +16,19 @@
 //!   `MSG_CMPCT_BLOCK` with it (Ibex announces no compact blocks, and Core
 //!   answers a compact block request it will not build with the full
 //!   block); `MSG_FILTERED_BLOCK` gets nothing (no bloom filter is ever
-//!   loaded, as Core answers without one). A block we do not hold or may
+//!   loaded, as Core answers without one). A block we never held or may
 //!   not serve (one below an AssumeUTXO snapshot's base among them), and
 //!   any transaction (no mempool), gets `notfound`: Core sends nothing
 //!   for such a block, and its peers ignore a `notfound` of blocks, but
-//!   ours lets a peer stop waiting. When we announced
-//!   `NODE_NETWORK_LIMITED` without `NODE_NETWORK` to the peer (while a
+//!   ours lets a peer stop waiting. A block whose data was pruned gets
+//!   nothing, as in Core. When we announced `NODE_NETWORK_LIMITED`
+//!   without `NODE_NETWORK` to the peer (always when pruning; while a
 //!   snapshot is not validated), a block more than 290 below our tip gets
-//!   the peer disconnected, unless it holds `noban`, as Core does so that
-//!   it does not stall waiting (`ProcessGetBlockData`).
+//!   the peer disconnected, unless it holds `noban`, whether we hold it
+//!   or not, as Core does so that it does not stall waiting
+//!   (`ProcessGetBlockData`). Pruning keeps the last 288 blocks, so the
+//!   silence for a pruned block is met by `noban` peers and in the two
+//!   blocks of slack.
 //!
 //! # Bounded cost per message (napkin math)
 //! - `getheaders`: one settled engine query walking at most 2,000 entries of
@@ -182,6 +186,7 @@ pub fn serve_next(
     let bytes = match block_for(reader, BlockHash(entry.hash.0), spacing_seconds, limited) {
         BlockAnswer::Block(bytes) => Some(bytes),
         BlockAnswer::NotServed => None,
+        BlockAnswer::Pruned => return Served::Request,
         BlockAnswer::BelowLimitedThreshold => {
             queue.clear();
             return Served::BelowLimitedThreshold;

@@ -14,8 +14,9 @@
 //! asked for), `serving` (answering peers: `getdata` through each peer's
 //! queue of block requests, one block per peer per pass while its send
 //! queue has room, as Core's `ProcessGetData`), `services` (no
-//! `NODE_NETWORK` while an AssumeUTXO snapshot is not validated) and
-//! `peer_log` (Core's lines about peers).
+//! `NODE_NETWORK` when pruning or while an AssumeUTXO snapshot is not
+//! validated) and `peer_log` (Core's lines about peers). During initial
+//! block download no block is asked of a limited peer (`tip`).
 
 mod block_sources;
 mod header_offers;
@@ -54,7 +55,9 @@ use crate::logging::Logger;
 use crate::progress::NetworkGauges;
 pub use block_sources::BlockSources;
 pub use header_offers::HeaderOffers;
-pub use services::{apply_start_services, services_for_snapshot};
+pub use services::{
+    apply_start_services, configured_services, services_for_snapshot, start_services, StartServices,
+};
 
 /// How often time passes for the state machines and the tip is read.
 const TICK: Duration = Duration::from_millis(100);
@@ -99,6 +102,9 @@ struct PeerState {
     inv_getheaders_at: Option<Instant>,
     /// A `-connect`/`-addnode` connection: never punished (Core).
     manual: bool,
+    /// It serves only the last 288 blocks (Core's `IsLimitedPeer`): asked
+    /// for no block during initial block download.
+    limited: bool,
     /// Its address is local (Core disconnects it for misbehaving but
     /// discourages nobody by that address).
     local: bool,
@@ -155,6 +161,9 @@ pub struct SyncLoop {
     /// The services announced when no AssumeUTXO snapshot waits for
     /// validation (see `services`).
     pub(super) configured_services: ServiceFlags,
+    /// Core's `IsInitialBlockDownload`, latched: once out of it, the node
+    /// stays out (see `tip`).
+    initial_download: bool,
 }
 
 impl SyncLoop {
@@ -208,6 +217,7 @@ impl SyncLoop {
             whitelist: Default::default(),
             loopback_discouraged: false,
             configured_services,
+            initial_download: true,
         }
     }
 
@@ -278,9 +288,11 @@ impl SyncLoop {
                 self.logger.log(&event.to_string());
                 let local = spared_as_local(address.ip(), self.loopback_discouraged);
                 self.peer_connected(id, connection, local);
-                self.download.set_peer_limited(id, is_limited_peer(version.services));
+                let limited = is_limited_peer(version.services);
+                self.download.set_peer_limited(id, limited);
                 let permissions = self.whitelist.permissions(address.ip(), inbound);
                 if let Some(state) = self.peers.get_mut(&id) {
+                    state.limited = limited;
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
                     state.no_ban = permissions.contains(PeerPermissions::NO_BAN);
                     state.our_services = our_services;

@@ -101,6 +101,18 @@ pub struct PruneInfo {
     pub automatic_target_bytes: Option<u64>,
 }
 
+/// Pruning as the node runs it (`-prune`), fixed at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PruneSettings {
+    /// `-prune`'s target in bytes when pruning is automatic (`None`:
+    /// `-prune=1`, only when the operator asks).
+    pub automatic_target_bytes: Option<u64>,
+    /// The height the active chain must reach before `pruneblockchain`
+    /// prunes (Core's `nPruneAfterHeight`, lowered by `-fastprune` on
+    /// regtest).
+    pub prune_after_height: u32,
+}
+
 /// What `getblockchaininfo` reports beyond the tip's entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockchainInfo {

@@ -20,8 +20,8 @@
 //!   3 costs the engine one pause, not three.
 //! - **network**: the P2P side's counters; [`BackendError::P2pDisabled`] when
 //!   the node runs without networking.
-//! - **engine command**: a change of the chain an operator asks for
-//!   (`invalidateblock`, `reconsiderblock`), sent to the engine's thread,
+//! - **engine command**: a change of the chain or its files an operator
+//!   asks for (`invalidateblock`, `reconsiderblock`, `pruneblockchain`), sent to the engine's thread,
 //!   which carries it out between blocks and answers when the best chain
 //!   is active again; [`BackendError::ChainControlUnavailable`] from a node
 //!   that takes no such command.
@@ -32,7 +32,7 @@ mod state;
 
 pub use chain::{
     BlockData, BlockEntry, BlockchainInfo, ChainTip, ChainTipStatus, CoinsAnswer, PruneInfo,
-    StoredBlock, TipRef, UnspentOutput,
+    PruneSettings, StoredBlock, TipRef, UnspentOutput,
 };
 pub use state::{
     AssumeUtxoChainstates, ChainstateInfo, CoinsCacheSizes, DumpedTxOutSet, LoadedTxOutSet,
@@ -151,6 +151,15 @@ pub enum BackendError {
     /// The node takes no command that changes the chain.
     #[error("this node takes no command that changes the chain")]
     ChainControlUnavailable,
+    /// `pruneblockchain` on a node that keeps every block (Core's words).
+    #[error("Cannot prune blocks because node is not in prune mode.")]
+    NotPruning,
+    /// `dumptxoutset`'s rollback needs the undo data of blocks a pruning
+    /// node removed (Core's words).
+    #[error(
+        "Could not roll back to requested height since necessary block data is already pruned."
+    )]
+    RollbackDataPruned,
     /// The engine failed while changing the chain (Core's
     /// `RPC_DATABASE_ERROR` with the validation state).
     #[error("changing the chain failed")]
@@ -365,6 +374,33 @@ pub trait NodeBackend: Send + Sync + 'static {
     /// Asks the node to shut down (`stop`). Returns at once; the node later
     /// stops the server itself.
     fn request_shutdown(&self);
+
+    /// Pruning as the node runs it (`-prune`), `None` when it keeps every
+    /// block. Fixed at start: answers at once.
+    fn pruning(&self) -> Option<PruneSettings> {
+        None
+    }
+
+    /// The height of the active chain's first block whose time, or one
+    /// of its ancestors', is at least `time_seconds` (Core's
+    /// `CChain::FindEarliestAtLeast(time, 0)`, `pruneblockchain` given a
+    /// timestamp); `None` when there is none. **Query.**
+    fn earliest_block_at_least(&self, time_seconds: i64) -> Result<Option<u32>, BackendError> {
+        let _ = time_seconds;
+        Ok(None)
+    }
+
+    /// Removes the block and undo files whose blocks all lie at or below
+    /// `height` (`pruneblockchain`, Core's `PruneBlockFilesManual`; the
+    /// caller keeps `height` at least 288 below the tip), the coins
+    /// flushed first. Returns Core's `GetPruneHeight` afterwards: the
+    /// highest block below the stored run that ends at the tip (`None`:
+    /// nothing pruned). [`BackendError::NotPruning`] from a node that keeps
+    /// every block. **Engine command.**
+    fn prune_block_files(&self, height: u32) -> Result<Option<u32>, BackendError> {
+        let _ = height;
+        Err(BackendError::NotPruning)
+    }
 
     /// Indexes one header (`submitheader`): its parent must be indexed
     /// and it must pass the header checks, else

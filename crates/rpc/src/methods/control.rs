@@ -215,6 +215,9 @@ mod tests {
         assert!(list.contains("\ngetpeerinfo\n"));
         assert_eq!(line("addnode"), "addnode \"node\" \"command\" ( v2transport )");
         assert_eq!(line("disconnectnode"), "disconnectnode ( \"address\" nodeid )");
+        assert!(
+            list.contains("\nloadtxoutset \"path\"\npruneblockchain height\nwaitforblockheight ")
+        );
         assert!(!list.contains("invalidateblock") && !list.contains("Hidden"));
         assert_eq!(line("invalidateblock"), "invalidateblock \"blockhash\"");
     }

@@ -128,6 +128,14 @@ impl From<BackendError> for RpcError {
                 RpcError::new(RpcErrorCode::MiscError, "Block not available (not fully downloaded)")
             }
             BackendError::BlockNotFound { .. } => RpcError::block_not_found(),
+            BackendError::NotPruning => RpcError::new(
+                RpcErrorCode::MiscError,
+                "Cannot prune blocks because node is not in prune mode.",
+            ),
+            BackendError::RollbackDataPruned => RpcError::new(
+                RpcErrorCode::MiscError,
+                "Could not roll back to requested height since necessary block data is already pruned.",
+            ),
             BackendError::SnapshotPathExists { .. }
             | BackendError::SnapshotPathUnwritable { .. }
             | BackendError::SnapshotUnreadable { .. }

@@ -17,6 +17,7 @@ mod network;
 mod network_control;
 pub(crate) mod params;
 mod peers;
+mod prune;
 mod rawtransaction;
 mod snapshot;
 mod wait;
@@ -140,6 +141,7 @@ pub(crate) static METHODS: &[Method] = &[
     blockchain::GETTXOUT,
     chainstate::GETTXOUTSETINFO,
     snapshot::LOADTXOUTSET,
+    prune::PRUNEBLOCKCHAIN,
     wait::WAITFORBLOCKHEIGHT,
     wait::WAITFORNEWBLOCK,
     control::HELP,

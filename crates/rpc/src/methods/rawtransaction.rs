@@ -112,8 +112,11 @@ fn write_found(
         write_transaction_hex_json(out, &transaction);
         return Ok(());
     }
-    // Core gives prevouts and the fee only past the coinbase.
-    let spent = if verbosity >= 2 && index != 0 {
+    // Core gives prevouts and the fee only past the coinbase, and only for
+    // a block with undo data: without it (never connected, or fetched
+    // again after a prune) the answer is verbosity 1's.
+    let have_undo = matches!(stored.entry.data, BlockData::Stored { have_undo: true });
+    let spent = if verbosity >= 2 && index != 0 && have_undo {
         let inputs = transaction.inputs().len();
         Some(spent_coins(stored, coins_before..coins_before + inputs)?)
     } else {
@@ -135,15 +138,14 @@ fn write_found(
     .map_err(|error| RpcError::with_message(RpcErrorCode::InternalError, error.to_string()))
 }
 
-/// The coins at `range` of the block's undo data: Core reads the undo data
-/// of any block it has, and fails when it is missing.
+/// The coins at `range` of the undo data of a block that has it: Core
+/// fails when they cannot be read.
 fn spent_coins(
     stored: &StoredBlock,
     range: std::ops::Range<usize>,
 ) -> Result<Vec<SpentCoin<'_>>, RpcError> {
     let unreadable = || RpcError::new(RpcErrorCode::InternalError, UNDO_UNREADABLE_MESSAGE);
-    let have_undo = matches!(stored.entry.data, BlockData::Stored { have_undo: true });
-    let coins = stored.spent_coins.as_deref().filter(|_| have_undo).ok_or_else(unreadable)?;
+    let coins = stored.spent_coins.as_deref().ok_or_else(unreadable)?;
     let mine = coins.get(range).ok_or_else(unreadable)?;
     Ok(mine.iter().map(|coin| coin.as_spent_coin()).collect())
 }

@@ -47,6 +47,10 @@ pub struct IndexedBlock {
     pub position: Option<BlockPosition>,
     /// Where its undo data is stored, if it has been connected.
     pub undo_position: Option<BlockPosition>,
+    /// Whether its data was stored and then pruned (Core's
+    /// `IsBlockPruned`: a block file was ever pruned, the block has no
+    /// data, and its transaction count is known).
+    pub pruned: bool,
     /// Whether it is in the active chain.
     pub in_active_chain: bool,
     /// The next block of the active chain, when it is in the active chain.
@@ -171,6 +175,9 @@ pub(crate) fn indexed_block(chainstate: &Chainstate, id: EntryId) -> IndexedBloc
         chain_transaction_count: entry.chain_transaction_count,
         position: entry.block_position,
         undo_position: entry.undo_position,
+        pruned: chainstate.have_pruned()
+            && !entry.status.has(BlockStatus::HAVE_DATA)
+            && entry.transaction_count > 0,
         in_active_chain,
         next_in_active_chain,
         active_tip_height: chain.height(),

@@ -1,21 +1,76 @@
-//! The services the node announces while an AssumeUTXO snapshot is not
-//! validated. Such a node holds no blocks below the snapshot's base until
-//! its background chainstate has downloaded them, so it must not offer
-//! `NODE_NETWORK` (all blocks): Core's `loadtxoutset` calls
+//! Whether the node offers `NODE_NETWORK` (every block). A pruning node
+//! never does: it announces `NODE_NETWORK_LIMITED` (the last 288 blocks)
+//! and the rest of its services. Nor does a node while an AssumeUTXO
+//! snapshot is not validated: it holds no blocks below the snapshot's base
+//! until its background chainstate has downloaded them. Core's init
+//! (`AppInitMain`, step 10) adds `NODE_NETWORK` to `g_local_services` only
+//! when not pruning and no snapshot waits, saying which
+//! ([`start_services`]); its `loadtxoutset` calls
 //! `RemoveLocalServices(NODE_NETWORK)` and `AddLocalServices(NODE_NETWORK_LIMITED)`,
-//! its init leaves `NODE_NETWORK` out of `g_local_services` when a
-//! snapshot chainstate is not validated, and its
-//! `snapshot_download_completed` adds `NODE_NETWORK` back (unless pruned,
-//! which the configured services already say). Here the sync loop follows
-//! the engine's summary, so a snapshot loaded at runtime, one found at
-//! start and its validation are all seen the same way.
+//! and its `snapshot_download_completed` adds `NODE_NETWORK` back unless
+//! pruning (here the configured services already lack it:
+//! [`configured_services`]). The sync loop follows the engine's summary,
+//! so a snapshot loaded at runtime, one found at start and its validation
+//! are all seen the same way.
 
 use ibex_chainstate::AssumeUtxoSummary;
 use ibex_p2p::net::NetworkConfig;
 use ibex_p2p::ServiceFlags;
 
 use super::SyncLoop;
-use crate::logging::Logger;
+
+/// Core's line when a node that does not prune offers every block.
+pub const NODE_NETWORK_LINE: &str = "Setting NODE_NETWORK on non-prune mode";
+/// Core's line when a snapshot waiting for validation holds `NODE_NETWORK`
+/// back.
+pub const LIMITED_UNTIL_VALIDATED_LINE: &str =
+    "Running node in NODE_NETWORK_LIMITED mode until snapshot background sync completes";
+/// Core's init message each time a pruning node looks at pruning at start.
+pub const PRUNING_BLOCKSTORE_LINE: &str = "init message: Pruning blockstore…";
+
+/// What the start decides of `NODE_NETWORK`, and Core's lines for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartServices {
+    /// Whether `NODE_NETWORK` is offered from the first connection on.
+    pub node_network: bool,
+    /// The log lines, in order.
+    pub lines: Vec<&'static str>,
+}
+
+/// Core's step 10 of `AppInitMain` ("data directory maintenance"): a
+/// pruning node looks at pruning once for each chainstate (two while a
+/// snapshot waits for validation; none while a reindex has block files
+/// to read) and never offers `NODE_NETWORK`; any other offers it unless a
+/// snapshot waits for validation, and says which.
+pub fn start_services(
+    pruning: bool,
+    reindexing: bool,
+    assumeutxo: Option<&AssumeUtxoSummary>,
+) -> StartServices {
+    let snapshot_waits = assumeutxo.is_some_and(|summary| !summary.validated);
+    if pruning {
+        let chainstates = if reindexing { 0 } else { 1 + usize::from(snapshot_waits) };
+        return StartServices {
+            node_network: false,
+            lines: vec![PRUNING_BLOCKSTORE_LINE; chainstates],
+        };
+    }
+    if snapshot_waits {
+        return StartServices { node_network: false, lines: vec![LIMITED_UNTIL_VALIDATED_LINE] };
+    }
+    StartServices { node_network: true, lines: vec![NODE_NETWORK_LINE] }
+}
+
+/// The services announced once no snapshot waits for validation:
+/// `services` without `NODE_NETWORK` when pruning (`NODE_NETWORK_LIMITED`
+/// stays, as in Core's `g_local_services`).
+pub fn configured_services(services: ServiceFlags, pruning: bool) -> ServiceFlags {
+    if pruning {
+        services.without(ServiceFlags::NETWORK) | ServiceFlags::NETWORK_LIMITED
+    } else {
+        services
+    }
+}
 
 /// The services to announce, given the `configured` ones and the engine's
 /// AssumeUTXO summary: without `NODE_NETWORK`, with
@@ -33,21 +88,22 @@ pub fn services_for_snapshot(
     }
 }
 
-/// Sets `config` to start with the services [`services_for_snapshot`]
-/// gives (Core's init): connections open as soon as the layer starts, so
-/// the first of them must not be offered `NODE_NETWORK` either. Returns
-/// the configured services, announced again once the snapshot is
-/// validated.
+/// Sets `config` to start with the services the start chose
+/// ([`start_services`]'s `node_network`): connections open as soon as the
+/// layer starts, so the first of them must not be offered `NODE_NETWORK`
+/// when it said so. Returns the [`configured_services`], announced once no
+/// snapshot waits for validation (the sync loop follows its state from its
+/// first pass, and says when it gives `NODE_NETWORK` back).
 pub fn apply_start_services(
     config: &mut NetworkConfig,
-    assumeutxo: Option<&AssumeUtxoSummary>,
-    logger: &Logger,
+    pruning: bool,
+    node_network: bool,
 ) -> ServiceFlags {
+    config.services = configured_services(config.services, pruning);
     let configured = config.announced_services();
-    config.services = services_for_snapshot(config.services, assumeutxo);
-    let announced = config.announced_services();
-    if announced != configured {
-        logger.log(change_line(announced));
+    if !node_network {
+        config.services =
+            config.services.without(ServiceFlags::NETWORK) | ServiceFlags::NETWORK_LIMITED;
     }
     configured
 }
@@ -57,7 +113,7 @@ fn change_line(announced: ServiceFlags) -> &'static str {
     if announced.contains(ServiceFlags::NETWORK) {
         "[snapshot] re-enabling NODE_NETWORK services"
     } else {
-        "Running node in NODE_NETWORK_LIMITED mode until snapshot background sync completes"
+        LIMITED_UNTIL_VALIDATED_LINE
     }
 }
 
@@ -109,6 +165,69 @@ mod tests {
             services_for_snapshot(without_limited, Some(&summary(false))),
             ServiceFlags::WITNESS | ServiceFlags::NETWORK_LIMITED
         );
+    }
+
+    #[test]
+    fn a_pruning_node_never_offers_node_network() {
+        let configured =
+            ServiceFlags::NETWORK | ServiceFlags::WITNESS | ServiceFlags::NETWORK_LIMITED;
+        let pruned = configured_services(configured, true);
+        assert_eq!(pruned, ServiceFlags::WITNESS | ServiceFlags::NETWORK_LIMITED);
+        assert_eq!(configured_services(configured, false), configured);
+        // Neither while a snapshot waits nor once it is validated.
+        assert_eq!(services_for_snapshot(pruned, Some(&summary(false))), pruned);
+        assert_eq!(services_for_snapshot(pruned, Some(&summary(true))), pruned);
+        let mut config = NetworkConfig::new([0xfa, 0xbf, 0xb5, 0xda]);
+        config.services = configured;
+        config.v2_transport = true;
+        let announced_later = apply_start_services(&mut config, true, false);
+        assert!(!config.announced_services().contains(ServiceFlags::NETWORK));
+        assert_eq!(announced_later, config.announced_services());
+        assert!(announced_later.contains(ServiceFlags::P2P_V2 | ServiceFlags::NETWORK_LIMITED));
+    }
+
+    #[test]
+    fn a_node_that_keeps_every_block_offers_it_unless_the_start_held_it_back() {
+        let full = ServiceFlags::NETWORK | ServiceFlags::WITNESS | ServiceFlags::NETWORK_LIMITED;
+        let config_with = |services| {
+            let mut config = NetworkConfig::new([0xfa, 0xbf, 0xb5, 0xda]);
+            config.services = services;
+            config
+        };
+        let mut held_back = config_with(full);
+        let configured = apply_start_services(&mut held_back, false, false);
+        assert!(configured.contains(ServiceFlags::NETWORK), "given back once validated");
+        assert!(!held_back.announced_services().contains(ServiceFlags::NETWORK));
+        let mut offered = config_with(full);
+        assert_eq!(apply_start_services(&mut offered, false, true), offered.announced_services());
+        assert!(offered.announced_services().contains(ServiceFlags::NETWORK));
+    }
+
+    #[test]
+    fn the_start_says_what_it_offers_in_cores_words() {
+        let lines = |pruning, reindexing, assumeutxo: Option<&AssumeUtxoSummary>| {
+            start_services(pruning, reindexing, assumeutxo)
+        };
+        assert_eq!(
+            lines(false, false, None),
+            StartServices {
+                node_network: true,
+                lines: vec!["Setting NODE_NETWORK on non-prune mode"]
+            }
+        );
+        assert_eq!(lines(false, true, Some(&summary(true))).lines, [NODE_NETWORK_LINE]);
+        assert_eq!(
+            lines(false, false, Some(&summary(false))),
+            StartServices { node_network: false, lines: vec![LIMITED_UNTIL_VALIDATED_LINE] }
+        );
+        assert_eq!(
+            lines(true, false, None),
+            StartServices {
+                node_network: false, lines: vec!["init message: Pruning blockstore…"]
+            }
+        );
+        assert_eq!(lines(true, false, Some(&summary(false))).lines.len(), 2, "two chainstates");
+        assert!(lines(true, true, None).lines.is_empty(), "block files still to index");
     }
 
     #[test]

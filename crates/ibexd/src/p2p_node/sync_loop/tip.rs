@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use ibex_p2p::messages::inventory::{Inventory, InventoryType};
 use ibex_p2p::sync::block_download::BackgroundRange;
-use ibex_p2p::sync::PeerId;
+use ibex_p2p::sync::{HeaderIndex, PeerId};
 use ibex_p2p::NetworkMessage;
 use ibex_primitives::{BlockHash, Hash256};
 
@@ -72,6 +72,7 @@ impl SyncLoop {
     pub(super) fn tick(&mut self) {
         self.update_gauges();
         self.publish_peer_sync();
+        self.follow_initial_download();
         if self.window_stale {
             self.read_window(self.download.tip_height(), self.window_best);
         }
@@ -128,17 +129,53 @@ impl SyncLoop {
         }
     }
 
-    /// Where each peer's best known header meets our best header chain.
+    /// Where each peer's best known header meets our best header chain,
+    /// for the scheduler: nothing for a limited peer during initial block
+    /// download ([`download_height`]).
     pub(super) fn refresh_peer_heights(&mut self) {
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for peer in peers {
+        let peers: Vec<(PeerId, bool)> =
+            self.peers.iter().map(|(peer, state)| (*peer, state.limited)).collect();
+        for (peer, limited) in peers {
             let height = self
                 .headers_sync
                 .best_known_block(peer)
                 .and_then(|best| common_height_with_best(&self.reader, best));
+            let height = download_height(height, limited, self.initial_download);
             self.download.set_peer_best_height(peer, height);
         }
     }
+
+    /// Leaves initial block download for good once the engine says the
+    /// tip is out of it (Core's latch in `IsInitialBlockDownload`): a tip
+    /// older than a day is in it without asking (a snapshot read); a
+    /// recent one takes one query a tick until it is out. Limited peers
+    /// may then be asked for blocks: every peer's height is given again.
+    fn follow_initial_download(&mut self) {
+        if !self.initial_download {
+            return;
+        }
+        let snapshot = self.reader.snapshot();
+        if snapshot.tip.as_ref().is_none_or(|tip| tip_is_stale(tip, unix_seconds())) {
+            return;
+        }
+        if !self.index.is_initial_block_download() {
+            self.initial_download = false;
+            self.peer_heights_stale = true;
+        }
+    }
+}
+
+/// The height the scheduler may ask `height`'s peer for blocks up to:
+/// none for a limited peer (`NODE_NETWORK_LIMITED` without
+/// `NODE_NETWORK`) during initial block download, as Core's
+/// `SendMessages` asks such a peer for no block until the node is out of
+/// it (the scheduler, which does not know it, skips only the blocks too
+/// deep for the peer).
+fn download_height(height: Option<u32>, limited: bool, initial_download: bool) -> Option<u32> {
+    if limited && initial_download {
+        return None;
+    }
+    height
 }
 
 /// Whether the background chainstate's window must be read again now: its
@@ -158,6 +195,14 @@ fn background_left_window(read: Option<BackgroundRange>, now: Option<BackgroundR
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limited_peer_is_asked_for_no_block_during_initial_download() {
+        assert_eq!(download_height(Some(500), true, true), None);
+        assert_eq!(download_height(Some(500), true, false), Some(500));
+        assert_eq!(download_height(Some(500), false, true), Some(500));
+        assert_eq!(download_height(None, false, false), None);
+    }
 
     #[test]
     fn the_background_window_is_read_again_when_its_tip_leaves_it() {

@@ -63,9 +63,10 @@
 //! the peer's usable height is given by the caller (the height where its
 //! best header meets our best chain; `None` for a peer with less work than
 //! our tip or the minimum chain work; it stands for Core's
-//! `pindexBestKnownBlock`, in the limited peers' rule too), limited peers
-//! fetch recent blocks during initial block download as well (Core asks
-//! them for none until it is over; the scheduler does not know it), and
+//! `pindexBestKnownBlock`, in the limited peers' rule too), the scheduler
+//! does not know initial block download (Core's `SendMessages` asks a
+//! limited peer for no block until it is over: the node gives such a peer
+//! no usable height meanwhile, so it is asked for none here either), and
 //! the window starts at the engine's tip, or where the best header chain
 //! forks from the active chain when the tip is on another branch
 //! ([`HeaderChain::fork_height`]; Core's at each peer's last common block,
