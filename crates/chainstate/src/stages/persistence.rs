@@ -341,11 +341,14 @@ fn file_table(
     }
     for id in index.ids() {
         let entry = index.entry(id);
-        if let Some(position) =
-            entry.block_position.filter(|_| entry.status.has(BlockStatus::HAVE_DATA))
-        {
-            table.count_block(position.file_number, entry.height);
+        let stored = entry.block_position.filter(|_| entry.status.has(BlockStatus::HAVE_DATA));
+        let Some(position) = stored else { continue };
+        // A damaged record naming a file past the directory's last must
+        // not size the table (an allocation per file number).
+        if position.file_number > last_file {
+            return Err(ChainstateError::CorruptIndexEntry { hash: entry.hash });
         }
+        table.count_block(position.file_number, entry.height);
     }
     Ok(table)
 }
