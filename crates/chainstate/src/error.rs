@@ -170,6 +170,13 @@ pub enum ChainstateError {
         /// Which coins.
         source: ibex_primitives::txoutset::CoinOrderError,
     },
+    /// A worker of a whole-set walk stopped without the chunk it owed (it
+    /// panicked).
+    #[error("the coin walk's worker stopped before chunk {chunk}")]
+    CoinWalkWorkerStopped {
+        /// The chunk the walk waited for.
+        chunk: u32,
+    },
     /// The block read-ahead thread could not be started.
     #[error("cannot start the block read-ahead thread: {source}")]
     ReadAheadThread {

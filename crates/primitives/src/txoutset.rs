@@ -96,9 +96,11 @@ pub fn serialize_coin(coin: &Coin<'_>, out: &mut Vec<u8>) {
 
 mod hasher;
 mod running;
+mod serialized;
 
 pub use hasher::{CoinOrderError, TxOutSetHashType, TxOutSetHasher, TxOutSetStats};
 pub use running::RunningTxOutSetStats;
+pub use serialized::SerializedCoins;
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,9 @@ use ibex_primitives::encode::{write_varint, Reader};
 use ibex_primitives::{Amount, Height, OutPoint, PackedAmount, SpentCoin, Txid};
 
 use crate::coins::coin_script::CoinScript;
-use crate::coins::compress::{compress_amount, read_amount, read_script, write_script};
+use crate::coins::compress::{
+    compress_amount, read_amount, read_script, read_script_into, write_script,
+};
 use crate::error::{ChainstateError, CoinDecodeError};
 
 /// Core's `DB_COIN` key prefix.
@@ -190,6 +192,35 @@ impl Coin {
         let amount = PackedAmount::from(amount);
         Ok(Coin { amount, script_pubkey, height: code >> 1, bits: (code & 1) as u8 })
     }
+}
+
+/// A coin's fields as Core serialises them, decoded without building a
+/// [`Coin`]: the whole-set walks read every coin once and keep none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoinFields {
+    /// `height * 2 + is_coinbase`, Core's code (the hashes' `TxOutSer` code).
+    pub height_code: u32,
+    /// The value, checked to be within `MAX_MONEY`.
+    pub amount: Amount,
+}
+
+/// Decodes Core's serialisation of a coin, the whole of `bytes`, its script
+/// into `script` (cleared first): [`Coin::decode`]'s checks, without the
+/// allocations.
+pub fn decode_coin_fields(
+    bytes: &[u8],
+    script: &mut Vec<u8>,
+) -> Result<CoinFields, CoinDecodeError> {
+    let mut reader = Reader::new(bytes);
+    let code = reader.read_varint()?;
+    let height_code =
+        u32::try_from(code).map_err(|_| CoinDecodeError::HeightCodeOutOfRange { code })?;
+    let satoshis = read_amount(&mut reader)?;
+    let amount = Amount::from_sat(satoshis)
+        .map_err(|_| CoinDecodeError::AmountOutOfRange { compressed: satoshis as u64 })?;
+    read_script_into(&mut reader, script)?;
+    reader.finish()?;
+    Ok(CoinFields { height_code, amount })
 }
 
 /// Core's `MallocUsage` for an allocation of `bytes` (0 for none).

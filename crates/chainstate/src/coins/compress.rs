@@ -134,46 +134,58 @@ pub fn script_encoded_bytes(script: &[u8]) -> usize {
 /// Decodes a compressed script. Like Core, a length above
 /// [`SCRIPT_BYTES_MAX`] is skipped and read as the one-byte `OP_RETURN`.
 pub fn read_script(reader: &mut Reader<'_>) -> Result<Vec<u8>, CoinDecodeError> {
+    let mut script = Vec::new();
+    read_script_into(reader, &mut script)?;
+    Ok(script)
+}
+
+/// [`read_script`] into `script` (cleared first), without allocating when
+/// it has room: the whole-set walks decode every coin into one buffer.
+pub fn read_script_into(
+    reader: &mut Reader<'_>,
+    script: &mut Vec<u8>,
+) -> Result<(), CoinDecodeError> {
+    script.clear();
     let code = reader.read_varint()?;
     if code > u64::from(u32::MAX) {
         return Err(CoinDecodeError::ScriptSizeOutOfRange { code });
     }
     if code < SPECIAL_SCRIPT_COUNT {
-        return read_special(reader, code as u8);
+        return read_special(reader, code as u8, script);
     }
     let length = (code - SPECIAL_SCRIPT_COUNT) as usize;
     let bytes = reader.take(length)?;
     if length > SCRIPT_BYTES_MAX {
-        return Ok(vec![OP_RETURN]);
+        script.push(OP_RETURN);
+    } else {
+        script.extend_from_slice(bytes);
     }
-    Ok(bytes.to_vec())
+    Ok(())
 }
 
-fn read_special(reader: &mut Reader<'_>, tag: u8) -> Result<Vec<u8>, CoinDecodeError> {
+fn read_special(
+    reader: &mut Reader<'_>,
+    tag: u8,
+    script: &mut Vec<u8>,
+) -> Result<(), CoinDecodeError> {
     match tag {
         0x00 => {
             let hash = reader.take(HASH160_BYTES)?;
-            let mut script = Vec::with_capacity(25);
             script.extend_from_slice(&[OP_DUP, OP_HASH160, 20]);
             script.extend_from_slice(hash);
             script.extend_from_slice(&[OP_EQUALVERIFY, OP_CHECKSIG]);
-            Ok(script)
         }
         0x01 => {
             let hash = reader.take(HASH160_BYTES)?;
-            let mut script = Vec::with_capacity(23);
             script.extend_from_slice(&[OP_HASH160, 20]);
             script.extend_from_slice(hash);
             script.push(OP_EQUAL);
-            Ok(script)
         }
         0x02 | 0x03 => {
             let x = reader.take(KEY_X_BYTES)?;
-            let mut script = Vec::with_capacity(35);
             script.extend_from_slice(&[33, tag]);
             script.extend_from_slice(x);
             script.push(OP_CHECKSIG);
-            Ok(script)
         }
         _ => {
             let x = reader.take(KEY_X_BYTES)?;
@@ -182,11 +194,10 @@ fn read_special(reader: &mut Reader<'_>, tag: u8) -> Result<Vec<u8>, CoinDecodeE
             compressed[1..].copy_from_slice(x);
             let key = PublicKey::from_slice(&compressed)
                 .map_err(|_| CoinDecodeError::InvalidPublicKey)?;
-            let mut script = Vec::with_capacity(67);
             script.push(65);
             script.extend_from_slice(&key.serialize_uncompressed());
             script.push(OP_CHECKSIG);
-            Ok(script)
         }
     }
+    Ok(())
 }

@@ -55,6 +55,7 @@ mod entry;
 mod frozen_map;
 pub mod hasher;
 pub mod heap;
+pub mod parallel_walk;
 mod position_table;
 pub mod prefetch;
 pub mod txoutset;

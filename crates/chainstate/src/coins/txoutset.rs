@@ -15,6 +15,7 @@ use ibex_primitives::{OutPoint, Txid};
 
 use crate::coins::coin::Coin;
 use crate::coins::database::CoinsDatabase;
+use crate::coins::parallel_walk::{walk_in_parallel, WalkOutputs};
 use crate::coins::view::CoinSetView;
 use crate::error::ChainstateError;
 
@@ -109,10 +110,17 @@ impl crate::coins::cache::CoinsCache {
     }
 }
 
-/// Statistics and hash of the coins of `view`.
+/// Statistics and hash of the coins of `view`, walked on every core
+/// ([`crate::coins::parallel_walk`]).
 pub fn stats_of_view(
     view: &CoinSetView,
     hash_type: TxOutSetHashType,
 ) -> Result<TxOutSetStats, ChainstateError> {
-    stats_of_coins(view.coins(), hash_type)
+    let mut hasher = TxOutSetHasher::new(hash_type);
+    walk_in_parallel(view, WalkOutputs { snapshot_records: false }, |chunk| {
+        hasher
+            .add_serialized(&chunk.serialized)
+            .map_err(|source| ChainstateError::CoinOrder { source })
+    })?;
+    Ok(hasher.finish())
 }

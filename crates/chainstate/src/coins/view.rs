@@ -116,6 +116,23 @@ impl CoinSetView {
     pub fn database(&self) -> &Arc<CoinsDatabase> {
         &self.database
     }
+
+    /// The RocksDB snapshot under the view's changes.
+    pub(crate) fn snapshot(&self) -> &SnapshotWithThreadMode<'static, DB> {
+        &self.snapshot
+    }
+
+    /// The view's changes whose transaction ids start with a 16-bit prefix
+    /// in `prefixes` (big-endian first two bytes), in key order.
+    pub(crate) fn changes_with_prefixes(&self, prefixes: std::ops::Range<u32>) -> &[CoinChange] {
+        let prefix = |change: &CoinChange| {
+            u32::from(u16::from_be_bytes([change.0.txid.0[0], change.0.txid.0[1]]))
+        };
+        // Key order sorts by transaction id first, so the prefixes ascend.
+        let start = self.changes.partition_point(|change| prefix(change) < prefixes.start);
+        let end = self.changes.partition_point(|change| prefix(change) < prefixes.end);
+        &self.changes[start..end]
+    }
 }
 
 /// The stored coins with the changes merged over them, in key order.

@@ -2,24 +2,25 @@
 //! view back to the target block if it is not the tip, then write every
 //! coin in one walk that also hashes them.
 //!
-//! # One walk
+//! # One walk, on every core
 //! Core walks the coins twice: `ComputeUTXOStats` for the count and
 //! `hash_serialized_3`, then the cursor again to write. Here one walk
-//! writes each transaction's coins in the database's key order (the
-//! file's order) and hashes them sorted by output index (the hash's
-//! order; the two differ only past output 16,511); the coin count, known
-//! only at the end, is written into the header last.
+//! ([`crate::coins::parallel_walk`]: workers walk ranges of the key space,
+//! this thread hashes and writes them in order) writes each transaction's
+//! coins in the database's key order (the file's order) and hashes them
+//! sorted by output index (the hash's order; the two differ only past
+//! output 16,511); the coin count, known only at the end, is written into
+//! the header last.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 
-use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetStats};
+use ibex_primitives::txoutset::{TxOutSetHashType, TxOutSetHasher, TxOutSetStats};
 use ibex_primitives::{BlockBuffers, ParsedBlock};
 
 use super::metadata::{SnapshotMetadata, COIN_COUNT_OFFSET};
 use super::rollback::RollbackChanges;
-use super::writer::SnapshotWriter;
-use crate::coins::txoutset::GroupedHasher;
+use crate::coins::parallel_walk::{walk_in_parallel, WalkOutputs};
 use crate::coins::view::CoinSetView;
 use crate::engine::read_api::CoinSetAtTip;
 use crate::engine::reader::ChainReader;
@@ -68,10 +69,10 @@ pub fn roll_back_to_target(
 /// that cannot be sought back into (a named pipe).
 pub fn count_coins(view: &CoinSetView) -> Result<u64, ChainstateError> {
     let mut count = 0u64;
-    for item in view.coins() {
-        item?;
-        count += 1;
-    }
+    walk_in_parallel(view, WalkOutputs { snapshot_records: false }, |chunk| {
+        count += chunk.serialized.len();
+        Ok(())
+    })?;
     Ok(count)
 }
 
@@ -85,15 +86,18 @@ pub fn write_snapshot(
     file: File,
     seekable: bool,
 ) -> Result<WrittenSnapshot, ChainstateError> {
-    let buffered = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
-    let mut writer = SnapshotWriter::new(buffered, &metadata)?;
-    let mut hasher = GroupedHasher::new(TxOutSetHashType::HashSerialized3);
-    for item in view.coins() {
-        let (outpoint, coin) = item?;
-        writer.add(&outpoint, &coin)?;
-        hasher.add(outpoint, coin)?;
-    }
-    let (buffered, coins_written) = writer.finish()?;
+    let mut buffered = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
+    buffered.write_all(&metadata.encode()).map_err(snapshot_io)?;
+    let mut hasher = TxOutSetHasher::new(TxOutSetHashType::HashSerialized3);
+    let mut coins_written = 0u64;
+    walk_in_parallel(view, WalkOutputs { snapshot_records: true }, |chunk| {
+        buffered.write_all(&chunk.records).map_err(snapshot_io)?;
+        hasher
+            .add_serialized(&chunk.serialized)
+            .map_err(|source| ChainstateError::CoinOrder { source })?;
+        coins_written += chunk.serialized.len();
+        Ok(())
+    })?;
     let mut file = buffered.into_inner().map_err(|error| snapshot_io(error.into_error()))?;
     if seekable {
         file.seek(SeekFrom::Start(COIN_COUNT_OFFSET)).map_err(snapshot_io)?;
@@ -103,7 +107,7 @@ pub fn write_snapshot(
         // The view does not change: two walks count the same coins.
         assert_eq!(metadata.coin_count, coins_written, "snapshot coin count changed");
     }
-    let stats = hasher.finish()?;
+    let stats = hasher.finish();
     // Both counts come from the same walk: a difference is a bug.
     assert_eq!(stats.txouts, coins_written, "snapshot coins written and hashed differ");
     Ok(WrittenSnapshot { coins_written, stats })

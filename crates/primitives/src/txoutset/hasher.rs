@@ -1,6 +1,6 @@
 //! The whole-set walk of `gettxoutsetinfo` (Core's `ComputeUTXOStats`).
 
-use super::{bogo_size, serialize_coin, Coin};
+use super::{bogo_size, serialize_coin, Coin, SerializedCoins};
 use crate::hash::{Hash256, Sha256dWriter};
 use crate::muhash::MuHash3072;
 use crate::transaction::OutPoint;
@@ -117,6 +117,40 @@ impl TxOutSetHasher {
                 serialize_coin(coin, &mut self.buffer);
                 muhash.insert(&self.buffer);
             }
+            HashState::None => {}
+        }
+        Ok(())
+    }
+
+    /// Adds a run of coins serialised elsewhere, which must follow the
+    /// last coin added in database order: the same statistics and hash as
+    /// adding its coins one by one.
+    pub fn add_serialized(&mut self, coins: &SerializedCoins) -> Result<(), CoinOrderError> {
+        let Some((first, last)) = coins.bounds() else { return Ok(()) };
+        let continues_transaction = match self.previous {
+            Some(previous) if first <= previous => {
+                return Err(CoinOrderError {
+                    previous_txid: previous.txid,
+                    previous_vout: previous.vout,
+                    next_txid: first.txid,
+                    next_vout: first.vout,
+                })
+            }
+            Some(previous) => previous.txid == first.txid,
+            None => false,
+        };
+        self.previous = Some(last);
+        let stats = &mut self.stats;
+        stats.transactions += coins.transactions - u64::from(continues_transaction);
+        stats.txouts += coins.txouts;
+        stats.bogosize += coins.bogosize;
+        stats.total_amount = match (stats.total_amount, coins.total_amount) {
+            (Some(total), Some(run)) => total.checked_add(run),
+            _ => None,
+        };
+        match &mut self.state {
+            HashState::Serialized(writer) => writer.update(coins.bytes()),
+            HashState::MuHash(muhash) => coins.coins().for_each(|coin| muhash.insert(coin)),
             HashState::None => {}
         }
         Ok(())

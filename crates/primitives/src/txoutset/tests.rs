@@ -107,3 +107,47 @@ fn running_stats_return_to_empty() {
     assert_eq!((running.txouts(), running.bogosize(), running.total_amount()), (0, 0, Some(0)));
     assert_eq!(running.muhash(), MuHash3072::new().finalize());
 }
+
+#[test]
+fn runs_serialised_apart_hash_as_the_coins_one_by_one() {
+    let scripts: [&[u8]; 3] = [&[0x51], &[0x52, 0x53], &[0x6a; 40]];
+    let coins: Vec<Coin<'_>> = (0..12u8)
+        .map(|index| {
+            let value = i64::from(index) * 1_000 + 1;
+            coin(index / 3, u32::from(index % 3), value, scripts[usize::from(index % 3)])
+        })
+        .collect();
+    for hash_type in
+        [TxOutSetHashType::HashSerialized3, TxOutSetHashType::MuHash, TxOutSetHashType::None]
+    {
+        let mut one_by_one = TxOutSetHasher::new(hash_type);
+        coins.iter().for_each(|coin| one_by_one.add_coin(coin).unwrap());
+        // Runs cut inside a transaction (after 4 and 7 coins) and an empty one.
+        let mut in_runs = TxOutSetHasher::new(hash_type);
+        for range in [0..4, 4..4, 4..7, 7..12] {
+            let mut run = SerializedCoins::new();
+            coins[range].iter().for_each(|coin| run.push(coin).unwrap());
+            in_runs.add_serialized(&run).unwrap();
+        }
+        assert_eq!(in_runs.finish(), one_by_one.finish());
+    }
+}
+
+#[test]
+fn runs_out_of_order_are_refused() {
+    let script = [0x51];
+    let mut run = SerializedCoins::new();
+    run.push(&coin(2, 1, 1, &script)).unwrap();
+    assert!(run.push(&coin(2, 1, 1, &script)).is_err());
+    assert!(run.push(&coin(1, 7, 1, &script)).is_err());
+    assert_eq!(run.len(), 1);
+    let mut walk = TxOutSetHasher::new(TxOutSetHashType::HashSerialized3);
+    walk.add_coin(&coin(2, 1, 1, &script)).unwrap();
+    let error = walk.add_serialized(&run).unwrap_err();
+    assert_eq!((error.previous_vout, error.next_vout), (1, 1));
+    let mut later = SerializedCoins::new();
+    later.push(&coin(2, 2, 5, &script)).unwrap();
+    walk.add_serialized(&later).unwrap();
+    let stats = walk.finish();
+    assert_eq!((stats.transactions, stats.txouts, stats.total_amount), (1, 2, Some(6)));
+}
