@@ -104,18 +104,38 @@ impl Chainstate {
         role: ChainRole,
         target: EntryId,
     ) -> Result<(), ChainstateError> {
+        self.connect_toward(role, target, u32::MAX)
+    }
+
+    /// [`Self::activate_step`], connecting `blocks_max` blocks at most: the
+    /// background chainstate's steps between two looks at the commands.
+    /// A step that stops at that bound keeps reading ahead (blocks, and the
+    /// next block's coins), so the next step goes on where it stopped as
+    /// one long step would.
+    pub(super) fn connect_toward(
+        &mut self,
+        role: ChainRole,
+        target: EntryId,
+        blocks_max: u32,
+    ) -> Result<(), ChainstateError> {
         let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
         let ToFork::Reached(fork) = coins_chain.disconnect_to_fork(shared, target)? else {
+            coins_chain.connector.stop_read_ahead();
             return Ok(());
         };
         let start_height = fork.map_or(0, |id| shared.index.entry(id).height + 1);
         let target_height = shared.index.entry(target).height;
-        for height in start_height..=target_height {
+        let end_height = target_height.min(start_height.saturating_add(blocks_max.max(1) - 1));
+        let mut stopped_at_bound = end_height < target_height;
+        for height in start_height..=end_height {
             let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
-            if (height - start_height) % READ_AHEAD_SEGMENT_BLOCKS == 0 {
+            let Some(id) = shared.index.ancestor(target, height) else {
+                stopped_at_bound = false;
+                break;
+            };
+            if !coins_chain.connector.reads_ahead(height, id) {
                 coins_chain.start_read_ahead(shared, target, height)?;
             }
-            let Some(id) = shared.index.ancestor(target, height) else { break };
             let next = (height < target_height)
                 .then(|| shared.index.ancestor(target, height + 1))
                 .flatten();
@@ -123,6 +143,7 @@ impl Chainstate {
                 || coins_chain.reached_stop_height(shared)
                 || shared.interrupted()
             {
+                stopped_at_bound = false;
                 break;
             }
             // Readers waiting get a settled state between two blocks; a
@@ -130,11 +151,14 @@ impl Chainstate {
             // (Readers see the active chainstate: what settling it found
             // does not change another one's target.)
             if !self.serve_reads()? && role == ChainRole::Active {
+                stopped_at_bound = false;
                 break;
             }
         }
         let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
-        coins_chain.connector.stop_read_ahead();
+        if !stopped_at_bound {
+            coins_chain.connector.stop_read_ahead();
+        }
         coins_chain.prune_candidates(&shared.index);
         Ok(())
     }
@@ -187,10 +211,12 @@ impl CoinsChain {
             target_height.min(start_height.saturating_add(READ_AHEAD_SEGMENT_BLOCKS - 1));
         let recent = self.connector.recent_id();
         let mut blocks = Vec::new();
+        let mut path = Vec::new();
         for height in start_height..=end_height {
             let Some(id) = index.ancestor(target, height) else { break };
             let entry = index.entry(id);
             let Some(position) = entry.block_position else { break };
+            path.push(id);
             if Some(id) != recent {
                 blocks.push(BlockToRead { id, hash: entry.hash, position });
             }
@@ -201,7 +227,7 @@ impl CoinsChain {
         let files = shared.persistence.block_files();
         let bytes_max = read_ahead_bytes(&shared.options.memory);
         let gauge = shared.metrics.stored_block_read_ahead.clone();
-        self.connector.start_read_ahead(files, blocks, bytes_max, gauge)
+        self.connector.start_read_ahead(files, blocks, (start_height, path), bytes_max, gauge)
     }
 
     /// Connects block `id` on the tip, reading the coins of `next` (the

@@ -282,11 +282,9 @@ impl Chainstate {
         if Some(best) == tip {
             return settle_if_pending(shared, background);
         }
-        let tip_height = tip.map_or(0, |id| shared.index.entry(id).height + 1);
-        let best_height = shared.index.entry(best).height;
-        let step_height = best_height.min(tip_height.saturating_add(blocks_max.max(1) - 1));
-        let Some(step) = shared.index.ancestor(best, step_height) else { return Ok(false) };
-        self.activate_step(ChainRole::Background, step)?;
+        // Towards the best block, `blocks_max` at a time: the reading
+        // ahead goes on from one step to the next.
+        self.connect_toward(ChainRole::Background, best, blocks_max)?;
         self.publish_assumeutxo();
         Ok(true)
     }

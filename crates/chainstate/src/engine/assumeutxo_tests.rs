@@ -184,12 +184,23 @@ fn a_loaded_snapshot_follows_the_tip_and_the_background_proves_it() {
     for bytes in source.blocks[1..=BASE_HEIGHT as usize].iter().rev() {
         accept(&mut node, bytes);
     }
+    let base = node.shared.index.get(&source.entry.block_hash).unwrap();
     let mut steps = 0;
+    let mut steps_reading_on = 0;
     while node.advance_background(4).unwrap() {
         steps += 1;
         assert!(steps < 100, "the background never finished");
+        // A step that stopped at its bound keeps reading ahead for the next.
+        let background = node.background.as_ref().unwrap();
+        let next_height =
+            background.chain.tip().map_or(0, |tip| node.shared.index.entry(tip).height + 1);
+        if next_height <= BASE_HEIGHT {
+            let next = node.shared.index.ancestor(base, next_height).unwrap();
+            steps_reading_on += usize::from(background.connector.reads_ahead(next_height, next));
+        }
     }
     assert!(steps >= (BASE_HEIGHT / 4) as usize, "{steps} steps of at most 4 blocks");
+    assert!(steps_reading_on >= (BASE_HEIGHT / 4) as usize - 1, "{steps_reading_on} of {steps}");
     assert_eq!(node.snapshot_base().map(|(_, _, validated)| validated), Some(true));
     assert_eq!(node.background_tip(), None, "the background chainstate is dropped");
     assert_eq!(cache_shares(&node), (total, None));

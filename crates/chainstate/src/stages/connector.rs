@@ -60,6 +60,9 @@ pub(crate) struct Connector {
     /// Stored blocks being read ahead of the tip for the current
     /// activation step.
     read_ahead: Option<BlockReadAhead>,
+    /// The path the read-ahead was started for: its first height and the
+    /// block at each height from there (the one kept recent included).
+    read_ahead_path: Option<(u32, Vec<EntryId>)>,
     /// The block after the one connecting, taken from the read-ahead to
     /// start its prefetch ([`Self::start_next_prefetch`]).
     next: Option<(EntryId, Result<PreparedBlock, ChainstateError>)>,
@@ -78,6 +81,7 @@ impl Connector {
             cache,
             recent: None,
             read_ahead: None,
+            read_ahead_path: None,
             next: None,
             next_prefetch: None,
             outpoints: Vec::new(),
@@ -127,12 +131,23 @@ impl Connector {
         &mut self,
         files: BlockFiles,
         blocks: Vec<BlockToRead>,
+        path: (u32, Vec<EntryId>),
         bytes_max: usize,
         gauge: std::sync::Arc<crate::metrics::QueueGauge>,
     ) -> Result<(), ChainstateError> {
         self.stop_read_ahead();
         self.read_ahead = Some(BlockReadAhead::start(files, blocks, bytes_max, gauge)?);
+        self.read_ahead_path = Some(path);
         Ok(())
+    }
+
+    /// Whether the running read-ahead was started for a path with block
+    /// `id` at `height` (it may have failed since: then the block is read
+    /// where it is needed, and its error reported there).
+    pub(crate) fn reads_ahead(&self, height: u32, id: EntryId) -> bool {
+        let Some((start_height, path)) = &self.read_ahead_path else { return false };
+        let offset = height.checked_sub(*start_height).map(|offset| offset as usize);
+        self.read_ahead.is_some() && offset.and_then(|offset| path.get(offset)) == Some(&id)
     }
 
     /// The block taken ahead by [`Self::start_next_prefetch`], if any.
@@ -144,6 +159,7 @@ impl Connector {
     /// prefetch (whose coins are dropped).
     pub(crate) fn stop_read_ahead(&mut self) {
         self.read_ahead = None;
+        self.read_ahead_path = None;
         self.next = None;
         if let Some((_, in_flight)) = self.next_prefetch.take() {
             in_flight.discard();
