@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use super::node_option::{
+    check_node_name, colliding_names, options_for, parse_node_option, NodeOption,
+};
 use super::BenchError;
 
 /// The most nodes one benchmark compares.
@@ -70,18 +73,15 @@ pub fn parse_node_specification(text: &str) -> Result<NodeSpecification, String>
             (name.unwrap_or_default(), path)
         }
     };
-    let allowed = |character: char| character.is_ascii_alphanumeric() || "_.".contains(character);
-    if name.is_empty() || name.len() > NODE_NAME_BYTES_MAX || !name.chars().all(allowed) {
-        return Err(format!(
-            "node name {name:?}: use 1 to {NODE_NAME_BYTES_MAX} letters, digits, '_' or '.' \
-             (it names files; '-' separates the run number)"
-        ));
-    }
+    check_node_name(&name)?;
     if path.as_os_str().is_empty() {
         return Err(format!("node {name}: no path"));
     }
     Ok(NodeSpecification { name, path })
 }
+
+// The help below states the disk sampling interval in words.
+const _: () = assert!(super::disk_use::SAMPLE_INTERVAL_MS == 100);
 
 /// `ibex bench ibd`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -89,14 +89,21 @@ pub fn parse_node_specification(text: &str) -> Result<NodeSpecification, String>
 Each run starts the node on a fresh data directory under DIR/work with \
 -chain, -dbcache, -stopatheight, -assumevalid (when given), -server=0, \
 -listen=0, -dnsseed=0, -fixedseeds=0, -printtoconsole=0 and -logtimemicros, plus -reindex \
--connect=0, -reindex-chainstate -connect=0, or -connect=127.0.0.1:PORT. \
+-connect=0, -reindex-chainstate -connect=0, or -connect=127.0.0.1:PORT, \
+then the --node-option options and the node's own --node-option-for ones \
+(the serving node of --mode p2p serves with its own --node-option-for options \
+only, never another node's). \
 The chain's block files are linked (the last one copied) and never written: \
 their lengths and times are checked after every run. Warm-up runs come \
 first; rounds take each node once, the order reversed every other round. \
 Writes DIR/results.json (every run: node, run_index, warmup, wall_s, \
 user_s, system_s, peak_rss_kib, chainstate_bytes (the coins database's size \
-on disk once the node stopped), exit_status, final_height, log; per node \
-mean, standard_deviation, median, min, max; ratios to the baseline with \
+on disk once the node stopped), peak_blocks_bytes, peak_chainstate_bytes and \
+peak_total_bytes (the largest size of the run's blocks/ blk?????.dat and \
+rev?????.dat files, of its chainstate/ directory, and of their sum at one \
+sample, sampled every 100 ms while the node ran), disk_samples, \
+exit_status, final_height, log; per node mean, standard_deviation, median, \
+min, max of each; ratios to the baseline with \
 their uncertainty), DIR/results.md, DIR/logs/NAME-RUN.log and ibex plot's \
 charts of the measured runs (DIR/plot/ibd-*.svg). A node is warned about \
 when its wall times have a coefficient of variation above 5 % or an outlier \
@@ -156,6 +163,11 @@ pub struct IbdArguments {
     /// An extra option for every node, such as -par=2 (repeatable).
     #[arg(long = "node-option", value_name = "OPTION", allow_hyphen_values = true)]
     pub node_options: Vec<String>,
+    /// An extra option for node NAME only, such as ibexd-prune=-prune=550
+    /// (repeatable; after the --node-option ones).
+    #[arg(long = "node-option-for", value_name = "NAME=OPTION", allow_hyphen_values = true,
+          value_parser = parse_node_option)]
+    pub node_options_for: Vec<NodeOption>,
     /// A run still going after this many seconds is killed and ends the benchmark.
     #[arg(long = "timeout-s", value_name = "SECONDS",
           default_value_t = RUN_TIMEOUT_SECONDS_DEFAULT)]
@@ -228,6 +240,15 @@ impl IbdArguments {
         if self.run_timeout_seconds == 0 || self.perf_frequency_hertz == 0 {
             return Err(invalid("--timeout-s and --perf-frequency-hz must be above 0".to_owned()));
         }
+        let names: Vec<String> = self.nodes.iter().map(|node| node.name.clone()).collect();
+        if let Some((first, second, stem)) = colliding_names(&names, self.runs.max(self.warmup)) {
+            return Err(invalid(format!(
+                "nodes {first} and {second} would both write files named {stem}: rename one"
+            )));
+        }
+        for option in &self.node_options_for {
+            node_index(&self.nodes, &option.node, "--node-option-for")?;
+        }
         let baseline = match &self.baseline {
             Some(name) => node_index(&self.nodes, name, "--baseline")?,
             None => 0,
@@ -237,6 +258,14 @@ impl IbdArguments {
             None => 0,
         };
         Ok(CheckedRoles { baseline, serving })
+    }
+}
+
+impl IbdArguments {
+    /// The extra options of node `name`: the `--node-option`s, then its
+    /// own `--node-option-for`s.
+    pub fn options_for(&self, name: &str) -> Vec<String> {
+        options_for(&self.node_options, &self.node_options_for, name)
     }
 }
 
@@ -271,7 +300,8 @@ mod tests {
 
     #[test]
     fn refuses_bad_names_roles_and_values() {
-        assert!(parse(&["chain", "--node", "a-b=/bin/ibexd"]).is_err(), "'-' is the separator");
+        assert!(parse(&["chain", "--node", "-a=/bin/ibexd"]).is_err(), "an option's look");
+        assert!(parse(&["chain", "--node", "a/b=/bin/ibexd"]).is_err(), "a path");
         assert!(parse(&["chain", "--node", "=/bin/ibexd"]).is_err());
         assert!(parse(&["chain"]).is_err(), "a node is required");
         let twice = parse(&["chain", "--node", "a=/x", "--node", "a=/y"]).expect("parsed");
@@ -289,5 +319,44 @@ mod tests {
         let options = parse(&["c", "--node", "a=/x", "--node-option", "-par=2", "--nice", "-5"])
             .expect("parsed");
         assert_eq!((options.node_options, options.nice), (vec!["-par=2".to_owned()], Some(-5)));
+    }
+
+    #[test]
+    fn gives_per_node_options_to_their_node_only() {
+        let arguments = parse(&[
+            "chain",
+            "--node",
+            "ibexd=/x",
+            "--node",
+            "ibexd-prune=/x",
+            "--node",
+            "bitcoind=/y",
+            "--node-option",
+            "-par=2",
+            "--node-option-for",
+            "ibexd-prune=-prune=550",
+            "--node-option-for",
+            "bitcoind=-debug=prune",
+        ])
+        .expect("parsed");
+        assert!(arguments.check().is_ok());
+        assert_eq!(arguments.options_for("ibexd"), ["-par=2"]);
+        assert_eq!(arguments.options_for("ibexd-prune"), ["-par=2", "-prune=550"]);
+        assert_eq!(arguments.options_for("bitcoind"), ["-par=2", "-debug=prune"]);
+    }
+
+    #[test]
+    fn refuses_per_node_options_for_unknown_nodes_and_colliding_names() {
+        let unknown =
+            parse(&["chain", "--node", "ibexd=/x", "--node-option-for", "ibexd-prune=-prune=550"])
+                .expect("parsed");
+        let message = unknown.check().expect_err("no such node").to_string();
+        assert!(message.contains("--node-option-for ibexd-prune"), "{message}");
+        assert!(parse(&["chain", "--node", "a=/x", "--node-option-for", "-prune=550"]).is_err());
+        let colliding =
+            parse(&["chain", "--node", "a=/x", "--node", "a-warmup=/y", "--warmup", "1"])
+                .expect("parsed");
+        let message = colliding.check().expect_err("same file names").to_string();
+        assert!(message.contains("a-warmup-1"), "{message}");
     }
 }

@@ -6,7 +6,8 @@
 //!     [--mode reindex|reindex-chainstate|p2p] [--runs N] [--warmup N]
 //!     [--stop-at-height H] [--dbcache MIB] [--assumevalid HASH|0]
 //!     [--baseline NAME] [--serve NAME] [--out DIR] [--drop-caches]
-//!     [--nice N] [--node-option OPTION ...] [--flamegraph]
+//!     [--nice N] [--node-option OPTION ...] [--node-option-for NAME=OPTION ...]
+//!     [--flamegraph]
 //! ```
 //!
 //! Given a chain (the `blocks/` directory `ibex gen` writes, or any Core
@@ -14,7 +15,10 @@
 //! node binaries (`ibexd`, Core's `bitcoind`, another Ibex build; the kind
 //! is read from `PATH -version`), each run gets a fresh data directory and
 //! the same options (`-chain`, `-dbcache`, `-assumevalid`, `-stopatheight`,
-//! no peers but the one asked for, no RPC server), in one of three modes:
+//! no peers but the one asked for, no RPC server) plus those given to
+//! every node (`--node-option`) and to it alone (`--node-option-for`, so
+//! that `ibexd` and `ibexd-prune` with `-prune=550` run in the same
+//! rounds), in one of three modes:
 //! - `reindex`: `-reindex` from the chain's files;
 //! - `reindex-chainstate`: `-reindex-chainstate` from a block index each
 //!   node built once, untimed, by a `-reindex` of the chain;
@@ -29,8 +33,10 @@
 //! order reversed every other round (a, b, b, a, ...), so drifting machine
 //! noise (page cache, thermal state, other jobs) falls on all nodes alike.
 //! Each run records its wall time, its user and system CPU time and its
-//! peak resident memory (`wait4`'s resource usage of the node process), its
-//! exit status and the final height its `debug.log` reports; a run that
+//! peak resident memory (`wait4`'s resource usage of the node process),
+//! the peak disk use of its block and undo files and coins database
+//! (sampled on a thread, [`disk_use`]), its exit status and the final
+//! height its `debug.log` reports; a run that
 //! fails or stops short of the height ends the benchmark.
 //!
 //! The statistics follow hyperfine ([`statistics`]): mean, standard
@@ -85,9 +91,11 @@ pub mod arguments;
 pub mod chain_input;
 pub mod command;
 pub mod datadir;
+pub mod disk_use;
 pub mod flamegraph;
 pub mod measure;
 pub mod node_kind;
+pub mod node_option;
 pub mod progress;
 pub mod quarter_profile;
 pub mod quarters;

@@ -143,10 +143,12 @@ pub fn common_options(
     options
 }
 
-/// [`common_options`], those of `purpose`, `-listen=0`, and the
-/// `--node-option`s last (so that they can override).
+/// [`common_options`], those of `purpose`, `-listen=0`, and node
+/// `node_name`'s extra options last (so that they can override): the
+/// `--node-option`s, then its `--node-option-for`s.
 pub fn run_options(
     arguments: &IbdArguments,
+    node_name: &str,
     network: Network,
     datadir: &Path,
     stop_height: u32,
@@ -161,7 +163,7 @@ pub fn run_options(
         RunPurpose::SyncFrom(port) => options.push(format!("-connect=127.0.0.1:{port}")),
     }
     options.push("-listen=0".to_owned());
-    options.extend(arguments.node_options.iter().cloned());
+    options.extend(arguments.options_for(node_name));
     options
 }
 
@@ -169,7 +171,10 @@ pub fn run_options(
 /// on loopback `port` only and connect to nobody. A serving `bitcoind`
 /// also lets loopback peers download while its own tip is old (Core
 /// ignores `getheaders` in initial block download from peers without the
-/// `download` permission) and opens no Tor listener.
+/// `download` permission) and opens no Tor listener. Its own
+/// `--node-option-for`s come last, as in its preparation (a data
+/// directory prepared with `-prune` must be served with it); another
+/// node's never reach it.
 pub fn serving_options(
     arguments: &IbdArguments,
     node: &BenchNode,
@@ -194,6 +199,8 @@ pub fn serving_options(
         options.push("-whitelist=download@127.0.0.1".to_owned());
         options.push("-listenonion=0".to_owned());
     }
+    let own = arguments.node_options_for.iter().filter(|option| option.node == node.name);
+    options.extend(own.map(|option| option.option.clone()));
     options
 }
 
@@ -234,8 +241,14 @@ mod tests {
             "-par=2",
         ]);
         let datadir = Path::new("/tmp/run");
-        let options =
-            run_options(&line.arguments, Network::Regtest, datadir, 200, RunPurpose::SyncFrom(9));
+        let options = run_options(
+            &line.arguments,
+            "a",
+            Network::Regtest,
+            datadir,
+            200,
+            RunPurpose::SyncFrom(9),
+        );
         let expected = [
             "-datadir=/tmp/run",
             "-chain=regtest",
@@ -252,8 +265,46 @@ mod tests {
             "-par=2",
         ];
         assert_eq!(options, expected);
-        let reindex = run_options(&line.arguments, Network::Main, datadir, 5, RunPurpose::Reindex);
+        let reindex =
+            run_options(&line.arguments, "a", Network::Main, datadir, 5, RunPurpose::Reindex);
         assert!(reindex.contains(&"-reindex".to_owned()) && reindex.contains(&"-connect=0".into()));
         assert_eq!(reindex.last().map(String::as_str), Some("-par=2"), "user options last");
+    }
+
+    #[test]
+    fn gives_per_node_options_to_that_node_and_the_server_only_its_own() {
+        let line = Line::parse_from([
+            "ibd",
+            "chain",
+            "--node",
+            "ibexd=/x",
+            "--node",
+            "ibexd-prune=/x",
+            "--node-option",
+            "-par=2",
+            "--node-option-for",
+            "ibexd-prune=-prune=550",
+            "--serve",
+            "ibexd",
+        ]);
+        let arguments = &line.arguments;
+        let datadir = Path::new("/tmp/run");
+        let sync = RunPurpose::SyncFrom(9);
+        let pruned = run_options(arguments, "ibexd-prune", Network::Regtest, datadir, 9, sync);
+        assert_eq!(pruned[pruned.len() - 2..], ["-par=2", "-prune=550"]);
+        let plain = run_options(arguments, "ibexd", Network::Regtest, datadir, 9, sync);
+        assert_eq!(plain.last().map(String::as_str), Some("-par=2"));
+        assert!(!plain.iter().any(|option| option.starts_with("-prune")), "{plain:?}");
+        let node = |name: &str| BenchNode {
+            name: name.to_owned(),
+            path: PathBuf::from("/x"),
+            kind: NodeKind::Ibex,
+            version: String::new(),
+        };
+        let serving = serving_options(arguments, &node("ibexd"), Network::Regtest, datadir, 9);
+        assert!(!serving.iter().any(|option| option.starts_with("-prune")), "{serving:?}");
+        let serving =
+            serving_options(arguments, &node("ibexd-prune"), Network::Regtest, datadir, 9);
+        assert_eq!(serving.last().map(String::as_str), Some("-prune=550"), "its own options");
     }
 }

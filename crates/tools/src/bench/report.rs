@@ -7,8 +7,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::arguments::Mode;
+use super::disk_use::SAMPLE_INTERVAL_MS;
 use super::progress::{context_json, cost_json, progress_markdown, quarters_json, Progress};
-use super::runner::{Bench, RunRecord};
+use super::runner::{Bench, NodeRun, RunRecord};
 use super::statistics::{ratio_of_means, spread_warnings, summarize, Ratio, Summary};
 use super::{io_error, BenchError};
 
@@ -33,10 +34,39 @@ pub struct NodeSummary {
     /// The coins database's size on disk once the node stopped
     /// (`chainstate/`), bytes.
     pub chainstate_bytes: Summary,
+    /// The largest size of the block and undo files while it ran, bytes.
+    pub peak_blocks_bytes: Summary,
+    /// The largest size of the coins database while it ran, bytes.
+    pub peak_chainstate_bytes: Summary,
+    /// The largest sum of both at one sample, bytes.
+    pub peak_total_bytes: Summary,
     /// Mean wall time over the baseline's, with its uncertainty.
     pub ratio: Option<Ratio>,
     /// Warnings about the spread of its wall times.
     pub warnings: Vec<String>,
+}
+
+/// The summary of node `name` over its measured `runs`, without its
+/// ratio; `None` without runs.
+fn node_summary(name: &str, runs: &[&RunRecord]) -> Option<NodeSummary> {
+    let summary_of = |measure: &dyn Fn(&NodeRun) -> f64| -> Option<Summary> {
+        summarize(&runs.iter().map(|run| measure(&run.outcome)).collect::<Vec<f64>>())
+    };
+    let wall: Vec<f64> =
+        runs.iter().map(|run| run.outcome.measurement.wall.as_secs_f64()).collect();
+    Some(NodeSummary {
+        name: name.to_owned(),
+        wall_seconds: summarize(&wall)?,
+        user_seconds: summary_of(&|run| run.measurement.user.as_secs_f64())?,
+        system_seconds: summary_of(&|run| run.measurement.system.as_secs_f64())?,
+        peak_rss_kibibytes: summary_of(&|run| run.measurement.peak_rss_kibibytes as f64)?,
+        chainstate_bytes: summary_of(&|run| run.chainstate_bytes as f64)?,
+        peak_blocks_bytes: summary_of(&|run| run.disk_use.peak_blocks_bytes as f64)?,
+        peak_chainstate_bytes: summary_of(&|run| run.disk_use.peak_chainstate_bytes as f64)?,
+        peak_total_bytes: summary_of(&|run| run.disk_use.peak_total_bytes as f64)?,
+        ratio: None,
+        warnings: spread_warnings(name, &wall),
+    })
 }
 
 /// Each node's summary, in the nodes' order (every node has measured runs).
@@ -45,37 +75,7 @@ pub fn summarize_nodes(bench: &Bench<'_>, records: &[RunRecord]) -> Vec<NodeSumm
     for node in &bench.nodes {
         let runs: Vec<&RunRecord> =
             records.iter().filter(|run| run.node == node.name && !run.warmup).collect();
-        let values = |measure: &dyn Fn(&RunRecord) -> f64| -> Vec<f64> {
-            runs.iter().map(|run| measure(run)).collect()
-        };
-        let wall = values(&|run| run.outcome.measurement.wall.as_secs_f64());
-        let summaries_of = (
-            summarize(&wall),
-            summarize(&values(&|run| run.outcome.measurement.user.as_secs_f64())),
-            summarize(&values(&|run| run.outcome.measurement.system.as_secs_f64())),
-            summarize(&values(&|run| run.outcome.measurement.peak_rss_kibibytes as f64)),
-            summarize(&values(&|run| run.outcome.chainstate_bytes as f64)),
-        );
-        let (
-            Some(wall_seconds),
-            Some(user_seconds),
-            Some(system_seconds),
-            Some(peak),
-            Some(chainstate_bytes),
-        ) = summaries_of
-        else {
-            continue;
-        };
-        summaries.push(NodeSummary {
-            name: node.name.clone(),
-            wall_seconds,
-            user_seconds,
-            system_seconds,
-            peak_rss_kibibytes: peak,
-            chainstate_bytes,
-            ratio: None,
-            warnings: spread_warnings(&node.name, &wall),
-        });
+        summaries.extend(node_summary(&node.name, &runs));
     }
     let baseline_name = &bench.nodes[bench.roles.baseline].name;
     let baseline = summaries.iter().find(|summary| &summary.name == baseline_name);
@@ -115,6 +115,10 @@ fn run_json(run: &RunRecord) -> Value {
         "system_s": measurement.system.as_secs_f64(),
         "peak_rss_kib": measurement.peak_rss_kibibytes,
         "chainstate_bytes": run.outcome.chainstate_bytes,
+        "peak_blocks_bytes": run.outcome.disk_use.peak_blocks_bytes,
+        "peak_chainstate_bytes": run.outcome.disk_use.peak_chainstate_bytes,
+        "peak_total_bytes": run.outcome.disk_use.peak_total_bytes,
+        "disk_samples": run.outcome.disk_use.sample_count,
         "exit_status": measurement.end.exit_code(),
         "exit_signal": measurement.end.signal(),
         "final_height": run.outcome.final_height,
@@ -137,6 +141,10 @@ fn settings_json(bench: &Bench<'_>) -> Value {
         "drop_caches": arguments.drop_caches,
         "nice": arguments.nice,
         "node_options": arguments.node_options,
+        "node_options_for": arguments.node_options_for.iter()
+            .map(|option| json!({ "node": option.node, "option": option.option }))
+            .collect::<Vec<_>>(),
+        "disk_sample_interval_ms": SAMPLE_INTERVAL_MS,
         "serving_node": (arguments.mode == Mode::P2p)
             .then(|| bench.nodes[bench.roles.serving].name.clone()),
     })
@@ -151,6 +159,9 @@ fn node_summary_json(summary: &NodeSummary) -> Value {
         "system_s": summary_json(&summary.system_seconds),
         "peak_rss_kib": summary_json(&summary.peak_rss_kibibytes),
         "chainstate_bytes": summary_json(&summary.chainstate_bytes),
+        "peak_blocks_bytes": summary_json(&summary.peak_blocks_bytes),
+        "peak_chainstate_bytes": summary_json(&summary.peak_chainstate_bytes),
+        "peak_total_bytes": summary_json(&summary.peak_total_bytes),
         "coefficient_of_variation": summary.wall_seconds.coefficient_of_variation(),
         "warnings": summary.warnings,
     })
@@ -218,6 +229,34 @@ fn ratio_text(ratio: Option<Ratio>) -> String {
     }
 }
 
+/// One node's row of `results.md`'s table.
+fn markdown_row(bench: &Bench<'_>, summary: &NodeSummary) -> String {
+    let kind = bench
+        .nodes
+        .iter()
+        .find(|node| node.name == summary.name)
+        .map_or("", |node| node.kind.name());
+    let wall = &summary.wall_seconds;
+    let mebibytes = |bytes: &Summary| format!("{:.1}", bytes.mean / BYTES_PER_MEBIBYTE);
+    format!(
+        "| `{}` | {kind} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {} | {} |\n",
+        summary.name,
+        wall.mean,
+        wall.standard_deviation.map_or("-".to_owned(), |deviation| format!("{deviation:.3}")),
+        wall.median,
+        wall.min,
+        wall.max,
+        summary.user_seconds.mean,
+        summary.system_seconds.mean,
+        summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE,
+        mebibytes(&summary.chainstate_bytes),
+        mebibytes(&summary.peak_blocks_bytes),
+        mebibytes(&summary.peak_chainstate_bytes),
+        mebibytes(&summary.peak_total_bytes),
+        ratio_text(summary.ratio)
+    )
+}
+
 /// `results.md`: a Markdown table, one row per node, then the times by
 /// quarter of the heights and the cost growth.
 pub fn markdown(
@@ -241,31 +280,23 @@ pub fn markdown(
         arguments.runs,
         arguments.warmup
     );
-    text.push_str("| Node | Kind | Mean [s] | σ [s] | Median [s] | Min [s] | Max [s] | User [s] | System [s] | Peak RSS [MiB] | Chainstate [MiB] | Relative |\n");
-    text.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for summary in summaries {
-        let kind = bench
-            .nodes
-            .iter()
-            .find(|node| node.name == summary.name)
-            .map_or("", |node| node.kind.name());
-        let wall = &summary.wall_seconds;
-        let _ = writeln!(
-            text,
-            "| `{}` | {kind} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {} |",
-            summary.name,
-            wall.mean,
-            wall.standard_deviation.map_or("-".to_owned(), |deviation| format!("{deviation:.3}")),
-            wall.median,
-            wall.min,
-            wall.max,
-            summary.user_seconds.mean,
-            summary.system_seconds.mean,
-            summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE,
-            summary.chainstate_bytes.mean / BYTES_PER_MEBIBYTE,
-            ratio_text(summary.ratio)
-        );
+    for option in &arguments.node_options_for {
+        let _ = writeln!(text, "`{}` also runs with `{}`.", option.node, option.option);
     }
+    if !arguments.node_options_for.is_empty() {
+        text.push('\n');
+    }
+    text.push_str("| Node | Kind | Mean [s] | σ [s] | Median [s] | Min [s] | Max [s] | User [s] | System [s] | Peak RSS [MiB] | Chainstate [MiB] | Peak blocks [MiB] | Peak chainstate [MiB] | Peak total [MiB] | Relative |\n");
+    text.push_str("|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for summary in summaries {
+        text.push_str(&markdown_row(bench, summary));
+    }
+    let _ = writeln!(
+        text,
+        "\nPeak blocks: the largest size of the node's blk/rev files, peak chainstate: of its \
+         coins database, peak total: of their sum at one sample; sampled every \
+         {SAMPLE_INTERVAL_MS} ms while it ran (means of the runs)."
+    );
     for warning in summaries.iter().flat_map(|summary| &summary.warnings) {
         let _ = write!(text, "\nWarning: {warning}\n");
     }
@@ -302,6 +333,13 @@ pub fn terminal_summary(bench: &Bench<'_>, summaries: &[NodeSummary]) -> String 
             wall.max,
             summary.peak_rss_kibibytes.mean / KIBIBYTES_PER_MEBIBYTE,
             summary.chainstate_bytes.mean / BYTES_PER_MEBIBYTE
+        );
+        let _ = writeln!(
+            text,
+            "  Peak disk (mean):     blocks {:.1} MiB, chainstate {:.1} MiB, both {:.1} MiB",
+            summary.peak_blocks_bytes.mean / BYTES_PER_MEBIBYTE,
+            summary.peak_chainstate_bytes.mean / BYTES_PER_MEBIBYTE,
+            summary.peak_total_bytes.mean / BYTES_PER_MEBIBYTE
         );
         for warning in &summary.warnings {
             let _ = writeln!(text, "  Warning: {warning}");

@@ -11,8 +11,10 @@ use std::time::Duration;
 use super::arguments::{CheckedRoles, IbdArguments, Mode};
 use super::chain_input::ChainInput;
 use super::datadir;
+use super::disk_use::{DiskUsePeaks, DiskUseSampler, SAMPLE_INTERVAL_MS};
 use super::measure::{drop_page_cache, niced_command, run_measured, Measurement};
 use super::node_kind::{detect, run_options, serving_options, BenchNode, RunPurpose};
+use super::node_option::run_label;
 use super::serve::{free_loopback_port, ServingNode};
 use super::{io_error, BenchError};
 
@@ -44,6 +46,9 @@ pub struct NodeRun {
     pub log: PathBuf,
     /// Bytes of the node's `chainstate/` directory once it stopped.
     pub chainstate_bytes: u64,
+    /// The largest disk use of its block files and coins database while
+    /// it ran (see [`super::disk_use`]).
+    pub disk_use: DiskUsePeaks,
 }
 
 /// One scheduled run: the node's index, warm-up or not, its number.
@@ -215,6 +220,7 @@ impl<'a> Bench<'a> {
         datadir::prepare_from_chain(prepared, &self.chain)?;
         let options = run_options(
             self.arguments,
+            &node.name,
             self.chain.network,
             prepared,
             self.stop_height,
@@ -285,18 +291,25 @@ impl<'a> Bench<'a> {
         let datadir = self.work.join(label);
         self.make_run_datadir(index, &datadir)?;
         let purpose = RunPurpose::for_mode(self.arguments.mode, self.server_port);
+        let network = self.chain.network;
         let options =
-            run_options(self.arguments, self.chain.network, &datadir, self.stop_height, purpose);
-        let measurement = self.execute(node, &options, label, wrapper)?;
+            run_options(self.arguments, &node.name, network, &datadir, self.stop_height, purpose);
+        let blocks = datadir::blocks_directory(&datadir, network);
+        let chainstate = datadir::chainstate_directory(&datadir, network);
+        let interval = Duration::from_millis(SAMPLE_INTERVAL_MS);
+        let sampler = DiskUseSampler::start(blocks.clone(), chainstate.clone(), interval)
+            .map_err(io_error(&blocks))?;
+        let measured = self.execute(node, &options, label, wrapper);
+        let disk_use = sampler.finish();
+        let measurement = measured?;
         let log = self.logs.join(format!("{label}.log"));
-        datadir::save_log(&datadir, self.chain.network, &log)?;
+        datadir::save_log(&datadir, network, &log)?;
         let final_height = self.check_run(label, &measurement, &log)?;
-        let chainstate_bytes =
-            datadir::directory_bytes(&datadir::chainstate_directory(&datadir, self.chain.network))?;
+        let chainstate_bytes = datadir::directory_bytes(&chainstate)?;
         if !self.arguments.keep_datadirs {
             datadir::remove(&datadir)?;
         }
-        Ok(NodeRun { measurement, final_height, log, chainstate_bytes })
+        Ok(NodeRun { measurement, final_height, log, chainstate_bytes, disk_use })
     }
 
     /// Every scheduled run, in order; the serving node must stay up.
@@ -311,22 +324,23 @@ impl<'a> Bench<'a> {
                 server.check_running()?;
             }
             let name = &self.nodes[run.node].name;
-            let label = match run.warmup {
-                true => format!("{name}-warmup-{}", run.run_index),
-                false => format!("{name}-{}", run.run_index),
-            };
+            let label = run_label(name, run.warmup, run.run_index);
             let outcome = self.run_node(run.node, &label, &[])?;
             let measurement = &outcome.measurement;
             eprintln!(
                 "bench: [{}/{}] {label}: {:.3} s wall, {:.3} s user, {:.3} s system, {} KiB peak, \
-                 chainstate {} bytes",
+                 chainstate {} bytes; peak disk: blocks {} bytes, chainstate {} bytes, \
+                 both {} bytes",
                 position + 1,
                 order.len(),
                 measurement.wall.as_secs_f64(),
                 measurement.user.as_secs_f64(),
                 measurement.system.as_secs_f64(),
                 measurement.peak_rss_kibibytes,
-                outcome.chainstate_bytes
+                outcome.chainstate_bytes,
+                outcome.disk_use.peak_blocks_bytes,
+                outcome.disk_use.peak_chainstate_bytes,
+                outcome.disk_use.peak_total_bytes
             );
             let (node, run_index, warmup) = (name.clone(), run.run_index, run.warmup);
             records.push(RunRecord { node, run_index, warmup, outcome });
