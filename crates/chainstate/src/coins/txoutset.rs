@@ -111,7 +111,7 @@ impl crate::coins::cache::CoinsCache {
 }
 
 /// Statistics and hash of the coins of `view`, walked on every core
-/// ([`crate::coins::parallel_walk`]).
+/// (`coins::parallel_walk`).
 pub fn stats_of_view(
     view: &CoinSetView,
     hash_type: TxOutSetHashType,

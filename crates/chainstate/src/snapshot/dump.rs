@@ -5,7 +5,7 @@
 //! # One walk, on every core
 //! Core walks the coins twice: `ComputeUTXOStats` for the count and
 //! `hash_serialized_3`, then the cursor again to write. Here one walk
-//! ([`crate::coins::parallel_walk`]: workers walk ranges of the key space,
+//! (`coins::parallel_walk`: workers walk ranges of the key space,
 //! this thread hashes and writes them in order) writes each transaction's
 //! coins in the database's key order (the file's order) and hashes them
 //! sorted by output index (the hash's order; the two differ only past
