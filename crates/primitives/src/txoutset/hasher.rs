@@ -1,5 +1,6 @@
 //! The whole-set walk of `gettxoutsetinfo` (Core's `ComputeUTXOStats`).
 
+use super::serialized::starts_transaction;
 use super::{bogo_size, serialize_coin, Coin, SerializedCoins};
 use crate::hash::{Hash256, Sha256dWriter};
 use crate::muhash::MuHash3072;
@@ -93,18 +94,7 @@ impl TxOutSetHasher {
 
     /// Adds the next coin in database order.
     pub fn add_coin(&mut self, coin: &Coin<'_>) -> Result<(), CoinOrderError> {
-        let new_transaction = match self.previous {
-            Some(previous) if coin.outpoint <= previous => {
-                return Err(CoinOrderError {
-                    previous_txid: previous.txid,
-                    previous_vout: previous.vout,
-                    next_txid: coin.outpoint.txid,
-                    next_vout: coin.outpoint.vout,
-                })
-            }
-            Some(previous) => previous.txid != coin.outpoint.txid,
-            None => true,
-        };
+        let new_transaction = starts_transaction(self.previous, coin.outpoint)?;
         self.previous = Some(coin.outpoint);
         self.count(coin, new_transaction);
         self.buffer.clear();
@@ -127,18 +117,7 @@ impl TxOutSetHasher {
     /// adding its coins one by one.
     pub fn add_serialized(&mut self, coins: &SerializedCoins) -> Result<(), CoinOrderError> {
         let Some((first, last)) = coins.bounds() else { return Ok(()) };
-        let continues_transaction = match self.previous {
-            Some(previous) if first <= previous => {
-                return Err(CoinOrderError {
-                    previous_txid: previous.txid,
-                    previous_vout: previous.vout,
-                    next_txid: first.txid,
-                    next_vout: first.vout,
-                })
-            }
-            Some(previous) => previous.txid == first.txid,
-            None => false,
-        };
+        let continues_transaction = !starts_transaction(self.previous, first)?;
         self.previous = Some(last);
         let stats = &mut self.stats;
         stats.transactions += coins.transactions - u64::from(continues_transaction);

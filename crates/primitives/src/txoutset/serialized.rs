@@ -27,6 +27,24 @@ pub struct SerializedCoins {
     pub(super) total_amount: Option<i64>,
 }
 
+/// Whether `next`, following `previous` in database order, starts a new
+/// transaction; an error when it does not follow it.
+pub(super) fn starts_transaction(
+    previous: Option<OutPoint>,
+    next: OutPoint,
+) -> Result<bool, CoinOrderError> {
+    match previous {
+        Some(previous) if next <= previous => Err(CoinOrderError {
+            previous_txid: previous.txid,
+            previous_vout: previous.vout,
+            next_txid: next.txid,
+            next_vout: next.vout,
+        }),
+        Some(previous) => Ok(previous.txid != next.txid),
+        None => Ok(true),
+    }
+}
+
 impl SerializedCoins {
     /// An empty run.
     pub fn new() -> SerializedCoins {
@@ -36,18 +54,7 @@ impl SerializedCoins {
     /// Appends `coin`, which must follow the last one in database order
     /// (see [`TxOutSetHasher`](super::TxOutSetHasher)).
     pub fn push(&mut self, coin: &Coin<'_>) -> Result<(), CoinOrderError> {
-        let new_transaction = match self.last {
-            Some(previous) if coin.outpoint <= previous => {
-                return Err(CoinOrderError {
-                    previous_txid: previous.txid,
-                    previous_vout: previous.vout,
-                    next_txid: coin.outpoint.txid,
-                    next_vout: coin.outpoint.vout,
-                })
-            }
-            Some(previous) => previous.txid != coin.outpoint.txid,
-            None => true,
-        };
+        let new_transaction = starts_transaction(self.last, coin.outpoint)?;
         self.first.get_or_insert(coin.outpoint);
         self.last = Some(coin.outpoint);
         self.transactions += u64::from(new_transaction);
