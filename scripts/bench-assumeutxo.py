@@ -20,10 +20,12 @@ WORK:
   entry added (scripts/build-core-bitcoind-assumeutxo prints it; this
   script prints the command when it is missing). Ibex gets
   `-testassumeutxo`.
-- background: Ibex's loaded node is given the import node as its peer
-  (`addnode`) and timed until its background chainstate proves the
-  snapshot; then an empty `ibexd` syncs the same blocks from the same
-  peer (a normal IBD over P2P), timed to height N.
+- background: `--rounds` rounds of: Ibex loads its snapshot into an empty
+  node, is given the import node as its peer (`addnode`) and is timed
+  until its background chainstate proves the snapshot; an empty `ibexd`
+  syncs the same blocks from the same peer (a normal IBD over P2P), timed
+  to height N. The order alternates from round to round. Wall and CPU
+  seconds (user + system, from /proc) of each.
 
 Run as root (dropping the page cache needs it). Nodes run at nice -15.
 """
@@ -101,6 +103,11 @@ class Node:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def cpu_seconds(self):
+        """User and system CPU time of the node so far."""
+        fields = Path(f"/proc/{self.node_pid()}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         try:
@@ -220,8 +227,47 @@ def load_phase(args, work, results):
     results["load ibex"] = figures
 
 
+def background_run(args, work, entry, peer, headers):
+    """One load and background validation; its seconds, CPU seconds, coins."""
+    node, _ = load_one("ibex-b", args.ibexd,
+                       ["-listen=0", f"-dbcache={args.dbcache}", f"-testassumeutxo={entry}"],
+                       work, work / "ibex-a.dat", headers)
+    cpu_before = node.cpu_seconds()
+    started = time.monotonic()
+    node.rpc("addnode", [peer, "add"])
+    while len(node.rpc("getchainstates")["chainstates"]) != 1:
+        time.sleep(0.2)
+    seconds = time.monotonic() - started
+    cpu = node.cpu_seconds() - cpu_before
+    coins = node.rpc("gettxoutsetinfo")["hash_serialized_3"]
+    node.stop()
+    print(f"ibex-b: background validation to {args.height} in {seconds:.1f} s "
+          f"({cpu:.1f} CPU s)", flush=True)
+    return seconds, cpu, coins
+
+
+def ibd_run(args, work, peer):
+    """One normal IBD over P2P from `peer`; its seconds, CPU seconds, coins."""
+    subprocess.run(["rm", "-rf", str(work / "ibex-c")], check=True)
+    drop_caches()
+    node = Node("ibex-c", args.ibexd, work / "ibex-c",
+                ["-listen=0", f"-dbcache={args.dbcache}", f"-connect={peer}"])
+    node.wait_height(args.height)
+    seconds = time.monotonic() - node.started
+    cpu = node.cpu_seconds()
+    coins = node.rpc("gettxoutsetinfo")["hash_serialized_3"]
+    node.stop()
+    print(f"ibex-c: IBD over P2P to {args.height} in {seconds:.1f} s ({cpu:.1f} CPU s)",
+          flush=True)
+    return seconds, cpu, coins
+
+
 def background_phase(args, work, results):
+    """`--rounds` rounds, each a background validation and a normal IBD,
+    the order alternating (background first in the first round) so that a
+    drift of the machine over the runs falls on both."""
     dumped = json.loads((work / "dump.json").read_text())
+    headers = json.loads((work / "headers.json").read_text())
     entry = (f"{dumped['base_height']}:{dumped['base_hash']}:{dumped['txoutset_hash']}:"
              f"{dumped['nchaintx']}")
     peer = f"127.0.0.1:{P2P_PORT}"
@@ -229,33 +275,22 @@ def background_phase(args, work, results):
     server = Node("ibex-a", args.ibexd, work / "ibex-a",
                   ["-listen=1", "-bind=127.0.0.1", f"-port={P2P_PORT}", f"-dbcache={args.dbcache}"])
     server.wait_height(args.height)
-    loaded = Node("ibex-b", args.ibexd, work / "ibex-b",
-                  ["-listen=0", f"-dbcache={args.dbcache}", f"-testassumeutxo={entry}"])
-    loaded.wait_ready()
-    started = time.monotonic()
-    loaded.rpc("addnode", [peer, "add"])
-    while len(loaded.rpc("getchainstates")["chainstates"]) != 1:
-        time.sleep(0.2)
-    background = time.monotonic() - started
-    coins_b = loaded.rpc("gettxoutsetinfo")["hash_serialized_3"]
-    loaded.stop()
-    print(f"ibex-b: background validation to {args.height} in {background:.1f} s", flush=True)
-
-    subprocess.run(["rm", "-rf", str(work / "ibex-c")], check=True)
-    drop_caches()
-    fresh = Node("ibex-c", args.ibexd, work / "ibex-c",
-                 ["-listen=0", f"-dbcache={args.dbcache}", f"-connect={peer}"])
-    fresh.wait_ready()
-    started = fresh.started
-    fresh.wait_height(args.height)
-    ibd = time.monotonic() - started
-    coins_c = fresh.rpc("gettxoutsetinfo")["hash_serialized_3"]
-    fresh.stop()
+    rounds = []
+    for number in range(args.rounds):
+        order = ["background", "ibd"] if number % 2 == 0 else ["ibd", "background"]
+        runs = {}
+        for kind in order:
+            runs[kind] = (background_run(args, work, entry, peer, headers) if kind == "background"
+                          else ibd_run(args, work, peer))
+        (background, background_cpu, coins_b), (ibd, ibd_cpu, coins_c) = runs["background"], runs["ibd"]
+        figures = {"order": ",".join(order), "background [s]": round(background, 1),
+                   "ibd [s]": round(ibd, 1), "ratio": round(background / ibd, 3),
+                   "background [CPU s]": round(background_cpu, 1), "ibd [CPU s]": round(ibd_cpu, 1),
+                   "CPU ratio": round(background_cpu / ibd_cpu, 3), "same coins": coins_b == coins_c}
+        print(f"round {number + 1}: {figures}", flush=True)
+        rounds.append(figures)
     server.stop()
-    print(f"ibex-c: IBD over P2P to {args.height} in {ibd:.1f} s; background / IBD "
-          f"{background / ibd:.3f}; same coins: {coins_b == coins_c}", flush=True)
-    results["background"] = {"background [s]": round(background, 1), "ibd [s]": round(ibd, 1),
-                             "ratio": round(background / ibd, 3), "same coins": coins_b == coins_c}
+    results["background"] = rounds
 
 
 def main():
@@ -268,6 +303,8 @@ def main():
     parser.add_argument("--bitcoind-assumeutxo")
     parser.add_argument("--dbcache", type=int, default=450)
     parser.add_argument("--phases", default="import,dump,load,background")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="background phase: rounds of a background validation and an IBD")
     args = parser.parse_args()
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ use ibex_chainstate::index_store::{build_index, decode_record, encode_entry, Sto
 use ibex_chainstate::snapshot::{SnapshotReader, SnapshotWriter};
 use ibex_chainstate::{BlockIndexEntry, BlockUndo, Coin};
 use ibex_primitives::encode::Reader;
+use ibex_primitives::hints::{HintsFile, HintsWriter};
 use ibex_primitives::limits::SCRIPT_BYTES_MAX;
 use ibex_primitives::ChainWork;
 use ibex_primitives::{Height, Params};
@@ -249,4 +250,23 @@ pub fn utxo_snapshot(data: &[u8]) {
         assert_eq!(again.next_coin().expect("a written coin reads").as_ref(), Some(expected));
     }
     assert!(again.next_coin().expect("a written file ends cleanly").is_none());
+}
+
+/// `hints_file`: `HintsFile::parse` on a SwiftSync hints file (from
+/// strangers). Reading ends in a file or an error, never a panic; a file
+/// that reads writes back, record by record, to the same bytes (every
+/// record has one encoding), and each block's indices increase.
+pub fn hints_file(data: &[u8]) {
+    let Ok(file) = HintsFile::parse(data.to_vec(), None) else { return };
+    let mut writer = HintsWriter::new(file.version(), file.terminal_height());
+    let mut indices = Vec::new();
+    let mut unspent_count = 0u64;
+    for height in 1..=file.terminal_height() {
+        file.unspent_indices(height, &mut indices).expect("a parsed file answers every height");
+        assert!(indices.windows(2).all(|pair| pair[0] < pair[1]), "indices increase");
+        unspent_count += indices.len() as u64;
+        writer.push_block(&indices);
+    }
+    assert_eq!(unspent_count, file.unspent_count());
+    assert_eq!(writer.finish().expect("every block written"), data, "one encoding per file");
 }

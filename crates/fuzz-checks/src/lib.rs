@@ -37,7 +37,7 @@ pub struct Target {
 
 /// Every target whose body lives here (all but `script_differential`,
 /// which needs Bitcoin Core's kernel).
-pub const TARGETS: [Target; 17] = [
+pub const TARGETS: [Target; 18] = [
     Target { name: "block", check: wire::block },
     Target { name: "transaction", check: wire::transaction },
     Target { name: "p2p_message_decode", check: wire::p2p_message_decode },
@@ -51,6 +51,7 @@ pub const TARGETS: [Target; 17] = [
     Target { name: "block_index_entry", check: chain_data::block_index_entry },
     Target { name: "block_index_records", check: chain_data::block_index_records },
     Target { name: "utxo_snapshot", check: chain_data::utxo_snapshot },
+    Target { name: "hints_file", check: chain_data::hints_file },
     Target { name: "config_file", check: config::config_file },
     Target { name: "command_line", check: config::command_line },
     Target { name: "rest_request", check: rest::rest_request },

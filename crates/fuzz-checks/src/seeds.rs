@@ -13,6 +13,7 @@ use ibex_p2p::addrman::{
     AddressCandidate, AddressManager, AddressNetwork, AddressPolicy, AddressSource, PeerAddress,
 };
 use ibex_p2p::{encode_message, Inventory, InventoryType, NetworkMessage, ServiceFlags};
+use ibex_primitives::hints::{HintsVersion, HintsWriter};
 use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{
     Amount, BlockHash, ChainWork, Header, Network, OutPoint, Params, Txid, MAX_MONEY,
@@ -40,6 +41,7 @@ pub fn all() -> Vec<Seed> {
     let mut seeds = Vec::new();
     seeds.extend(wire_seeds());
     seeds.extend(chain_data_seeds());
+    seeds.extend(hints_seeds());
     seeds.extend(block_index_seeds());
     seeds.extend(client_seeds());
     seeds
@@ -346,4 +348,21 @@ fn snapshot_seeds(coins: &[Coin]) -> Vec<Seed> {
         seed("utxo_snapshot", "empty", snapshot(&[])),
         seed("utxo_snapshot", "every-script", snapshot(&keyed)),
     ]
+}
+
+/// Hints files in both codings: a few blocks with no, one and many unspent
+/// outputs (consecutive runs, gaps over a byte, one large index).
+fn hints_seeds() -> Vec<Seed> {
+    let blocks: Vec<Vec<u32>> =
+        vec![vec![0], vec![], (0..40).collect(), (0..200).step_by(7).collect(), vec![3, 60_000]];
+    [(HintsVersion::EliasFano, "elias-fano"), (HintsVersion::GapList, "gap-list")]
+        .into_iter()
+        .map(|(version, name)| {
+            let mut writer = HintsWriter::new(version, blocks.len() as u32);
+            for indices in &blocks {
+                writer.push_block(indices);
+            }
+            seed("hints_file", name, writer.finish().expect("every block written"))
+        })
+        .collect()
 }

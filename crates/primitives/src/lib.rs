@@ -20,6 +20,7 @@ pub mod hash;
 pub mod header;
 pub mod height;
 pub mod hex;
+pub mod hints;
 pub mod limits;
 pub mod lock_time;
 pub mod merkle;
