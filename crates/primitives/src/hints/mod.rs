@@ -36,10 +36,12 @@
 //! offsets is 4 bytes a block (3.7 MB); a block's indices are decoded when
 //! it is connected, at most [`HINTS_BLOCK_INDICES_MAX`] of them.
 
+mod aggregate;
 mod elias_fano;
 mod error;
 mod gap_list;
 
+pub use aggregate::{OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES};
 pub use error::HintsError;
 
 use crate::encode::Reader;
