@@ -26,6 +26,7 @@ pub(crate) mod connect;
 pub(crate) mod disconnect;
 pub(crate) mod engine;
 pub(crate) mod error;
+pub mod hints_writer;
 pub(crate) mod import;
 pub(crate) mod import_diagnosis;
 pub(crate) mod import_plan;
@@ -75,8 +76,8 @@ pub use engine::headers::HeaderRefusal;
 pub use engine::open::INDEX_DIRECTORY;
 pub use engine::prune::PRUNE_TARGET_BYTES_MIN;
 pub use engine::read_api::{
-    BlockStorage, ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError, LOCATOR_ENTRIES_MAX,
-    LOCATOR_HASHES_READ_MAX,
+    BlockStorage, ChainBlock, ChainToHeight, ChainstatesAnswer, CoinSetAtTip, CoinSetTargetError,
+    LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX,
 };
 pub use engine::service::{PruneBlockFilesReply, PruneRefusal};
 pub use engine::tips::ChainTip;

@@ -29,6 +29,7 @@ pub mod progress_estimate;
 pub mod reindex_marker;
 pub mod rpc_backend;
 pub mod rpc_control;
+pub mod rpc_hints;
 pub mod rpc_network;
 pub mod rpc_snapshot;
 pub mod rpc_start;

@@ -430,6 +430,17 @@ impl NodeBackend for ChainBackend {
         self.params.assumeutxo.iter().map(|entry| entry.height).collect()
     }
 
+    fn dump_hints(
+        &self,
+        path: &str,
+        height: Option<u32>,
+        version: ibex_primitives::hints::HintsVersion,
+    ) -> Result<ibex_rpc::backend::DumpedHints, BackendError> {
+        let path = self.chain_directory.join(path);
+        let view = self.view(TXOUTSET_QUERY_TIMEOUT)?;
+        crate::rpc_hints::dump_hints(self.reader()?, view, &path, height, version)
+    }
+
     fn dump_txoutset(
         &self,
         path: &str,

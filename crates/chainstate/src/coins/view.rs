@@ -112,6 +112,22 @@ impl CoinSetView {
         MergedCoins { stored: stored.peekable(), changes: self.changes.iter().peekable() }
     }
 
+    /// The coins at `outpoints` in this view, in order (one database
+    /// `MultiGet`, the view's changes over it).
+    pub fn coins_at(&self, outpoints: &[OutPoint]) -> Result<Vec<Option<Coin>>, ChainstateError> {
+        let mut coins = self.database.coins_in(&self.snapshot, outpoints)?;
+        if self.changes.is_empty() {
+            return Ok(coins);
+        }
+        for (outpoint, coin) in outpoints.iter().zip(coins.iter_mut()) {
+            let found = self.changes.binary_search_by(|change| key_order(&change.0, outpoint));
+            if let Ok(position) = found {
+                coin.clone_from(&self.changes[position].1);
+            }
+        }
+        Ok(coins)
+    }
+
     /// The database under the view.
     pub fn database(&self) -> &Arc<CoinsDatabase> {
         &self.database

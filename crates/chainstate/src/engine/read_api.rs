@@ -15,7 +15,7 @@
 
 mod answers;
 mod assumeutxo;
-mod coin_set;
+pub(crate) mod coin_set;
 mod header_chains;
 mod pruning;
 #[cfg(test)]
@@ -33,7 +33,7 @@ pub use answers::{
     TxOutSetAtTip, LOCATOR_ENTRIES_MAX, LOCATOR_HASHES_READ_MAX, MAX_TIP_AGE_SECONDS,
 };
 pub use assumeutxo::ChainstatesAnswer;
-pub use coin_set::{CoinSetAtTip, CoinSetTargetError};
+pub use coin_set::{ChainBlock, ChainToHeight, CoinSetAtTip, CoinSetTargetError};
 pub use pruning::BlockStorage;
 
 use super::reader::{ChainReader, ReadError};
@@ -211,6 +211,16 @@ impl ReadView<'_> {
     ) -> Result<Result<CoinSetAtTip, CoinSetTargetError>, ReadError> {
         let target = target.copied();
         self.ask(move |chainstate| coin_set::coin_set_at_tip(chainstate, target.as_ref()))
+    }
+
+    /// [`Self::coin_set`] for the active chain's block at `height` (the
+    /// tip when `None`), with the active chain's blocks from 1 to it (a
+    /// hints file's source).
+    pub fn chain_to_height(
+        &self,
+        height: Option<u32>,
+    ) -> Result<Result<ChainToHeight, CoinSetTargetError>, ReadError> {
+        self.ask(move |chainstate| coin_set::chain_to_height(chainstate, height))
     }
 
     /// Where each of `hashes` stands against the active chain.

@@ -35,8 +35,8 @@ pub use chain::{
     PruneSettings, StoredBlock, TipRef, UnspentOutput,
 };
 pub use state::{
-    AssumeUtxoChainstates, ChainstateInfo, CoinsCacheSizes, DumpedTxOutSet, LoadedTxOutSet,
-    TotalAmountOverflow, TxOutSetInfo,
+    AssumeUtxoChainstates, ChainstateInfo, CoinsCacheSizes, DumpedHints, DumpedTxOutSet,
+    LoadedTxOutSet, TotalAmountOverflow, TxOutSetInfo,
 };
 
 pub use crate::deployment::DeploymentInfo;
@@ -142,6 +142,14 @@ pub enum BackendError {
     /// Another `loadtxoutset` is loading a snapshot now.
     #[error("a snapshot is being loaded already")]
     SnapshotLoadRunning,
+    /// A height above the active chain's tip.
+    #[error("Target block height {height} after current tip {tip_height}")]
+    HeightAboveTip {
+        /// The height asked for.
+        height: u32,
+        /// The tip's height.
+        tip_height: u32,
+    },
     /// `dumptxoutset`'s rollback target is not in the active chain.
     #[error("block {block_hash} is not in the active chain: no rollback reaches it")]
     NotInActiveChain {
@@ -274,6 +282,20 @@ pub trait NodeBackend: Send + Sync + 'static {
         _path: &str,
         _target: Option<BlockHash>,
     ) -> Result<DumpedTxOutSet, BackendError> {
+        Err(BackendError::ChainControlUnavailable)
+    }
+
+    /// `dumphints`: writes the SwiftSync hints file of the active chain
+    /// at `height` (the tip when `None`) to `path` (relative to the data
+    /// directory), coded as `version`, through a temporary file renamed at
+    /// the end. **Query** for a view of the coins and the chain, then the
+    /// walk on the caller's thread.
+    fn dump_hints(
+        &self,
+        _path: &str,
+        _height: Option<u32>,
+        _version: ibex_primitives::hints::HintsVersion,
+    ) -> Result<DumpedHints, BackendError> {
         Err(BackendError::ChainControlUnavailable)
     }
 

@@ -50,6 +50,27 @@ pub struct DumpedTxOutSet {
     pub chain_transaction_count: u64,
 }
 
+/// `dumphints`' answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpedHints {
+    /// The absolute path written.
+    pub path: String,
+    /// The terminal height: the last block the file covers.
+    pub height: u32,
+    /// The block at that height.
+    pub hash: BlockHash,
+    /// The file's version byte.
+    pub version: u8,
+    /// Outputs the file numbers (every spendable one up to the height).
+    pub outputs: u64,
+    /// Of them, those unspent at the height.
+    pub unspent: u64,
+    /// The file's size.
+    pub bytes: u64,
+    /// SHA-256 of the file, as a network's parameters commit to it.
+    pub sha256: [u8; 32],
+}
+
 /// `loadtxoutset`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedTxOutSet {

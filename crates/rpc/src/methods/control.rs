@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(line("help"), "help ( \"command\" )");
         assert_eq!(line("stop"), "stop");
         let list = method_list();
-        assert!(list.starts_with("== Blockchain ==\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\""));
+        assert!(list.starts_with("== Blockchain ==\ndumphints \"path\" ( height \"format\" )\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\""));
         assert!(list.contains(
             "\n\n== Control ==\nhelp ( \"command\" )\nstop\nuptime\n\n== Mining ==\nsubmitheader \"hexdata\"\n\n== Network ==\n"
         ));

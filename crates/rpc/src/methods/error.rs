@@ -137,6 +137,7 @@ impl From<BackendError> for RpcError {
                 "Could not roll back to requested height since necessary block data is already pruned.",
             ),
             BackendError::SnapshotPathExists { .. }
+            | BackendError::HeightAboveTip { .. }
             | BackendError::SnapshotPathUnwritable { .. }
             | BackendError::SnapshotUnreadable { .. }
             | BackendError::SnapshotLoadRunning => {

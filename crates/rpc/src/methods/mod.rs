@@ -12,6 +12,7 @@ pub(crate) mod blockchain;
 mod blockstats;
 pub(crate) mod chainstate;
 mod control;
+mod hints;
 mod invalidate;
 mod network;
 mod network_control;
@@ -126,6 +127,7 @@ const fn arg(
 
 /// Every method, sorted by category then name (the order of `help`).
 pub(crate) static METHODS: &[Method] = &[
+    hints::DUMPHINTS,
     snapshot::DUMPTXOUTSET,
     blockchain::GETBESTBLOCKHASH,
     blockchain::GETBLOCK,

@@ -303,6 +303,20 @@ impl CoinsDatabase {
         decode_all(outpoints, values)
     }
 
+    /// The coins at `outpoints` as `snapshot` saw them, in order, with one
+    /// RocksDB `MultiGet`.
+    pub(crate) fn coins_in(
+        &self,
+        snapshot: &rocksdb::SnapshotWithThreadMode<'_, DB>,
+        outpoints: &[OutPoint],
+    ) -> Result<Vec<Option<Coin>>, ChainstateError> {
+        let keys: Vec<CoinKey> = outpoints.iter().map(CoinKey::new).collect();
+        let mut options = ReadOptions::default();
+        options.set_snapshot(snapshot);
+        let values = self.db.multi_get_opt(&keys, &options);
+        decode_all(outpoints, values)
+    }
+
     /// The best block the coins reflect, `None` for a new database or after
     /// a flush in batches was interrupted (a flush in tables leaves the old
     /// tip here until its last table: [`CoinsDatabase::head_blocks`] tells

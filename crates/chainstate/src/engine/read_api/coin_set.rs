@@ -2,6 +2,7 @@
 //! `gettxoutsetinfo`), with the blocks between a target and the tip for a
 //! rollback: all read in one query, so the view and the blocks agree.
 
+use ibex_blockstore::BlockPosition;
 use ibex_primitives::BlockHash;
 
 use super::answers::{indexed_block, IndexedBlock};
@@ -40,6 +41,61 @@ pub enum CoinSetTargetError {
         /// The block asked for.
         hash: BlockHash,
     },
+    /// The height is above the active chain's tip.
+    #[error("height {height} is above the tip's height {tip_height}")]
+    HeightAboveTip {
+        /// The height asked for.
+        height: u32,
+        /// The tip's height.
+        tip_height: u32,
+    },
+}
+
+/// A block of the active chain, with where its bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainBlock {
+    /// Its hash.
+    pub hash: BlockHash,
+    /// Its height.
+    pub height: u32,
+    /// Where its bytes are stored, if they are.
+    pub position: Option<BlockPosition>,
+}
+
+/// The coin set at the tip with the blocks a rollback to `height` undoes,
+/// and the active chain's blocks from 1 to that height: what a hints file
+/// for that height is written from.
+#[derive(Debug)]
+pub struct ChainToHeight {
+    /// The coins at the tip, and the blocks above the target.
+    pub at: CoinSetAtTip,
+    /// The active chain's blocks from height 1 to the target, in order.
+    pub blocks: Vec<ChainBlock>,
+}
+
+/// [`coin_set_at_tip`] for the active chain's block at `height` (the tip
+/// when `None`), with that chain's blocks up to it.
+pub(crate) fn chain_to_height(
+    chainstate: &Chainstate,
+    height: Option<u32>,
+) -> Result<ChainToHeight, CoinSetTargetError> {
+    let tip_id = chainstate.chain().tip().ok_or(CoinSetTargetError::NoTip)?;
+    let tip_height = chainstate.index().entry(tip_id).height;
+    let height = height.unwrap_or(tip_height);
+    let target = chainstate
+        .chain()
+        .at(height)
+        .ok_or(CoinSetTargetError::HeightAboveTip { height, tip_height })?;
+    let target_hash = chainstate.index().entry(target).hash;
+    let at = coin_set_at_tip(chainstate, Some(&target_hash))?;
+    let blocks = (1..=height)
+        .filter_map(|block_height| chainstate.chain().at(block_height))
+        .map(|id| {
+            let entry = chainstate.index().entry(id);
+            ChainBlock { hash: entry.hash, height: entry.height, position: entry.block_position }
+        })
+        .collect();
+    Ok(ChainToHeight { at, blocks })
 }
 
 /// The view at the tip with the blocks above `target` (the tip when

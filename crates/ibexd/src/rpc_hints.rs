@@ -1,0 +1,77 @@
+//! `dumphints` over the running node: a view of the coins and the active
+//! chain from the engine (which goes on validating), the view rolled back
+//! to the height with the undo data when it is below the tip, then the
+//! file built on this (the RPC worker's) thread
+//! ([`ibex_chainstate::hints_writer`]) and written to `<path>.incomplete`,
+//! synced and renamed, as `dumptxoutset` writes.
+
+use std::io::Write;
+use std::path::Path;
+
+use ibex_chainstate::hints_writer::build_hints;
+use ibex_chainstate::snapshot::roll_back_to_target;
+use ibex_chainstate::{ChainReader, ChainstateError, CoinSetTargetError, ReadView};
+use ibex_primitives::hints::HintsVersion;
+use ibex_rpc::backend::{BackendError, DumpedHints};
+use sha2::{Digest, Sha256};
+
+use crate::rpc_backend::unanswered;
+
+/// Writes the hints of the active chain at `height` (the tip when `None`)
+/// to `path` (absolute).
+pub fn dump_hints(
+    reader: &ChainReader,
+    view: ReadView<'_>,
+    path: &Path,
+    height: Option<u32>,
+    version: HintsVersion,
+) -> Result<DumpedHints, BackendError> {
+    if path.exists() {
+        return Err(BackendError::SnapshotPathExists { path: path.display().to_string() });
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".incomplete");
+    let temporary = std::path::PathBuf::from(temporary);
+    let mut source = view.chain_to_height(height).map_err(unanswered)?.map_err(target_error)?;
+    let mut file = std::fs::File::create(&temporary).map_err(|_| {
+        BackendError::SnapshotPathUnwritable { path: temporary.display().to_string() }
+    })?;
+    let built = (|| {
+        roll_back_to_target(reader, &mut source.at)?;
+        let written = build_hints(reader, &source.at.view, &source.blocks, version)?;
+        let io = |source| {
+            ChainstateError::Snapshot(ibex_chainstate::snapshot::SnapshotError::Io { source })
+        };
+        file.write_all(&written.bytes).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&temporary, path).map_err(io)?;
+        Ok::<_, ChainstateError>(written)
+    })();
+    let written = match built {
+        Ok(written) => written,
+        Err(error) => {
+            // Nothing half-written is left where a user could use it.
+            let _ = std::fs::remove_file(&temporary);
+            return Err(BackendError::Storage { source: Box::new(error) });
+        }
+    };
+    Ok(DumpedHints {
+        path: path.display().to_string(),
+        height: source.at.target.height,
+        hash: source.at.target.hash,
+        version: version.byte(),
+        outputs: written.outputs_numbered,
+        unspent: written.unspent_count,
+        bytes: written.bytes.len() as u64,
+        sha256: Sha256::digest(&written.bytes).into(),
+    })
+}
+
+fn target_error(error: CoinSetTargetError) -> BackendError {
+    match error {
+        CoinSetTargetError::HeightAboveTip { height, tip_height } => {
+            BackendError::HeightAboveTip { height, tip_height }
+        }
+        _ => BackendError::NoTip,
+    }
+}
