@@ -3,7 +3,8 @@
 //! `gettxoutsetinfo` counts coins, and rolled back to height 800 as many
 //! as Core counts there; both codings read back, the answer's digest is
 //! the file's, the node's chain is untouched, and wrong arguments are
-//! refused with `dumptxoutset`'s codes.
+//! refused with `dumptxoutset`'s codes. `ibex hints` refuses while the
+//! node runs and, once it is stopped, writes the same bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -108,8 +109,38 @@ fn dumphints_names_as_many_unspent_outputs_as_core_counts_coins() {
     assert_eq!(now["hash_serialized_3"], tip["hash_serialized_3"]);
 
     refusals(ibex, &path);
+    let tool_out = root.path().join("tool-800.dat");
+    let running = hints_tool(&datadir, &tool_out, &["-height=800", "-format=btcd"]);
+    assert!(!running.status.success());
+    assert!(String::from_utf8_lossy(&running.stderr).contains("lock"), "{running:?}");
+    assert!(!tool_out.exists());
     common::terminate(&process);
     common::wait_exit(&mut process, &datadir);
+
+    // On the stopped node, the tool writes what the RPC wrote.
+    let stopped = hints_tool(&datadir, &tool_out, &["-height=800", "-format=btcd"]);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let answer: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    assert_eq!(answer["height"], 800);
+    let rpc_bytes = std::fs::read(chain_directory(&datadir).join("hints-800.dat")).unwrap();
+    assert_eq!(std::fs::read(&tool_out).unwrap(), rpc_bytes);
+    let at_tip = root.path().join("tool-tip.dat");
+    let stopped = hints_tool(&datadir, &at_tip, &[]);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let rpc_bytes = std::fs::read(chain_directory(&datadir).join("hints-tip.dat")).unwrap();
+    assert_eq!(std::fs::read(&at_tip).unwrap(), rpc_bytes);
+    let again = hints_tool(&datadir, &at_tip, &[]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"), "{again:?}");
+}
+
+/// `ibex hints` on `datadir` writing `out`.
+fn hints_tool(datadir: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    common::ibex()
+        .args(["hints", &common::datadir_argument(datadir), "-regtest"])
+        .arg(format!("-out={}", out.display()))
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 fn refusals(ibex: Endpoint, existing: &Path) {

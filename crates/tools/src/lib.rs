@@ -7,5 +7,6 @@
 
 pub mod bench;
 pub mod block_summary;
+pub mod hints;
 pub mod plot;
 pub mod txoutsetinfo;

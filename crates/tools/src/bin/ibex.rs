@@ -8,7 +8,7 @@ use std::process::ExitCode;
 #[command(
     name = "ibex",
     version,
-    about = "Ibex tools: inspect blocks, generate chains, plot IBD logs, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads."
+    about = "Ibex tools: inspect blocks, generate chains, plot IBD logs, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads.\n\nAlso: ibex hints -datadir=DIR [-regtest|-chain=NAME] -out=FILE [-height=H] [-format=bip456|btcd] writes the SwiftSync hints file of a stopped node's active chain at a height (the tip by default), as the dumphints RPC does on a running node."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,13 +40,21 @@ fn run_block(file: &Path, hex: bool) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    // `txoutsetinfo` takes Bitcoin Core's `-name=value` options, which clap
-    // does not parse, so it is dispatched before clap.
+    // `txoutsetinfo` and `hints` take Bitcoin Core's `-name=value`
+    // options, which clap does not parse, so they are dispatched before it.
     let arguments: Vec<String> = std::env::args().skip(1).collect();
-    if arguments.first().map(String::as_str) == Some("txoutsetinfo") {
-        return print_result(
-            ibex_tools::txoutsetinfo::run(&arguments[1..]).map_err(|error| error.to_string()),
-        );
+    match arguments.first().map(String::as_str) {
+        Some("txoutsetinfo") => {
+            return print_result(
+                ibex_tools::txoutsetinfo::run(&arguments[1..]).map_err(|error| error.to_string()),
+            )
+        }
+        Some("hints") => {
+            return print_result(
+                ibex_tools::hints::run(&arguments[1..]).map_err(|error| error.to_string()),
+            )
+        }
+        _ => {}
     }
     let cli = Cli::parse();
     let result = match &cli.command {

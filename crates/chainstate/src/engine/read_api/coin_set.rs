@@ -134,6 +134,19 @@ pub(crate) fn coin_set_at_tip(
     })
 }
 
+impl Chainstate {
+    /// The coin set at the tip with the blocks a rollback to `height` (the
+    /// tip when `None`) undoes, and the active chain's blocks up to it:
+    /// the source of a hints file, on the engine's own thread (a tool on a
+    /// stopped node; a running node asks through [`crate::ReadView`]).
+    pub fn chain_to_height(
+        &self,
+        height: Option<u32>,
+    ) -> Result<ChainToHeight, CoinSetTargetError> {
+        chain_to_height(self, height)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
