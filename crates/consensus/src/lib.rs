@@ -15,6 +15,7 @@ pub mod rejection;
 pub mod script_reason;
 pub mod signet;
 pub mod subsidy;
+pub mod swiftsync;
 pub mod transaction;
 
 pub use block::{
