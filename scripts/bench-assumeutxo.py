@@ -25,7 +25,8 @@ WORK:
   until its background chainstate proves the snapshot; an empty `ibexd`
   syncs the same blocks from the same peer (a normal IBD over P2P), timed
   to height N. The order alternates from round to round. Wall and CPU
-  seconds (user + system, from /proc) of each.
+  seconds (user + system, from /proc) of each. `--side-by-side` runs the
+  two at once instead, so that both meet the same machine speed.
 
 Run as root (dropping the page cache needs it). Nodes run at nice -15.
 """
@@ -262,6 +263,42 @@ def ibd_run(args, work, peer):
     return seconds, cpu, coins
 
 
+def side_by_side(args, work, entry, peer, headers):
+    """A background validation and a normal IBD at the same time, from the
+    same peer: the machine's speed, which drifts by a quarter between runs
+    on a shared VM, is then the same for both."""
+    loaded, _ = load_one("ibex-b", args.ibexd,
+                         ["-listen=0", f"-dbcache={args.dbcache}", f"-testassumeutxo={entry}"],
+                         work, work / "ibex-a.dat", headers)
+    subprocess.run(["rm", "-rf", str(work / "ibex-c")], check=True)
+    drop_caches()
+    fresh = Node("ibex-c", args.ibexd, work / "ibex-c",
+                 ["-listen=0", f"-dbcache={args.dbcache}", f"-connect={peer}"])
+    fresh.wait_ready()
+    cpu_before = loaded.cpu_seconds()
+    started = time.monotonic()
+    loaded.rpc("addnode", [peer, "add"])
+    seconds = {}
+    while len(seconds) < 2:
+        now = time.monotonic() - started
+        if "background" not in seconds and len(loaded.rpc("getchainstates")["chainstates"]) == 1:
+            seconds["background"] = (now, loaded.cpu_seconds() - cpu_before)
+            print(f"ibex-b: background validation to {args.height} in {now:.1f} s", flush=True)
+        if "ibd" not in seconds and fresh.rpc("getblockcount") >= args.height:
+            seconds["ibd"] = (now, fresh.cpu_seconds())
+            print(f"ibex-c: IBD to {args.height} in {now:.1f} s", flush=True)
+        time.sleep(0.2)
+    coins_b = loaded.rpc("gettxoutsetinfo")["hash_serialized_3"]
+    coins_c = fresh.rpc("gettxoutsetinfo")["hash_serialized_3"]
+    loaded.stop()
+    fresh.stop()
+    (background, background_cpu), (ibd, ibd_cpu) = seconds["background"], seconds["ibd"]
+    return {"order": "side by side", "background [s]": round(background, 1),
+            "ibd [s]": round(ibd, 1), "ratio": round(background / ibd, 3),
+            "background [CPU s]": round(background_cpu, 1), "ibd [CPU s]": round(ibd_cpu, 1),
+            "CPU ratio": round(background_cpu / ibd_cpu, 3), "same coins": coins_b == coins_c}
+
+
 def background_phase(args, work, results):
     """`--rounds` rounds, each a background validation and a normal IBD,
     the order alternating (background first in the first round) so that a
@@ -276,7 +313,11 @@ def background_phase(args, work, results):
                   ["-listen=1", "-bind=127.0.0.1", f"-port={P2P_PORT}", f"-dbcache={args.dbcache}"])
     server.wait_height(args.height)
     rounds = []
-    for number in range(args.rounds):
+    if args.side_by_side:
+        figures = side_by_side(args, work, entry, peer, headers)
+        print(f"side by side: {figures}", flush=True)
+        rounds.append(figures)
+    for number in range(0 if args.side_by_side else args.rounds):
         order = ["background", "ibd"] if number % 2 == 0 else ["ibd", "background"]
         runs = {}
         for kind in order:
@@ -305,6 +346,8 @@ def main():
     parser.add_argument("--phases", default="import,dump,load,background")
     parser.add_argument("--rounds", type=int, default=1,
                         help="background phase: rounds of a background validation and an IBD")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="background phase: run the two at the same time instead")
     args = parser.parse_args()
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
