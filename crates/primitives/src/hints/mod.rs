@@ -6,8 +6,8 @@
 //! A header of magic `UTXO`, a version byte and `H` as a little-endian
 //! `u32`, then exactly `H` records, one per block from height 1 (genesis
 //! has none), each the sorted indices of the block's unspent outputs:
-//! - version `0x00`: BIP 456's Elias-Fano record ([`elias_fano`]);
-//! - version `0x01`: btcd's length-prefixed gap list ([`gap_list`]).
+//! - version `0x00`: BIP 456's Elias-Fano record (module `elias_fano`);
+//! - version `0x01`: btcd's length-prefixed gap list (module `gap_list`).
 //!
 //! Indices number a block's *spendable* outputs only, in block order
 //! (transactions in order, then outputs in order), from 0 in every block
