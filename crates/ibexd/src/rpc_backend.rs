@@ -438,7 +438,8 @@ impl NodeBackend for ChainBackend {
     ) -> Result<ibex_rpc::backend::DumpedHints, BackendError> {
         let path = self.chain_directory.join(path);
         let view = self.view(TXOUTSET_QUERY_TIMEOUT)?;
-        crate::rpc_hints::dump_hints(self.reader()?, view, &path, height, version)
+        let pruning = self.prune.is_enabled();
+        crate::rpc_hints::dump_hints(self.reader()?, view, &path, height, version, pruning)
     }
 
     fn dump_txoutset(

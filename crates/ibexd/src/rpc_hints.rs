@@ -18,13 +18,15 @@ use sha2::{Digest, Sha256};
 use crate::rpc_backend::unanswered;
 
 /// Writes the hints of the active chain at `height` (the tip when `None`)
-/// to `path` (absolute).
+/// to `path` (absolute). `pruning`: whether the node prunes (a block
+/// without data is then a pruned one, Core's "pruned data").
 pub fn dump_hints(
     reader: &ChainReader,
     view: ReadView<'_>,
     path: &Path,
     height: Option<u32>,
     version: HintsVersion,
+    pruning: bool,
 ) -> Result<DumpedHints, BackendError> {
     if path.exists() {
         return Err(BackendError::SnapshotPathExists { path: path.display().to_string() });
@@ -52,7 +54,14 @@ pub fn dump_hints(
         Err(error) => {
             // Nothing half-written is left where a user could use it.
             let _ = std::fs::remove_file(&temporary);
-            return Err(BackendError::Storage { source: Box::new(error) });
+            return Err(match error {
+                // Core's `CheckBlockDataAvailability` words for a block
+                // the hints need and the node no longer (or never) had.
+                ChainstateError::MissingBlockData { hash } => {
+                    BackendError::BlockDataUnavailable { block_hash: hash, pruned: pruning }
+                }
+                other => BackendError::Storage { source: Box::new(other) },
+            });
         }
     };
     Ok(DumpedHints {

@@ -19,7 +19,7 @@
 //! gone, `getblockchaininfo`'s pruning keys in Core's order with
 //! `size_on_disk` the files' bytes, Core's errors for a pruned block
 //! (`getblock`, `getblockstats`, `getrawtransaction` with the block, REST
-//! `/rest/block`, `dumptxoutset` rolling back over it) while the first kept
+//! `/rest/block`, `dumptxoutset` rolling back over it, `dumphints`) while the first kept
 //! block answers, and all of it again after a restart. Nodes that keep
 //! every block, and one whose chain is too short, refuse.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -253,6 +253,13 @@ fn pruneblockchain_removes_whole_files_below_the_height_and_a_restart_keeps_it()
     let chain_directory = datadir.join("regtest");
     assert!(!chain_directory.join("pruned.dat").exists());
     assert!(!chain_directory.join("pruned.dat.incomplete").exists());
+    // Hints need every block from 1: Core's words for a pruned block.
+    assert_eq!(
+        node.error("dumphints", json!(["hints.dat"])),
+        (-1, "Block not available (pruned data)".to_owned())
+    );
+    assert!(!chain_directory.join("hints.dat").exists());
+    assert!(!chain_directory.join("hints.dat.incomplete").exists());
     let dumped =
         node.call("dumptxoutset", json!(["kept.dat", "rollback", {"rollback": last_pruned + 1}]));
     assert_eq!(dumped["base_height"], last_pruned + 1);
