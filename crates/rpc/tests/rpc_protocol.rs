@@ -207,7 +207,7 @@ fn help_uptime_and_stop() {
     let list = call(test.address, "help", "[]");
     let list = list.as_str().unwrap();
     assert!(list.starts_with(
-        "== Blockchain ==\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\" ( verbosity )\n"
+        "== Blockchain ==\ndumphints \"path\" ( height \"format\" )\ndumptxoutset \"path\" ( \"type\" {\"rollback\":n,\"in_memory\":bool,...} )\ngetbestblockhash\ngetblock \"blockhash\" ( verbosity )\n"
     ));
     for method in [
         "getblockchaininfo",
