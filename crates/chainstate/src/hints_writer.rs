@@ -96,5 +96,25 @@ fn numbered_outpoints(parsed: &ParsedBlock, block: &ChainBlock, outpoints: &mut 
     }
 }
 
+/// Writes `bytes` to `<path>.incomplete`, syncs it and renames it to
+/// `path`, so no half-written file is ever where a user would take it;
+/// the temporary file is removed when a step fails.
+pub fn write_hints_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".incomplete");
+    let temporary = std::path::PathBuf::from(temporary);
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 #[cfg(test)]
 mod tests;

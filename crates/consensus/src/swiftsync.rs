@@ -50,6 +50,17 @@ pub enum SwiftSyncBlockError {
         /// The block's spendable outputs.
         spendable_count: u32,
     },
+    /// An output with a negative value reached the accounting
+    /// (`CheckTransaction` refuses it first: `bad-txns-vout-negative`).
+    #[error("bad-txns-vout-negative: block {height} transaction {transaction} output {output}")]
+    NegativeOutput {
+        /// The block's height.
+        height: u32,
+        /// The transaction's index in the block.
+        transaction: usize,
+        /// The output.
+        output: u32,
+    },
     /// An input spends an output of its own block created by the same or
     /// a later transaction.
     #[error("bad-txns-inputs-missingorspent: block {height} transaction {transaction} input {input} spends an output created after it")]
@@ -142,8 +153,11 @@ pub fn account_block<'b>(
             }
         }
         for (vout, output) in (0u32..).zip(transaction.outputs()) {
-            // `CheckTransaction` ranged every value to 0..=MAX_MONEY.
-            let value = u64::try_from(output.value).unwrap_or(0);
+            // `CheckTransaction` ranged every value to 0..=MAX_MONEY; a
+            // negative one here fails rather than count as nothing.
+            let value = u64::try_from(output.value).map_err(|_| {
+                SwiftSyncBlockError::NegativeOutput { height, transaction: index, output: vout }
+            })?;
             if !numbering.numbers(index, output) {
                 account.unspendable_value += value;
                 continue;

@@ -1,14 +1,13 @@
 //! `dumphints` over the running node: a view of the coins and the active
 //! chain from the engine (which goes on validating), the view rolled back
 //! to the height with the undo data when it is below the tip, then the
-//! file built on this (the RPC worker's) thread
-//! ([`ibex_chainstate::hints_writer`]) and written to `<path>.incomplete`,
-//! synced and renamed, as `dumptxoutset` writes.
+//! file built on this (the RPC worker's) thread and written through
+//! `<path>.incomplete` ([`ibex_chainstate::hints_writer`]), as
+//! `dumptxoutset` writes.
 
-use std::io::Write;
 use std::path::Path;
 
-use ibex_chainstate::hints_writer::build_hints;
+use ibex_chainstate::hints_writer::{build_hints, write_hints_file};
 use ibex_chainstate::snapshot::roll_back_to_target;
 use ibex_chainstate::{ChainReader, ChainstateError, CoinSetTargetError, ReadView};
 use ibex_primitives::hints::HintsVersion;
@@ -35,18 +34,16 @@ pub fn dump_hints(
     temporary.push(".incomplete");
     let temporary = std::path::PathBuf::from(temporary);
     let mut source = view.chain_to_height(height).map_err(unanswered)?.map_err(target_error)?;
-    let mut file = std::fs::File::create(&temporary).map_err(|_| {
-        BackendError::SnapshotPathUnwritable { path: temporary.display().to_string() }
+    // As `dumptxoutset`: an unwritable path is refused before the walk.
+    std::fs::File::create(&temporary).map_err(|_| BackendError::SnapshotPathUnwritable {
+        path: temporary.display().to_string(),
     })?;
     let built = (|| {
         roll_back_to_target(reader, &mut source.at)?;
         let written = build_hints(reader, &source.at.view, &source.blocks, version)?;
-        let io = |source| {
+        write_hints_file(path, &written.bytes).map_err(|source| {
             ChainstateError::Snapshot(ibex_chainstate::snapshot::SnapshotError::Io { source })
-        };
-        file.write_all(&written.bytes).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        std::fs::rename(&temporary, path).map_err(io)?;
+        })?;
         Ok::<_, ChainstateError>(written)
     })();
     let written = match built {

@@ -9,10 +9,9 @@
 //! it reads. It opens the node's chainstate as the node would (a restart
 //! after a crash replays what it must).
 
-use std::io::Write;
 use std::path::PathBuf;
 
-use ibex_chainstate::hints_writer::build_hints;
+use ibex_chainstate::hints_writer::{build_hints, write_hints_file};
 use ibex_chainstate::snapshot::roll_back_to_target;
 use ibex_chainstate::{Chainstate, ChainstateError, CoinSetTargetError};
 use ibex_daemon::directory_lock::{lock_existing_node_directories, DirectoryLockError};
@@ -88,7 +87,8 @@ pub fn run(arguments: &[String]) -> Result<String, HintsToolError> {
     let reader = chainstate.reader();
     roll_back_to_target(&reader, &mut source.at)?;
     let written = build_hints(&reader, &source.at.view, &source.blocks, request.version)?;
-    write_file(&request.out, &written.bytes)?;
+    write_hints_file(&request.out, &written.bytes)
+        .map_err(|source| HintsToolError::Write { path: request.out.clone(), source })?;
     let digest: [u8; 32] = Sha256::digest(&written.bytes).into();
     let answer = serde_json::json!({
         "path": request.out.display().to_string(),
@@ -128,22 +128,4 @@ fn split_arguments(arguments: &[String]) -> Result<(HintsRequest, Vec<String>), 
     }
     let out = out.ok_or(HintsToolError::NoOutput)?;
     Ok((HintsRequest { out, height, version }, node_arguments))
-}
-
-/// Writes `bytes` to `<path>.incomplete`, syncs it and renames it.
-fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), HintsToolError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".incomplete");
-    let temporary = PathBuf::from(temporary);
-    let error = |source| HintsToolError::Write { path: path.to_path_buf(), source };
-    let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.map_err(error)
 }

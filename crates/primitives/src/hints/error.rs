@@ -66,8 +66,9 @@ pub enum HintsError {
         largest: u64,
     },
     /// A record no encoder writes: indices not increasing, a wrong largest
-    /// index, bits set in padding, a missing or extra element.
-    #[error("hints for block {height} at byte {offset} are not a canonical Elias-Fano record")]
+    /// index, bits set in padding, a missing or extra element, a value
+    /// crossing the end of its record.
+    #[error("hints for block {height} at byte {offset} are not a canonical record")]
     MalformedRecord {
         /// The block the record is for.
         height: u32,

@@ -71,15 +71,15 @@ pub(crate) fn decode_block(
             largest: 0,
         });
     }
-    let payload_start = reader.position();
-    let payload =
-        reader.take(payload_bytes as usize).map_err(|source| HintsError::at(height, source))?;
-    let mut values = Reader::new(payload);
+    // The values are read in place; one that ends past the payload is
+    // refused (it would have taken the next record's bytes).
+    let payload_end = reader.position() + payload_bytes as usize;
     let mut next_allowed = 0u64;
-    while values.remaining() > 0 {
-        let gap = values
-            .read_compact_size()
-            .map_err(|source| HintsError::at(height, shift(source, payload_start)))?;
+    while reader.position() < payload_end {
+        let gap = reader.read_compact_size().map_err(|source| HintsError::at(height, source))?;
+        if reader.position() > payload_end {
+            return Err(HintsError::MalformedRecord { height, offset });
+        }
         let index = next_allowed + gap;
         if index >= u64::from(HINTS_BLOCK_INDICES_MAX) {
             return Err(HintsError::BlockIndicesOutOfRange {
@@ -93,23 +93,6 @@ pub(crate) fn decode_block(
         next_allowed = index + 1;
     }
     Ok(())
-}
-
-/// `source` with its offset counted from the file, not the payload.
-fn shift(source: crate::error::DecodeError, payload_start: usize) -> crate::error::DecodeError {
-    use crate::error::DecodeError;
-    match source {
-        DecodeError::Truncated { offset, needed, remaining } => {
-            DecodeError::Truncated { offset: offset + payload_start, needed, remaining }
-        }
-        DecodeError::NonCanonicalCompactSize { offset, value } => {
-            DecodeError::NonCanonicalCompactSize { offset: offset + payload_start, value }
-        }
-        DecodeError::CompactSizeTooLarge { offset, value } => {
-            DecodeError::CompactSizeTooLarge { offset: offset + payload_start, value }
-        }
-        other => other,
-    }
 }
 
 #[cfg(test)]
@@ -162,8 +145,10 @@ mod tests {
         // A three-byte value in a two-byte payload.
         assert!(matches!(
             decoded(&decode_hex("02fd2c01").unwrap()),
-            Err(HintsError::Decode { .. })
+            Err(HintsError::MalformedRecord { offset: 0, .. })
         ));
+        // A payload longer than the file.
+        assert!(matches!(decoded(&decode_hex("0300").unwrap()), Err(HintsError::Decode { .. })));
         // An index beyond any block.
         assert!(matches!(
             decoded(&decode_hex("05feffffffff").unwrap()),
