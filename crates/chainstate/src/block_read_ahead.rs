@@ -146,7 +146,7 @@ impl Drop for BlockReadAhead {
 }
 
 /// Reads and parses one block; its serialised size (0 on failure).
-fn read_one(
+pub(crate) fn read_one(
     files: &BlockFiles,
     block: BlockToRead,
     buffers: &mut BlockBuffers,

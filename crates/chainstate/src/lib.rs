@@ -36,6 +36,7 @@ pub(crate) mod metrics;
 pub(crate) mod prepared;
 pub(crate) mod scripts;
 pub mod snapshot;
+pub mod swiftsync;
 pub(crate) mod stages;
 #[cfg(test)]
 mod test_chain;
@@ -106,4 +107,5 @@ pub use metrics::{
 };
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
+pub use swiftsync::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

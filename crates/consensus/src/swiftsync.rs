@@ -159,14 +159,14 @@ pub fn account_block<'b>(
                 SwiftSyncBlockError::NegativeOutput { height, transaction: index, output: vout }
             })?;
             if !numbering.numbers(index, output) {
-                account.unspendable_value += value;
+                account.unspendable_value = account.unspendable_value.saturating_add(value);
                 continue;
             }
             let number = account.spendable_count;
             account.spendable_count += 1;
             let outpoint = OutPoint { txid: *txid, vout };
             if hints.next_if_eq(&number).is_some() {
-                account.unspent_value += value;
+                account.unspent_value = account.unspent_value.saturating_add(value);
                 account.unspent.push(HintedOutput {
                     outpoint,
                     value: output.value,

@@ -176,6 +176,10 @@ impl ChainObserver for NodeObserver {
                 let prefix = if snapshot.is_warning() { "[warning] " } else { "" };
                 self.logger.log(&format!("{prefix}{snapshot}"));
             }
+            ChainEvent::SwiftSync(event) => {
+                let prefix = if event.is_warning() { "[warning] " } else { "" };
+                self.logger.log(&format!("{prefix}{event}"));
+            }
             ChainEvent::TipUpdated(update) => self.tip_updated(update),
             ChainEvent::BackgroundTipUpdated(update) => self.background_tip_updated(update),
             ChainEvent::BlockInvalid { hash, height, reason, marked } => {

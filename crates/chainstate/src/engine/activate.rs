@@ -81,6 +81,9 @@ impl Chainstate {
 
     /// [`Self::advance_best_chain`] of the chainstate in `role`.
     fn advance_best_chain_of(&mut self, role: ChainRole) -> Result<(), ChainstateError> {
+        if role == ChainRole::Active && !self.swiftsync_gate()? {
+            return Ok(());
+        }
         loop {
             let Some((shared, coins_chain)) = self.parts(role) else { return Ok(()) };
             if coins_chain.reached_stop_height(shared) || shared.interrupted() {
@@ -464,7 +467,7 @@ impl CoinsChain {
 /// conditions in `ConnectBlock`): it is an ancestor of the assumed-valid
 /// block and of the best header, the best header has the minimum chain
 /// work, and the best header is at least two weeks of work past it.
-fn assume_valid_covers(shared: &Shared, id: EntryId) -> bool {
+pub(super) fn assume_valid_covers(shared: &Shared, id: EntryId) -> bool {
     let index = &shared.index;
     let Some(assumed) = shared.options.assume_valid.and_then(|hash| index.get(&hash)) else {
         return false;

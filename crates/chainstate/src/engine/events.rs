@@ -149,6 +149,8 @@ impl std::fmt::Display for SnapshotEvent {
 pub enum ChainEvent {
     /// AssumeUTXO's chainstates changed (see [`SnapshotEvent`]).
     Snapshot(SnapshotEvent),
+    /// A SwiftSync attempt moved on (see [`crate::swiftsync`]).
+    SwiftSync(crate::swiftsync::SwiftSyncEvent),
     /// The background chainstate (AssumeUTXO's, validating towards the
     /// snapshot's base) settled a block: its new tip. Nothing is published
     /// to readers for it (they read the active chainstate).

@@ -109,7 +109,9 @@ impl Chainstate {
     ) -> Result<(BestCandidateCheck, usize), ChainstateError> {
         self.activate_best_chain()?;
         let check = self.check_best_candidate();
-        if check.is_fixed_point() {
+        // A SwiftSync plan holds the blocks back until all of them are
+        // stored: not a fixed point yet, and nothing is wrong.
+        if check.is_fixed_point() || self.swiftsync_pending() {
             return Ok((check, 0));
         }
         // Count only what chain selection can use: candidates better than

@@ -70,6 +70,7 @@ pub mod recovery;
 pub mod service;
 pub mod settle;
 pub(crate) mod shared;
+pub mod swiftsync;
 pub mod tips;
 pub mod verify;
 
@@ -155,6 +156,8 @@ pub struct Chainstate {
     pub(crate) background: Option<CoinsChain>,
     /// The snapshot the active chainstate was loaded from, if it was.
     pub(crate) snapshot: Option<assumeutxo::SnapshotBase>,
+    /// A SwiftSync plan waiting for its blocks ([`swiftsync`]).
+    pub(crate) swiftsync: Option<swiftsync::SwiftSyncState>,
 }
 
 impl std::fmt::Debug for Chainstate {

@@ -62,7 +62,7 @@ impl Chainstate {
             }
             Some(base_hash) => open_with_snapshot(&mut shared, &coins_directory, &base_hash)?,
         };
-        let mut chainstate = Chainstate { shared, active, background, snapshot };
+        let mut chainstate = Chainstate { shared, active, background, snapshot, swiftsync: None };
         chainstate.publish(chainstate.active.chain.tip());
         chainstate.publish_assumeutxo();
         chainstate.rebalance_caches();

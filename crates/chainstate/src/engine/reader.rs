@@ -92,6 +92,10 @@ pub struct ChainSnapshot {
     /// blocks below the base the background needs are on the active
     /// chain's published hashes ([`ChainReader::block_hash_at`]).
     pub assumeutxo: Option<AssumeUtxoSummary>,
+    /// While a SwiftSync plan waits for its blocks: the height to which
+    /// every block of its chain is stored (a download window starts there,
+    /// not at the tip, which stays at genesis meanwhile).
+    pub swiftsync_stored_height: Option<u32>,
     /// How many times the engine has published (a reader can tell whether
     /// anything changed).
     pub sequence: u64,
@@ -267,6 +271,8 @@ pub(crate) struct ReadService {
     sequence: u64,
     /// What [`ChainSnapshot::assumeutxo`] says, kept between publications.
     assumeutxo: Option<AssumeUtxoSummary>,
+    /// What [`ChainSnapshot::swiftsync_stored_height`] says.
+    swiftsync_stored_height: Option<u32>,
 }
 
 impl ReadService {
@@ -281,6 +287,7 @@ impl ReadService {
             sender,
             sequence: 0,
             assumeutxo: None,
+            swiftsync_stored_height: None,
         }
     }
 
@@ -301,6 +308,21 @@ impl ReadService {
     /// Waits up to `timeout` for a query.
     pub(crate) fn wait_query(&self, timeout: Duration) -> Option<Query> {
         self.queries.recv_timeout(timeout).ok()
+    }
+
+    /// Publishes how far a SwiftSync plan's blocks are stored, the rest of
+    /// the snapshot unchanged.
+    pub(crate) fn publish_swiftsync(&mut self, stored_height: Option<u32>) {
+        if self.swiftsync_stored_height == stored_height {
+            return;
+        }
+        self.swiftsync_stored_height = stored_height;
+        self.sequence += 1;
+        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
+        let mut snapshot = ChainSnapshot::clone(&published.snapshot);
+        snapshot.swiftsync_stored_height = stored_height;
+        snapshot.sequence = self.sequence;
+        published.snapshot = Arc::new(snapshot);
     }
 
     /// Publishes AssumeUTXO's chainstates as `summary` says, the rest of
@@ -346,6 +368,7 @@ impl ReadService {
             best_header,
             index_entries: index.len(),
             assumeutxo: self.assumeutxo,
+            swiftsync_stored_height: self.swiftsync_stored_height,
             sequence: self.sequence,
         });
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);

@@ -23,6 +23,11 @@ impl CoinsChain {
     /// to the coins' best block.
     pub(crate) fn recover(&mut self, shared: &mut Shared) -> Result<(), ChainstateError> {
         let database = self.connector.cache().database().clone();
+        if database.holds_staged()? {
+            database.discard_staged()?;
+            let event = crate::swiftsync::SwiftSyncEvent::UnfinishedDiscarded;
+            shared.emit(ChainEvent::SwiftSync(event));
+        }
         if let Some(heads) = database.head_blocks()? {
             self.replay(shared, heads)?;
         }

@@ -14,6 +14,7 @@
 //! between blocks, so `getblockchaininfo` follows its height).
 
 mod directories;
+pub mod swiftsync_file;
 
 use std::io::IsTerminal;
 use std::sync::atomic::AtomicBool;
@@ -85,6 +86,9 @@ pub enum EngineError {
     /// The metrics endpoint could not start.
     #[error(transparent)]
     Metrics(MetricsServerError),
+    /// `-swiftsync` cannot be used.
+    #[error(transparent)]
+    SwiftSync(swiftsync_file::SwiftSyncFileError),
     /// A directory could not be wiped for a reindex.
     #[error("cannot remove {path}: {source}")]
     Wipe {
@@ -207,6 +211,7 @@ pub fn run_engine(
     let started = Instant::now();
     let mut chainstate = open_chainstate(options, logger, &progress, invalid_sender, shutdown)?;
     check_pruned_state(&chainstate, options, logger)?;
+    swiftsync_file::set_plan(&mut chainstate, options, logger).map_err(EngineError::SwiftSync)?;
     node_metrics.attach_chain(chainstate.metrics());
     progress.attach_chain_metrics(chainstate.metrics());
     log_loaded(&chainstate, logger);
@@ -589,6 +594,12 @@ fn import_all(
             summary.blocks_read, summary.blocks_accepted, summary.blocks_rejected
         ));
         interrupted |= summary.interrupted;
+    }
+    // With no peer to bring the blocks a SwiftSync plan waits for, none
+    // will come: the blocks stored are connected as usual.
+    if chainstate.swiftsync_pending() && options.network_options.outbound_disabled {
+        chainstate.advance_best_chain()?;
+        chainstate.end_swiftsync_wait()?;
     }
     if !signalled() {
         activate_and_check(chainstate, logger)?;

@@ -87,6 +87,9 @@ pub struct NodeOptions {
     pub fast_prune: bool,
     /// `-loadblock` files, as given (relative to the working directory).
     pub load_blocks: Vec<PathBuf>,
+    /// `-swiftsync`: the hints file, as given (relative to the working
+    /// directory).
+    pub swiftsync_file: Option<PathBuf>,
     /// `-printtoconsole` (default true).
     pub print_to_console: bool,
     /// `-progressinterval`: milliseconds between plain progress lines
@@ -245,6 +248,10 @@ impl CommandLine {
             prune,
             fast_prune,
             load_blocks: typed.list("loadblock").into_iter().map(PathBuf::from).collect(),
+            swiftsync_file: typed
+                .value("swiftsync")
+                .filter(|value| !matches!(value, SettingValue::Bool(false)))
+                .map(|value| PathBuf::from(value.to_text())),
             print_to_console: typed.boolean("printtoconsole", true),
             progress_interval_ms: numbers.progress_interval_ms,
             shrink_debug_log: typed.boolean("shrinkdebugfile", true),

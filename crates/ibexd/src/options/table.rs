@@ -35,6 +35,7 @@ pub const OPTIONS: &[(&str, &str, &str)] = &[
     ("fastprune", "", "Use smaller block files and lower minimum prune height for testing purposes"),
     ("prune", "=<n>", "Reduce storage requirements by enabling pruning (deleting) of old blocks. This allows the pruneblockchain RPC to be called to delete specific blocks and enables automatic pruning of old blocks if a target size in MiB is provided. Warning: Reverting this setting requires re-downloading the entire blockchain. (default: 0 = disable pruning blocks, 1 = allow manual pruning via RPC, >=550 = automatically prune block files to stay under the specified target size in MiB)"),
     ("loadblock", "=<file>", "Import blocks from an external blk*.dat file at startup (repeatable)"),
+    ("swiftsync", "=<file>", "Sync from genesis with this SwiftSync hints file (BIP 456 or btcd coding, checked against the network's committed hash when it has one): blocks up to its height are accounted on every core without looking a coin up, and the coins built are used only if the hints prove right, else the blocks are connected as usual. Needs its last block under -assumevalid; not with -prune"),
     ("printtoconsole", "", "Write the log to standard output as well (default: 1)"),
     ("logtimemicros", "", "Add microsecond precision to debug timestamps (default: 0)"),
     ("progressinterval", "=<ms>", "Milliseconds between progress lines on standard error when it is not a terminal (at least 100, default: 10000)"),

@@ -64,6 +64,7 @@ impl Params {
             )),
             signet_challenge: None,
             assumeutxo: assumeutxo::MAIN.to_vec(),
+            swiftsync_hints: None,
         }
     }
 }

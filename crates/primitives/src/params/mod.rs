@@ -17,6 +17,7 @@ mod main;
 mod network;
 mod regtest;
 mod signet;
+pub mod swiftsync;
 mod testnet;
 
 pub use assumeutxo::AssumeUtxoEntry;
@@ -29,6 +30,7 @@ pub use genesis::{GenesisSpecification, SATOSHI_GENESIS_MESSAGE, SATOSHI_GENESIS
 pub use network::{Network, UnknownNetwork};
 pub use regtest::{RegtestOptions, TestActivationHeightError};
 pub use signet::DEFAULT_SIGNET_CHALLENGE;
+pub use swiftsync::{HintsCommitmentMismatch, SwiftSyncHintsEntry};
 
 use crate::hash::BlockHash;
 use crate::height::Height;
@@ -101,6 +103,8 @@ pub struct Params {
     /// Blocks a UTXO snapshot may be based on (Core's
     /// `m_assumeutxo_data`; [`assumeutxo`]).
     pub assumeutxo: Vec<AssumeUtxoEntry>,
+    /// The SwiftSync hints file the network trusts, if any ([`swiftsync`]).
+    pub swiftsync_hints: Option<SwiftSyncHintsEntry>,
 }
 
 impl Params {

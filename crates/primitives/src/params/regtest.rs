@@ -150,6 +150,7 @@ impl Params {
             default_assume_valid: None,
             signet_challenge: None,
             assumeutxo: assumeutxo::REGTEST.to_vec(),
+            swiftsync_hints: None,
         }
     }
 }

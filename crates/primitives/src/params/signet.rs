@@ -79,6 +79,7 @@ impl Params {
             default_assume_valid: None,
             signet_challenge: Some(challenge),
             assumeutxo: Vec::new(),
+            swiftsync_hints: None,
         }
     }
 }

@@ -57,6 +57,7 @@ impl Params {
             )),
             signet_challenge: None,
             assumeutxo: assumeutxo::TESTNET3.to_vec(),
+            swiftsync_hints: None,
         }
     }
 
@@ -102,6 +103,7 @@ impl Params {
             )),
             signet_challenge: None,
             assumeutxo: assumeutxo::TESTNET4.to_vec(),
+            swiftsync_hints: None,
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Records: `'C' || txid || VARINT(vout)` -> compact coin (see [`crate::coins::coin`]),
 //! `'B'` -> best block hash (Core's `DB_BEST_BLOCK`), `'H'` -> the blocks an
-//! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip).
+//! unfinished flush covers (Core's `DB_HEAD_BLOCKS`: new tip, old tip),
+//! `'S'` -> the coins are a SwiftSync attempt's, not yet proven ([`staged`]).
 //!
 //! # Files
 //! Each imports only the ones above it in this table (and the coin below
@@ -17,6 +18,7 @@
 //! | `key_order.rs` | a flush's writes in key order ([`key_order`]) |
 //! | `table_writer.rs` | RocksDB's table writer through the C++ shim ([`table_writer`]) |
 //! | `ingest.rs` | the ingest protocol: [`ingest::TableFlush`] |
+//! | `staged.rs` | a SwiftSync attempt's coins: unsorted runs, the `'S'` record ([`staged`]) |
 //! | `io.rs` | what RocksDB did, from its properties ([`io`]) |
 //!
 //! # Crash safety
@@ -112,6 +114,7 @@ pub mod io;
 pub mod key_order;
 pub mod levels;
 mod options;
+pub(crate) mod staged;
 mod store;
 pub mod table_writer;
 

@@ -31,7 +31,13 @@ impl SyncLoop {
         self.seen_sequence = snapshot.sequence;
         self.follow_snapshot_services(snapshot.assumeutxo.as_ref());
         self.tip = snapshot.tip.as_ref().map(|tip| (tip.hash, tip.height));
-        let tip_height = self.tip.map_or(0, |(_, height)| height);
+        // While a SwiftSync plan waits, the engine connects nothing: the
+        // window starts where its stored blocks end, so the download goes
+        // on to the plan's terminal height and beyond.
+        let tip_height = self
+            .tip
+            .map_or(0, |(_, height)| height)
+            .max(snapshot.swiftsync_stored_height.unwrap_or(0));
         let old_height = self.download.tip_height();
         if tip_height != old_height {
             self.download.on_tip_moved(tip_height, tip_height.saturating_sub(old_height));

@@ -1,0 +1,172 @@
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ibex_generator::{generate, GeneratorOptions, Profile};
+use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
+use ibex_primitives::txoutset::TxOutSetHashType;
+use ibex_primitives::Params;
+
+use super::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
+use crate::engine::read_api::coin_set::chain_to_height;
+use crate::engine::{ChainEvent, Chainstate};
+use crate::hints_writer::build_hints;
+use crate::snapshot::roll_back_to_target;
+use crate::test_chain::{accept, chainstate_options};
+
+/// Blocks above genesis: more than 2,016 above the terminal height, so
+/// that `-assumevalid` covers it (Core's two weeks of work on regtest).
+const CHAIN_BLOCKS: u32 = 2_200;
+/// The hints' terminal height: coinbases matured and spent below it.
+const TERMINAL_HEIGHT: u32 = 160;
+
+type Events = Arc<Mutex<Vec<SwiftSyncEvent>>>;
+
+fn generated_blocks(root: &Path, blocks_above_genesis: u32) -> Vec<Vec<u8>> {
+    let generated = root.join("generated");
+    let mut options = GeneratorOptions::new(Profile::Tiny, 23, generated.clone());
+    options.blocks = Some(blocks_above_genesis);
+    options.threads = Some(1);
+    generate(&options).unwrap();
+    ibex_generator::replay::read_blocks(&generated, Params::regtest().message_start).unwrap()
+}
+
+/// A chainstate under `root` with every block accepted, `-assumevalid` at
+/// the tip, two script threads; its SwiftSync events go to the list.
+fn accepted(root: &Path, blocks: &[Vec<u8>], tip: ibex_primitives::BlockHash) -> (Chainstate, Events) {
+    let mut options = chainstate_options(root, Params::regtest());
+    options.assume_valid = Some(tip);
+    options.script_threads = 2;
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let observer = move |event: &ChainEvent| {
+        if let ChainEvent::SwiftSync(event) = event {
+            sink.lock().unwrap().push(event.clone());
+        }
+    };
+    let mut chainstate = Chainstate::open(options, Box::new(observer)).unwrap();
+    for bytes in blocks {
+        accept(&mut chainstate, bytes);
+    }
+    (chainstate, events)
+}
+
+fn tip_hash(blocks: &[Vec<u8>]) -> ibex_primitives::BlockHash {
+    let mut buffers = ibex_primitives::BlockBuffers::default();
+    ibex_primitives::ParsedBlock::parse(blocks.last().unwrap().clone(), &mut buffers).unwrap().hash()
+}
+
+fn serialized_hash(chainstate: &Chainstate) -> String {
+    let stats = chainstate.txoutset_stats(TxOutSetHashType::HashSerialized3).unwrap();
+    format!("{:?}@{:?}/{}", stats.hash, chainstate.tip(), stats.txouts)
+}
+
+/// The hints file at [`TERMINAL_HEIGHT`] from a chainstate synced the
+/// usual way, as `dumphints` writes it.
+fn hints_of(synced: &Chainstate) -> Vec<u8> {
+    let mut source = chain_to_height(synced, Some(TERMINAL_HEIGHT)).unwrap();
+    roll_back_to_target(&synced.reader(), &mut source.at).unwrap();
+    build_hints(&synced.reader(), &source.at.view, &source.blocks, HintsVersion::EliasFano)
+        .unwrap()
+        .bytes
+}
+
+/// `bytes` with one more output of the first block that has an unspent
+/// one marked unspent, or one fewer (`add`).
+fn altered_hints(bytes: &[u8], add: bool) -> Vec<u8> {
+    let file = HintsFile::parse(bytes.to_vec(), None).unwrap();
+    let mut writer = HintsWriter::new(file.version(), file.terminal_height());
+    let mut altered = false;
+    let mut indices = Vec::new();
+    for height in 1..=file.terminal_height() {
+        file.unspent_indices(height, &mut indices).unwrap();
+        if !altered && height > 100 && !indices.is_empty() {
+            altered = true;
+            if add {
+                // An output the inputs spend by `H`, now said unspent.
+                let first_free = (0..).find(|number| !indices.contains(number)).unwrap();
+                indices.push(first_free);
+                indices.sort_unstable();
+            } else {
+                indices.pop();
+            }
+        }
+        writer.push_block(&indices);
+    }
+    assert!(altered);
+    writer.finish().unwrap()
+}
+
+#[test]
+fn swiftsync_ends_on_the_usual_coin_set_and_falls_back_on_wrong_hints() {
+    let root = tempfile::tempdir().unwrap();
+    let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
+    let tip = tip_hash(&blocks);
+
+    let (mut usual, usual_events) = accepted(&root.path().join("usual"), &blocks, tip);
+    usual.activate_best_chain().unwrap();
+    assert_eq!(usual.tip().unwrap().1, CHAIN_BLOCKS);
+    assert!(usual_events.lock().unwrap().is_empty());
+    let expected = serialized_hash(&usual);
+    let hints = hints_of(&usual);
+
+    let (mut swift, events) = accepted(&root.path().join("swift"), &blocks, tip);
+    let plan = SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
+    swift.set_swiftsync(plan);
+    swift.activate_best_chain().unwrap();
+    assert_eq!(swift.tip().unwrap().1, CHAIN_BLOCKS);
+    assert_eq!(serialized_hash(&swift), expected);
+    let events = events.lock().unwrap().clone();
+    assert!(
+        matches!(events.last(), Some(SwiftSyncEvent::Completed { terminal_height: TERMINAL_HEIGHT, coin_count, input_count, .. }) if *coin_count > 0 && *input_count > 0),
+        "{events:?}"
+    );
+    // No undo data below the terminal block, and the chain goes on above it.
+    let at = |height: u32| swift.chain().at(height).unwrap();
+    assert!(swift.read_undo(at(TERMINAL_HEIGHT)).is_err());
+    assert!(swift.read_undo(at(TERMINAL_HEIGHT + 1)).is_ok());
+
+    for add in [true, false] {
+        let directory = root.path().join(format!("altered-{add}"));
+        let (mut altered, events) = accepted(&directory, &blocks, tip);
+        let file = HintsFile::parse(altered_hints(&hints, add), None).unwrap();
+        altered.set_swiftsync(SwiftSyncPlan::new(file));
+        altered.activate_best_chain().unwrap();
+        assert_eq!(altered.tip().unwrap().1, CHAIN_BLOCKS);
+        assert_eq!(serialized_hash(&altered), expected);
+        let events = events.lock().unwrap().clone();
+        let given_up = events.iter().find_map(|event| match event {
+            SwiftSyncEvent::GivenUp { failure } => Some(failure.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            given_up,
+            Some(SwiftSyncFailure::AggregateNotZero { terminal_height: TERMINAL_HEIGHT }),
+            "{events:?}"
+        );
+    }
+}
+
+#[test]
+fn swiftsync_needs_the_terminal_block_under_assumevalid() {
+    let root = tempfile::tempdir().unwrap();
+    // `-assumevalid` at the tip, with less than two weeks of work above
+    // the terminal block: Core would check its scripts.
+    let chain_blocks = TERMINAL_HEIGHT + 2_000;
+    let blocks = generated_blocks(root.path(), chain_blocks);
+    let (mut synced, events) = accepted(&root.path().join("node"), &blocks, tip_hash(&blocks));
+    let mut writer = HintsWriter::new(HintsVersion::EliasFano, TERMINAL_HEIGHT);
+    for _ in 0..TERMINAL_HEIGHT {
+        writer.push_block(&[0]);
+    }
+    let file = HintsFile::parse(writer.finish().unwrap(), None).unwrap();
+    synced.set_swiftsync(SwiftSyncPlan::new(file));
+    synced.activate_best_chain().unwrap();
+    assert_eq!(synced.tip().unwrap().1, chain_blocks);
+    let events = events.lock().unwrap().clone();
+    assert!(
+        matches!(events.last(), Some(SwiftSyncEvent::GivenUp { failure: SwiftSyncFailure::ScriptsRequired { height: TERMINAL_HEIGHT, .. } })),
+        "{events:?}"
+    );
+}

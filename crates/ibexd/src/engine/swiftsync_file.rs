@@ -1,0 +1,127 @@
+//! `-swiftsync=<file>`: the hints file read, checked whole (and against
+//! the network's committed hash when it has one), and handed to the
+//! engine before any block is connected.
+
+use std::path::{Path, PathBuf};
+
+use ibex_chainstate::{Chainstate, SwiftSyncPlan};
+use ibex_primitives::hints::{HintsError, HintsFile};
+use ibex_primitives::params::HintsCommitmentMismatch;
+use ibex_primitives::Params;
+
+use crate::logging::Logger;
+use crate::options::NodeOptions;
+
+/// Why `-swiftsync` cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SwiftSyncFileError {
+    /// The file could not be read.
+    #[error("cannot read the SwiftSync hints file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a hints file, or a broken one.
+    #[error("the SwiftSync hints file {path} is not usable: {source}")]
+    Hints {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: HintsError,
+    },
+    /// The network commits to another file.
+    #[error("the SwiftSync hints file {path} is not this network's: {source}")]
+    Commitment {
+        /// The file.
+        path: PathBuf,
+        /// The hashes.
+        source: HintsCommitmentMismatch,
+    },
+    /// Pruning deletes blocks the sync must read.
+    #[error("-swiftsync cannot be used with -prune: the sync reads every block up to the hints' height before pruning could start")]
+    Pruned,
+}
+
+/// Reads and checks `path` for `params`' network.
+pub fn read_plan(path: &Path, params: &Params) -> Result<SwiftSyncPlan, SwiftSyncFileError> {
+    let bytes = std::fs::read(path)
+        .map_err(|source| SwiftSyncFileError::Read { path: path.to_path_buf(), source })?;
+    let expected_height = params.swiftsync_hints.map(|entry| entry.terminal_height);
+    if let Some(entry) = params.swiftsync_hints {
+        entry
+            .check(&bytes)
+            .map_err(|source| SwiftSyncFileError::Commitment { path: path.to_path_buf(), source })?;
+    }
+    let hints = HintsFile::parse(bytes, expected_height)
+        .map_err(|source| SwiftSyncFileError::Hints { path: path.to_path_buf(), source })?;
+    Ok(SwiftSyncPlan::new(hints))
+}
+
+/// Hands `-swiftsync`'s plan to `chainstate`, when the option is given.
+pub fn set_plan(
+    chainstate: &mut Chainstate,
+    options: &NodeOptions,
+    logger: &Logger,
+) -> Result<(), SwiftSyncFileError> {
+    let Some(path) = &options.swiftsync_file else { return Ok(()) };
+    if options.prune.is_enabled() {
+        return Err(SwiftSyncFileError::Pruned);
+    }
+    let plan = read_plan(path, &options.params)?;
+    logger.log(&format!(
+        "[swiftsync] hints file {}: terminal height {}, {} outputs unspent there ({} coding)",
+        path.display(),
+        plan.terminal_height(),
+        plan.hints().unspent_count(),
+        match plan.hints().version() {
+            ibex_primitives::hints::HintsVersion::EliasFano => "BIP 456",
+            ibex_primitives::hints::HintsVersion::GapList => "btcd",
+        }
+    ));
+    chainstate.set_swiftsync(plan);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibex_primitives::hash::{sha256, Hash256};
+    use ibex_primitives::hints::{HintsVersion, HintsWriter};
+    use ibex_primitives::params::SwiftSyncHintsEntry;
+
+    fn file_bytes(terminal_height: u32) -> Vec<u8> {
+        let mut writer = HintsWriter::new(HintsVersion::EliasFano, terminal_height);
+        for height in 0..terminal_height {
+            writer.push_block(&[height % 3]);
+        }
+        writer.finish().unwrap()
+    }
+
+    #[test]
+    fn a_file_is_read_whole_and_checked_against_the_network() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("hints.dat");
+        let bytes = file_bytes(5);
+        std::fs::write(&path, &bytes).unwrap();
+        let mut params = Params::regtest();
+        assert_eq!(read_plan(&path, &params).unwrap().terminal_height(), 5);
+
+        let missing = directory.path().join("missing.dat");
+        assert!(matches!(read_plan(&missing, &params), Err(SwiftSyncFileError::Read { .. })));
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(matches!(read_plan(&path, &params), Err(SwiftSyncFileError::Hints { .. })));
+
+        std::fs::write(&path, &bytes).unwrap();
+        let committed = Hash256(sha256(&bytes));
+        params.swiftsync_hints =
+            Some(SwiftSyncHintsEntry { terminal_height: 5, file_sha256: committed });
+        assert_eq!(read_plan(&path, &params).unwrap().terminal_height(), 5);
+        let other = file_bytes(6);
+        std::fs::write(&path, &other).unwrap();
+        let error = read_plan(&path, &params).unwrap_err();
+        assert!(matches!(error, SwiftSyncFileError::Commitment { .. }), "{error}");
+    }
+}
