@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use common::assumeutxo::{rpc_options, start, stop};
 use common::rpc::Endpoint;
-use common::{datadir_with_blocks, debug_log, free_port, generate_chain, wait_for_log, NodeProcess};
+use common::{datadir_with_blocks, debug_log, free_port, generate_chain, NodeProcess};
 use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
 use serde_json::{json, Value};
 
@@ -27,8 +27,10 @@ fn node(datadir: &Path, options: &[String]) -> (Endpoint, NodeProcess) {
     let port = free_port();
     let mut all = rpc_options(port);
     all.extend_from_slice(options);
+    // Earlier runs on `datadir` logged the same line.
+    let offset = common::log_bytes(datadir);
     let mut process = start(datadir, &all);
-    wait_for_log(datadir, "init message: Done loading", &mut process);
+    common::wait_for_log_after(datadir, "init message: Done loading", offset, &mut process);
     (Endpoint { port }, process)
 }
 
@@ -65,7 +67,7 @@ fn flipped_hints(path: &Path, add: bool) -> Vec<u8> {
 
 /// Imports the chain's block files into `datadir` again (`-reindex`, no
 /// peers) with the hints file `hints`, waits for the tip, and returns the
-/// coin set and the log.
+/// coin set and what this run logged.
 fn import_with_hints(datadir: &Path, hints: &Path, assume_valid: &str) -> ((Value, Value), String) {
     let options = [
         "-reindex".to_owned(),
@@ -74,11 +76,12 @@ fn import_with_hints(datadir: &Path, hints: &Path, assume_valid: &str) -> ((Valu
         format!("-swiftsync={}", hints.display()),
         format!("-assumevalid={assume_valid}"),
     ];
+    let offset = common::log_bytes(datadir);
     let (endpoint, mut process) = node(datadir, &options);
     endpoint.wait_for_height(TIP_HEIGHT, &mut process);
     let set = coin_set(endpoint);
     stop(endpoint, &mut process, datadir);
-    (set, debug_log(datadir))
+    (set, debug_log(datadir).get(offset..).unwrap_or_default().to_owned())
 }
 
 /// Starts a node with `-swiftsync=<hints>`: it must refuse to start, with
@@ -95,6 +98,57 @@ fn refused_start(datadir: &Path, hints: &Path, words: &str) {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(words), "{stderr}");
+}
+
+/// Where a SwiftSync IBD is cut by `kill -9`: a log line to wait for
+/// (empty: none), then milliseconds more.
+const KILL_MOMENTS: [(&str, u64); 8] = [
+    ("init message: Done loading", 0),
+    ("[swiftsync] waiting", 0),
+    ("[swiftsync] waiting", 300),
+    ("[swiftsync] waiting", 900),
+    ("[swiftsync] accounting", 0),
+    ("[swiftsync] accounting", 40),
+    ("[swiftsync] the aggregate is zero", 0),
+    ("UpdateTip: new best=", 500),
+];
+
+/// A node syncing from A with the hints (`options`) on `datadir`, killed
+/// (`kill -9`) at each of [`KILL_MOMENTS`] and started again: the last
+/// start syncs to the tip and ends on `expected`.
+fn killed_at_eight_moments(datadir: &Path, options: &[String], expected: &(Value, Value)) {
+    std::fs::create_dir_all(datadir).unwrap();
+    for (text, delay_ms) in KILL_MOMENTS {
+        let offset = common::log_bytes(datadir);
+        let port = free_port();
+        let mut all = rpc_options(port);
+        all.extend_from_slice(options);
+        let mut process = start(datadir, &all);
+        wait_for_moment(datadir, text, offset, &mut process);
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        process.kill().unwrap();
+        process.wait().unwrap();
+    }
+    let (endpoint, mut process) = node(datadir, options);
+    endpoint.wait_for_height(TIP_HEIGHT, &mut process);
+    assert_eq!(&coin_set(endpoint), expected, "{}", debug_log(datadir));
+    stop(endpoint, &mut process, datadir);
+}
+
+/// Waits until the log written after `offset` bytes has `text`, or says
+/// the SwiftSync part is over already (an earlier run got past it).
+fn wait_for_moment(datadir: &Path, text: &str, offset: usize, process: &mut NodeProcess) {
+    let started = std::time::Instant::now();
+    loop {
+        let log = common::log_or_empty(datadir);
+        let new = log.get(offset..).unwrap_or_default();
+        if new.contains(text) || new.contains("[swiftsync] not used") {
+            return;
+        }
+        assert!(process.try_wait().unwrap().is_none(), "the node exited: {log}");
+        assert!(started.elapsed() < common::NODE_WAIT, "no {text:?} in {new}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -121,6 +175,7 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
 
     // B: an IBD over P2P with the hints.
     let b_datadir = root.path().join("b");
+    std::fs::create_dir_all(&b_datadir).unwrap();
     let b_options = [
         format!("-connect=127.0.0.1:{p2p_port}"),
         "-listen=0".to_owned(),
@@ -139,6 +194,7 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     let (b, mut b_process) = node(&b_datadir, &["-connect=0".to_owned(), "-listen=0".to_owned()]);
     assert_eq!(coin_set(b), expected);
     stop(b, &mut b_process, &b_datadir);
+    killed_at_eight_moments(&root.path().join("d"), &b_options, &expected);
     stop(a, &mut a_process, &a_datadir);
 
     // C: the block files imported with hints that are wrong.
@@ -170,6 +226,7 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     let bad_magic = root.path().join("magic.dat");
     std::fs::write(&bad_magic, magic).unwrap();
     let refused = root.path().join("refused");
+    std::fs::create_dir_all(&refused).unwrap();
     for path in [&truncated, &bad_magic] {
         refused_start(&refused, path, "is not usable");
     }

@@ -39,6 +39,9 @@ impl Chainstate {
     /// branch (see the module docs). A block found invalid on the way moves
     /// the best header, and the next best header's chain is followed.
     pub(crate) fn advance_along_best_header(&mut self) -> Result<(), ChainstateError> {
+        if !self.swiftsync_gate()? {
+            return Ok(());
+        }
         loop {
             if self.reached_stop_height() || self.interrupted() {
                 return Ok(());

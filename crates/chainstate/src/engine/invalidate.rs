@@ -50,6 +50,18 @@ pub enum ChainControlError {
         /// The genesis block's hash.
         hash: BlockHash,
     },
+    /// The block is on the active chain at or below a block connected
+    /// without undo data (a SwiftSync sync's terminal block, or a
+    /// snapshot's base): the chain cannot be rolled back past it.
+    #[error("block {hash} at height {height} cannot be disconnected: the block at height {without_undo_height} has no undo data")]
+    NoUndoData {
+        /// The block asked for.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// The highest block of the way down without undo data.
+        without_undo_height: u32,
+    },
     /// The engine failed while changing the chain; it stops with this
     /// error.
     #[error(transparent)]
@@ -76,6 +88,9 @@ impl Chainstate {
         // Only settled blocks are disconnected; a pending one that fails is
         // marked (and rolled back) by its own verdict first.
         self.settle_pending()?;
+        if let Some(without_undo_height) = self.highest_without_undo_down_to(id, height) {
+            return Err(ChainControlError::NoUndoData { hash: *hash, height, without_undo_height });
+        }
         let candidates = &mut self.active.candidates;
         self.shared.selection.mark_invalid(&mut self.shared.index, candidates, id);
         self.shared.persistence.write_index(&mut self.shared.index)?;
@@ -92,6 +107,21 @@ impl Chainstate {
         self.publish(self.active.chain.tip());
         self.activate_best_chain()?;
         Ok(())
+    }
+
+    /// The highest block of the active chain from its tip down to `id` (at
+    /// `height`) that has no undo data, when `id` is on it.
+    fn highest_without_undo_down_to(&self, id: crate::EntryId, height: u32) -> Option<u32> {
+        if !self.active.chain.contains(id, height) {
+            return None;
+        }
+        let tip_height = self.active.chain.height()?;
+        (height..=tip_height).rev().find(|&at| {
+            self.active
+                .chain
+                .at(at)
+                .is_some_and(|block| self.shared.index.entry(block).undo_position.is_none())
+        })
     }
 
     /// Clears the failure marks of block `hash`, its descendants and its

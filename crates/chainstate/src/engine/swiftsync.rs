@@ -65,13 +65,31 @@ impl Chainstate {
     /// usual way by the next activation.
     pub fn end_swiftsync_wait(&mut self) -> Result<(), ChainstateError> {
         if !self.swiftsync_gate()? {
-            let failure = self.missing_block_failure();
+            let failure = self.waiting_failure();
             self.give_up_swiftsync(failure);
         }
         Ok(())
     }
 
-    /// What stands between the plan and its pass, as a failure.
+    /// What keeps a waiting plan from its pass, as a failure: its
+    /// terminal block not covered by `-assumevalid`, a block not stored,
+    /// or a chain shorter than the hints.
+    fn waiting_failure(&self) -> SwiftSyncFailure {
+        if let Some(state) = &self.swiftsync {
+            if let Some(terminal) = state.terminal {
+                if state.stored_through == state.plan.terminal_height() {
+                    let entry = self.shared.index.entry(terminal);
+                    return SwiftSyncFailure::ScriptsRequired {
+                        height: entry.height,
+                        hash: entry.hash,
+                    };
+                }
+            }
+        }
+        self.missing_block_failure()
+    }
+
+    /// The first block not stored, or a chain shorter than the hints.
     fn missing_block_failure(&self) -> SwiftSyncFailure {
         let index = &self.shared.index;
         let terminal_height = self.swiftsync.as_ref().map_or(0, |state| state.plan.terminal_height());
@@ -121,7 +139,7 @@ impl Chainstate {
             .best_header()
             .and_then(|best| index.ancestor(best, terminal_height));
         if terminal.is_none() && self.headers_reach_present() {
-            let failure = self.missing_block_failure();
+            let failure = self.waiting_failure();
             self.give_up_swiftsync(failure);
             return Ok(true);
         }
@@ -142,16 +160,26 @@ impl Chainstate {
         }
         let stored_through = state.stored_through;
         self.shared.reads.publish_swiftsync(Some(stored_through));
-        let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
-        let (Some(terminal), true) = (terminal, stored_through == terminal_height) else {
-            if !std::mem::replace(&mut state.waiting_logged, true) {
-                self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::Waiting { terminal_height }));
+        if let (Some(terminal), true) = (terminal, stored_through == terminal_height) {
+            // Within an import the headers above come with their blocks:
+            // `-assumevalid`'s margin may be reached later.
+            if super::activate::assume_valid_covers(&self.shared, terminal) {
+                let plan = self.swiftsync.as_ref().map(|state| state.plan.clone());
+                if let Some(plan) = plan {
+                    self.run_swiftsync(&plan, terminal)?;
+                }
+                return Ok(!self.swiftsync_pending());
             }
-            return Ok(false);
-        };
-        let plan = state.plan.clone();
-        self.run_swiftsync(&plan, terminal)?;
-        Ok(!self.swiftsync_pending())
+            if self.headers_reach_present() {
+                self.give_up_swiftsync(self.waiting_failure());
+                return Ok(true);
+            }
+        }
+        let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
+        if !std::mem::replace(&mut state.waiting_logged, true) {
+            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::Waiting { terminal_height }));
+        }
+        Ok(false)
     }
 
     /// Runs the pass to `terminal` and acts on its end.
@@ -165,12 +193,6 @@ impl Chainstate {
             let entry = self.shared.index.entry(terminal);
             (entry.hash, entry.height)
         };
-        if !super::activate::assume_valid_covers(&self.shared, terminal) {
-            let failure =
-                SwiftSyncFailure::ScriptsRequired { height: terminal_height, hash: terminal_hash };
-            self.give_up_swiftsync(failure);
-            return Ok(());
-        }
         let database = self.active.connector.cache().database().clone();
         if database.iter_coins().next().is_some() {
             self.give_up_swiftsync(SwiftSyncFailure::CoinsPresent);

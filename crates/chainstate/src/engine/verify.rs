@@ -1,7 +1,7 @@
 //! The start's check of the last blocks (Core's `CVerifyDB::VerifyDB`,
 //! `-checkblocks` 6 unless told otherwise): each of the active chain's last blocks is read back
 //! from its block file (level 0), checked as `CheckBlock` checks it (level
-//! 1), and its undo record read back against its checksum (level 2), so
+//! 1), and its undo record, where it has one, read back against its checksum (level 2), so
 //! that a cut-off tip block, a wrong or missing `xor.dat` or a damaged undo
 //! record stops the start with the remedy named, rather than failing later
 //! in an RPC call or a reorganisation. Core's level 3 (disconnecting the
@@ -187,7 +187,10 @@ impl Chainstate {
             check_block_on_network(block.view(), block.block.txids(), &hash, self.params())
                 .map_err(|reason| BlockCheckError::BadBlock { height, hash, reason })?;
         }
-        if level >= 2 && height > 0 {
+        // Core reads the undo record only where the index has one: the
+        // blocks a SwiftSync sync accounted below its terminal height have
+        // none (`crate::engine::swiftsync`).
+        if level >= 2 && height > 0 && entry.undo_position.is_some() {
             self.read_undo(id).map_err(|source| BlockCheckError::BadUndo {
                 height,
                 hash,

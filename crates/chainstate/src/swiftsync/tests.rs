@@ -10,7 +10,7 @@ use ibex_primitives::Params;
 
 use super::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
 use crate::engine::read_api::coin_set::chain_to_height;
-use crate::engine::{ChainEvent, Chainstate};
+use crate::engine::{ChainControlError, ChainEvent, Chainstate};
 use crate::hints_writer::build_hints;
 use crate::snapshot::roll_back_to_target;
 use crate::test_chain::{accept, chainstate_options};
@@ -35,6 +35,15 @@ fn generated_blocks(root: &Path, blocks_above_genesis: u32) -> Vec<Vec<u8>> {
 /// A chainstate under `root` with every block accepted, `-assumevalid` at
 /// the tip, two script threads; its SwiftSync events go to the list.
 fn accepted(root: &Path, blocks: &[Vec<u8>], tip: ibex_primitives::BlockHash) -> (Chainstate, Events) {
+    let (mut chainstate, events) = opened(root, tip);
+    for bytes in blocks {
+        accept(&mut chainstate, bytes);
+    }
+    (chainstate, events)
+}
+
+/// The chainstate under `root` as [`accepted`] opens it, no block given.
+fn opened(root: &Path, tip: ibex_primitives::BlockHash) -> (Chainstate, Events) {
     let mut options = chainstate_options(root, Params::regtest());
     options.assume_valid = Some(tip);
     options.script_threads = 2;
@@ -45,11 +54,7 @@ fn accepted(root: &Path, blocks: &[Vec<u8>], tip: ibex_primitives::BlockHash) ->
             sink.lock().unwrap().push(event.clone());
         }
     };
-    let mut chainstate = Chainstate::open(options, Box::new(observer)).unwrap();
-    for bytes in blocks {
-        accept(&mut chainstate, bytes);
-    }
-    (chainstate, events)
+    (Chainstate::open(options, Box::new(observer)).unwrap(), events)
 }
 
 fn tip_hash(blocks: &[Vec<u8>]) -> ibex_primitives::BlockHash {
@@ -126,6 +131,33 @@ fn swiftsync_ends_on_the_usual_coin_set_and_falls_back_on_wrong_hints() {
     let at = |height: u32| swift.chain().at(height).unwrap();
     assert!(swift.read_undo(at(TERMINAL_HEIGHT)).is_err());
     assert!(swift.read_undo(at(TERMINAL_HEIGHT + 1)).is_ok());
+    // Nor can the chain be rolled back below it.
+    let below = swift.index().entry(at(TERMINAL_HEIGHT - 1)).hash;
+    let refusal = swift.invalidate_block(&below).unwrap_err();
+    assert!(
+        matches!(refusal, ChainControlError::NoUndoData { height, without_undo_height: TERMINAL_HEIGHT, .. } if height == TERMINAL_HEIGHT - 1),
+        "{refusal}"
+    );
+    assert_eq!(swift.tip().unwrap().1, CHAIN_BLOCKS);
+
+    // An attempt cut short by a shutdown leaves its coins staged; the next
+    // open discards them and the attempt is made again.
+    let directory = root.path().join("interrupted");
+    let (mut cut, _) = accepted(&directory, &blocks, tip);
+    cut.set_interrupt(Arc::new(std::sync::atomic::AtomicBool::new(true)));
+    cut.set_swiftsync(SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap()));
+    cut.activate_best_chain().unwrap();
+    assert_eq!(cut.tip().unwrap().1, 0);
+    assert!(cut.cache().database().holds_staged().unwrap());
+    drop(cut);
+    let (mut again, events) = opened(&directory, tip);
+    assert_eq!(events.lock().unwrap().clone(), [SwiftSyncEvent::UnfinishedDiscarded]);
+    assert!(!again.cache().database().holds_staged().unwrap());
+    again.set_swiftsync(SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap()));
+    again.activate_best_chain().unwrap();
+    assert_eq!(serialized_hash(&again), expected);
+    assert!(matches!(events.lock().unwrap().last(), Some(SwiftSyncEvent::Completed { .. })));
+    drop(again);
 
     for add in [true, false] {
         let directory = root.path().join(format!("altered-{add}"));
@@ -162,6 +194,12 @@ fn swiftsync_needs_the_terminal_block_under_assumevalid() {
     }
     let file = HintsFile::parse(writer.finish().unwrap(), None).unwrap();
     synced.set_swiftsync(SwiftSyncPlan::new(file));
+    synced.activate_best_chain().unwrap();
+    // It waits for more headers, which could bring the margin...
+    assert_eq!(synced.tip().unwrap().1, 0);
+    assert!(matches!(events.lock().unwrap().last(), Some(SwiftSyncEvent::Waiting { .. })));
+    // ...until no more blocks come.
+    synced.end_swiftsync_wait().unwrap();
     synced.activate_best_chain().unwrap();
     assert_eq!(synced.tip().unwrap().1, chain_blocks);
     let events = events.lock().unwrap().clone();
