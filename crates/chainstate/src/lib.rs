@@ -36,8 +36,8 @@ pub(crate) mod metrics;
 pub(crate) mod prepared;
 pub(crate) mod scripts;
 pub mod snapshot;
-pub mod swiftsync;
 pub(crate) mod stages;
+pub mod swiftsync;
 #[cfg(test)]
 mod test_chain;
 pub(crate) mod undo;

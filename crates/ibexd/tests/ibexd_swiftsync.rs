@@ -87,12 +87,11 @@ fn import_with_hints(datadir: &Path, hints: &Path, assume_valid: &str) -> ((Valu
 /// Starts a node with `-swiftsync=<hints>`: it must refuse to start, with
 /// `words` on its standard error.
 fn refused_start(datadir: &Path, hints: &Path, words: &str) {
-    let output = common::ibexd(datadir, &common::REGTEST_QUIET, &[
-        "-connect=0",
-        "-listen=0",
-        "-server=0",
-        &format!("-swiftsync={}", hints.display()),
-    ])
+    let output = common::ibexd(
+        datadir,
+        &common::REGTEST_QUIET,
+        &["-connect=0", "-listen=0", "-server=0", &format!("-swiftsync={}", hints.display())],
+    )
     .output()
     .unwrap();
     assert!(!output.status.success());
@@ -187,7 +186,8 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     assert_eq!(coin_set(b), expected);
     stop(b, &mut b_process, &b_datadir);
     let log = debug_log(&b_datadir);
-    let proven = format!("[swiftsync] the aggregate is zero: chainstate at height {TERMINAL_HEIGHT}");
+    let proven =
+        format!("[swiftsync] the aggregate is zero: chainstate at height {TERMINAL_HEIGHT}");
     assert!(log.contains(&proven), "{log}");
     assert!(!log.contains("given up"), "{log}");
     // A restart checks the last blocks (they have undo data) and goes on.
@@ -214,7 +214,8 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     std::fs::write(&beyond, writer.finish().unwrap()).unwrap();
     let (set, log) = import_with_hints(&c_datadir, &beyond, &tip_hash);
     assert_eq!(set, expected);
-    let given_up = format!("the hints end at height {beyond_height}, above the best header ({TIP_HEIGHT})");
+    let given_up =
+        format!("the hints end at height {beyond_height}, above the best header ({TIP_HEIGHT})");
     assert!(log.contains(&given_up), "{log}");
 
     // Files that are not hints files stop the start.
@@ -230,5 +231,9 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     for path in [&truncated, &bad_magic] {
         refused_start(&refused, path, "is not usable");
     }
-    refused_start(&refused, &root.path().join("missing.dat"), "cannot read the SwiftSync hints file");
+    refused_start(
+        &refused,
+        &root.path().join("missing.dat"),
+        "cannot read the SwiftSync hints file",
+    );
 }

@@ -41,12 +41,8 @@ impl Chainstate {
     /// Syncs with `plan` (SwiftSync's assumevalid mode) if the active chain
     /// is still at genesis when blocks come to be connected.
     pub fn set_swiftsync(&mut self, plan: SwiftSyncPlan) {
-        self.swiftsync = Some(SwiftSyncState {
-            plan,
-            terminal: None,
-            stored_through: 0,
-            waiting_logged: false,
-        });
+        self.swiftsync =
+            Some(SwiftSyncState { plan, terminal: None, stored_through: 0, waiting_logged: false });
     }
 
     /// Whether a SwiftSync plan still waits for its blocks.
@@ -92,7 +88,8 @@ impl Chainstate {
     /// The first block not stored, or a chain shorter than the hints.
     fn missing_block_failure(&self) -> SwiftSyncFailure {
         let index = &self.shared.index;
-        let terminal_height = self.swiftsync.as_ref().map_or(0, |state| state.plan.terminal_height());
+        let terminal_height =
+            self.swiftsync.as_ref().map_or(0, |state| state.plan.terminal_height());
         let best = self.shared.selection.best_header();
         let best_height = best.map_or(0, |id| index.entry(id).height);
         let stored = self.swiftsync.as_ref().map_or(0, |state| state.stored_through);
@@ -122,7 +119,8 @@ impl Chainstate {
     /// (no plan, or the plan is done with), false while the plan waits for
     /// blocks. Runs the pass once every block is stored.
     pub(crate) fn swiftsync_gate(&mut self) -> Result<bool, ChainstateError> {
-        let Some(terminal_height) = self.swiftsync.as_ref().map(|state| state.plan.terminal_height())
+        let Some(terminal_height) =
+            self.swiftsync.as_ref().map(|state| state.plan.terminal_height())
         else {
             return Ok(true);
         };
@@ -267,7 +265,8 @@ impl Chainstate {
                 break;
             }
             let hash = entry.hash;
-            let position = entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?;
+            let position =
+                entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?;
             blocks.push(RunBlock { id, height: entry.height, hash, position });
             walk = entry.parent;
         }

@@ -106,7 +106,9 @@ pub enum SwiftSyncFailure {
     },
     /// The terminal block's scripts would be checked (`-assumevalid` does
     /// not cover it): the assumevalid mode may not skip them.
-    #[error("the scripts of block {height} ({hash}) are to be checked: -assumevalid does not cover it")]
+    #[error(
+        "the scripts of block {height} ({hash}) are to be checked: -assumevalid does not cover it"
+    )]
     ScriptsRequired {
         /// The terminal height.
         height: u32,
@@ -163,7 +165,9 @@ pub enum SwiftSyncFailure {
         terminal_height: u32,
     },
     /// The inputs do not spend exactly the outputs the hints leave out.
-    #[error("the aggregate is not zero at height {terminal_height}: the hints do not match the chain")]
+    #[error(
+        "the aggregate is not zero at height {terminal_height}: the hints do not match the chain"
+    )]
     AggregateNotZero {
         /// The terminal height.
         terminal_height: u32,

@@ -7,16 +7,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use ibex_blockstore::BlockPosition;
 use ibex_consensus::check_block_on_network;
 use ibex_consensus::swiftsync::{account_block, supply_limit_through, BlockToAccount};
-use ibex_primitives::hints::{
-    HintsFile, OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES,
-};
+use ibex_primitives::hints::{HintsFile, OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES};
 use ibex_primitives::params::is_bip30_repeat;
 use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, Txid};
 
 use super::SwiftSyncFailure;
 use crate::block_read_ahead::{read_one, BlockFiles, BlockToRead};
 use crate::coins::coin::Coin;
-use crate::coins::database::staged::CoinRun;
+use crate::coins::database::staged::{CoinBuckets, CoinRun};
 use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
@@ -48,7 +46,8 @@ pub(crate) struct PassInputs<'a> {
     pub(crate) params: &'a Params,
     /// Threads accounting blocks (the calling thread is one of them).
     pub(crate) worker_count: usize,
-    /// Bytes of coins a worker holds before it writes them as a run.
+    /// Bytes of coins a worker holds before it appends them to the
+    /// buckets, and a bucket's size once read back.
     pub(crate) run_bytes_max: usize,
     /// Set when the node shuts down.
     pub(crate) interrupt: Option<&'a AtomicBool>,
@@ -94,19 +93,25 @@ pub(crate) fn run_pass(mut inputs: PassInputs<'_>) -> Result<PassEnd, Chainstate
         return Ok(PassEnd::Failed(SwiftSyncFailure::NoRandomness));
     }
     let hasher = OutpointHasher::new(&salt);
-    inputs.blocks.sort_unstable_by_key(|block| (block.position.file_number, block.position.data_offset));
+    inputs
+        .blocks
+        .sort_unstable_by_key(|block| (block.position.file_number, block.position.data_offset));
+    let buckets =
+        CoinBuckets::create(inputs.database, inputs.hints.unspent_count(), inputs.run_bytes_max)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let inputs = &inputs;
+    let buckets_ref = &buckets;
     let results: Vec<Result<Result<WorkerTotals, PassEnd>, ChainstateError>> =
         std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..inputs.worker_count.max(1))
-                .map(|_| scope.spawn(|| account_blocks(inputs, &hasher, &next, &stop)))
+                .map(|_| scope.spawn(|| account_blocks(inputs, buckets_ref, &hasher, &next, &stop)))
                 .collect();
-            let mut results = vec![account_blocks(inputs, &hasher, &next, &stop)];
+            let mut results = vec![account_blocks(inputs, buckets_ref, &hasher, &next, &stop)];
             for helper in helpers {
                 // A panicking worker is a bug; re-raise it here.
-                results.push(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+                results
+                    .push(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
             }
             results
         });
@@ -132,7 +137,14 @@ pub(crate) fn run_pass(mut inputs: PassInputs<'_>) -> Result<PassEnd, Chainstate
     if let Some(end) = ended {
         return Ok(end);
     }
-    Ok(judge(total, inputs.hints.terminal_height(), inputs.params))
+    let end = judge(total, inputs.hints.terminal_height(), inputs.params);
+    if let PassEnd::Proven(totals) = &end {
+        let written = buckets.write_into(inputs.database, inputs.worker_count)?;
+        // Every coin accounted is in a bucket: a broken invariant here is
+        // a bug of the staging, never a chain to accept.
+        assert_eq!(written, totals.coin_count, "staged coins lost between buckets and tables");
+    }
+    Ok(end)
 }
 
 /// The checks at `H` over the merged sums: the aggregate first, as wrong
@@ -160,6 +172,7 @@ fn judge(mut total: WorkerTotals, terminal_height: u32, params: &Params) -> Pass
 /// One worker: blocks until none is left or another worker stopped.
 fn account_blocks(
     inputs: &PassInputs<'_>,
+    buckets: &CoinBuckets,
     hasher: &OutpointHasher,
     next: &AtomicUsize,
     stop: &AtomicBool,
@@ -177,7 +190,8 @@ fn account_blocks(
             return Ok(Err(PassEnd::Interrupted));
         }
         let Some(block) = inputs.blocks.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
-        let step = account_one(inputs, hasher, *block, &mut totals, &mut run, &mut buffers, &mut indices);
+        let step =
+            account_one(inputs, hasher, *block, &mut totals, &mut run, &mut buffers, &mut indices);
         match step {
             Ok(Ok(())) => {}
             Ok(Err(failure)) => {
@@ -190,10 +204,10 @@ fn account_blocks(
             }
         }
         if run.bytes() >= inputs.run_bytes_max {
-            inputs.database.ingest_run(&mut run)?;
+            buckets.append(&mut run)?;
         }
     }
-    inputs.database.ingest_run(&mut run)?;
+    buckets.append(&mut run)?;
     Ok(Ok(totals))
 }
 
@@ -251,5 +265,7 @@ fn account_one(
 /// Non-coinbase transactions cannot repeat without spending an output
 /// twice, which the aggregate shows.
 fn bip30_needs_unique_coinbase(params: &Params, height: u32, hash: &BlockHash) -> bool {
-    !params.bip34_from_first_block() && height < params.bip34_height && !is_bip30_repeat(height, hash)
+    !params.bip34_from_first_block()
+        && height < params.bip34_height
+        && !is_bip30_repeat(height, hash)
 }

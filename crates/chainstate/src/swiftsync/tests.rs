@@ -34,7 +34,11 @@ fn generated_blocks(root: &Path, blocks_above_genesis: u32) -> Vec<Vec<u8>> {
 
 /// A chainstate under `root` with every block accepted, `-assumevalid` at
 /// the tip, two script threads; its SwiftSync events go to the list.
-fn accepted(root: &Path, blocks: &[Vec<u8>], tip: ibex_primitives::BlockHash) -> (Chainstate, Events) {
+fn accepted(
+    root: &Path,
+    blocks: &[Vec<u8>],
+    tip: ibex_primitives::BlockHash,
+) -> (Chainstate, Events) {
     let (mut chainstate, events) = opened(root, tip);
     for bytes in blocks {
         accept(&mut chainstate, bytes);
@@ -59,7 +63,9 @@ fn opened(root: &Path, tip: ibex_primitives::BlockHash) -> (Chainstate, Events) 
 
 fn tip_hash(blocks: &[Vec<u8>]) -> ibex_primitives::BlockHash {
     let mut buffers = ibex_primitives::BlockBuffers::default();
-    ibex_primitives::ParsedBlock::parse(blocks.last().unwrap().clone(), &mut buffers).unwrap().hash()
+    ibex_primitives::ParsedBlock::parse(blocks.last().unwrap().clone(), &mut buffers)
+        .unwrap()
+        .hash()
 }
 
 fn serialized_hash(chainstate: &Chainstate) -> String {
@@ -205,7 +211,12 @@ fn swiftsync_needs_the_terminal_block_under_assumevalid() {
     assert_eq!(synced.tip().unwrap().1, chain_blocks);
     let events = events.lock().unwrap().clone();
     assert!(
-        matches!(events.last(), Some(SwiftSyncEvent::GivenUp { failure: SwiftSyncFailure::ScriptsRequired { height: TERMINAL_HEIGHT, .. } })),
+        matches!(
+            events.last(),
+            Some(SwiftSyncEvent::GivenUp {
+                failure: SwiftSyncFailure::ScriptsRequired { height: TERMINAL_HEIGHT, .. }
+            })
+        ),
         "{events:?}"
     );
 }

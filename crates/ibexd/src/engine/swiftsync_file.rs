@@ -51,9 +51,10 @@ pub fn read_plan(path: &Path, params: &Params) -> Result<SwiftSyncPlan, SwiftSyn
         .map_err(|source| SwiftSyncFileError::Read { path: path.to_path_buf(), source })?;
     let expected_height = params.swiftsync_hints.map(|entry| entry.terminal_height);
     if let Some(entry) = params.swiftsync_hints {
-        entry
-            .check(&bytes)
-            .map_err(|source| SwiftSyncFileError::Commitment { path: path.to_path_buf(), source })?;
+        entry.check(&bytes).map_err(|source| SwiftSyncFileError::Commitment {
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
     let hints = HintsFile::parse(bytes, expected_height)
         .map_err(|source| SwiftSyncFileError::Hints { path: path.to_path_buf(), source })?;

@@ -49,7 +49,8 @@ mod tests {
     #[test]
     fn only_the_committed_bytes_pass() {
         let bytes = b"UTXO\x00\x00\x00\x00\x00".to_vec();
-        let entry = SwiftSyncHintsEntry { terminal_height: 0, file_sha256: Hash256(sha256(&bytes)) };
+        let entry =
+            SwiftSyncHintsEntry { terminal_height: 0, file_sha256: Hash256(sha256(&bytes)) };
         assert_eq!(entry.check(&bytes), Ok(()));
         let mut flipped = bytes.clone();
         flipped[8] ^= 1;
