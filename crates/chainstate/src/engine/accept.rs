@@ -132,7 +132,10 @@ impl Chainstate {
             }
         }
         self.store_block_data(id, &block)?;
-        self.active.connector.keep_recent(id, block);
+        // A SwiftSync pass takes its blocks as they come, parsed.
+        if let Some(block) = self.swiftsync_take(id, block) {
+            self.active.connector.keep_recent(id, block);
+        }
         Ok(AcceptOutcome::Accepted(id))
     }
 

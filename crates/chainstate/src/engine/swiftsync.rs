@@ -14,8 +14,9 @@ use std::time::Instant;
 use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
+use crate::prepared::PreparedBlock;
 use crate::swiftsync::{
-    run_pass, PassEnd, PassInputs, RunBlock, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan,
+    LivePass, PassEnd, PassSetup, RunBlock, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan,
 };
 
 /// A plan handed to the engine and how far its blocks are stored.
@@ -28,6 +29,11 @@ pub(crate) struct SwiftSyncState {
     stored_through: u32,
     /// Whether the wait was logged.
     waiting_logged: bool,
+    /// The pass, once started (its terminal block covered by
+    /// `-assumevalid`).
+    live: Option<LivePass>,
+    /// When it started.
+    started: Option<Instant>,
 }
 
 /// A best header younger than this is the network's present (Core's
@@ -41,8 +47,14 @@ impl Chainstate {
     /// Syncs with `plan` (SwiftSync's assumevalid mode) if the active chain
     /// is still at genesis when blocks come to be connected.
     pub fn set_swiftsync(&mut self, plan: SwiftSyncPlan) {
-        self.swiftsync =
-            Some(SwiftSyncState { plan, terminal: None, stored_through: 0, waiting_logged: false });
+        self.swiftsync = Some(SwiftSyncState {
+            plan,
+            terminal: None,
+            stored_through: 0,
+            waiting_logged: false,
+            live: None,
+            started: None,
+        });
     }
 
     /// Whether a SwiftSync plan still waits for its blocks.
@@ -158,19 +170,9 @@ impl Chainstate {
         }
         let stored_through = state.stored_through;
         self.shared.reads.publish_swiftsync(Some(stored_through));
-        if let (Some(terminal), true) = (terminal, stored_through == terminal_height) {
-            // Within an import the headers above come with their blocks:
-            // `-assumevalid`'s margin may be reached later.
-            if super::activate::assume_valid_covers(&self.shared, terminal) {
-                let plan = self.swiftsync.as_ref().map(|state| state.plan.clone());
-                if let Some(plan) = plan {
-                    self.run_swiftsync(&plan, terminal)?;
-                }
-                return Ok(!self.swiftsync_pending());
-            }
-            if self.headers_reach_present() {
-                self.give_up_swiftsync(self.waiting_failure());
-                return Ok(true);
+        if let Some(terminal) = terminal {
+            if let Some(going_on) = self.pass_step(terminal, stored_through == terminal_height)? {
+                return Ok(going_on);
             }
         }
         let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
@@ -180,44 +182,162 @@ impl Chainstate {
         Ok(false)
     }
 
-    /// Runs the pass to `terminal` and acts on its end.
-    fn run_swiftsync(
+    /// Starts, feeds or ends the pass to `terminal` (every block to it
+    /// stored when `all_stored`). `Some` answers the gate; `None` waits.
+    fn pass_step(
         &mut self,
-        plan: &SwiftSyncPlan,
         terminal: EntryId,
-    ) -> Result<(), ChainstateError> {
-        let started = Instant::now();
-        let (terminal_hash, terminal_height) = {
-            let entry = self.shared.index.entry(terminal);
-            (entry.hash, entry.height)
+        all_stored: bool,
+    ) -> Result<Option<bool>, ChainstateError> {
+        let database = self.active.connector.cache().database().clone();
+        let Some(state) = self.swiftsync.as_mut() else { return Ok(Some(true)) };
+        // The best header chain moved below `H`: what was accounted was
+        // for other blocks.
+        if state.live.as_ref().is_some_and(|live| live.terminal() != terminal) {
+            state.live = None;
+            database.discard_staged()?;
+        }
+        if state.live.is_none() {
+            // Within an import the headers above come with their blocks:
+            // `-assumevalid`'s margin may be reached later.
+            if !super::activate::assume_valid_covers(&self.shared, terminal) {
+                if all_stored && self.headers_reach_present() {
+                    self.give_up_swiftsync(self.waiting_failure());
+                    return Ok(Some(true));
+                }
+                return Ok(None);
+            }
+            if !self.start_pass(terminal)? {
+                return Ok(Some(true));
+            }
+        }
+        let finish = self
+            .swiftsync
+            .as_ref()
+            .and_then(|state| state.live.as_ref())
+            .is_some_and(|live| live.stopped() || (all_stored && live.all_handed()));
+        if all_stored && !finish {
+            // Blocks stored before the pass started, or missed.
+            self.hand_stored_blocks(terminal);
+        }
+        let finish = self
+            .swiftsync
+            .as_ref()
+            .and_then(|state| state.live.as_ref())
+            .is_some_and(|live| live.stopped() || (all_stored && live.all_handed()));
+        if !finish {
+            return Ok(None);
+        }
+        let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.take()) else {
+            return Ok(Some(true));
         };
+        self.end_pass(live, terminal)?;
+        Ok(Some(!self.swiftsync_pending()))
+    }
+
+    /// Starts the pass's workers; false when the attempt was given up.
+    fn start_pass(&mut self, terminal: EntryId) -> Result<bool, ChainstateError> {
         let database = self.active.connector.cache().database().clone();
         if database.iter_coins().next().is_some() {
             self.give_up_swiftsync(SwiftSyncFailure::CoinsPresent);
-            return Ok(());
+            return Ok(false);
         }
-        let blocks = self.run_blocks(terminal)?;
+        let Some(plan) = self.swiftsync.as_ref().map(|state| state.plan.clone()) else {
+            return Ok(false);
+        };
         let worker_count = self.shared.options.script_threads.max(1) + 1;
         let run_bytes_max =
             (self.shared.options.memory.coins_bytes / worker_count).max(RUN_BYTES_MIN);
+        let setup = PassSetup {
+            files: self.shared.persistence.block_files(),
+            hints: plan.shared_hints(),
+            database,
+            params: self.shared.options.params.clone(),
+            worker_count,
+            run_bytes_max,
+            interrupt: self.shared.interrupt.clone(),
+        };
+        let live = match LivePass::start(setup, terminal)? {
+            Ok(live) => live,
+            Err(failure) => {
+                self.give_up_swiftsync(failure);
+                return Ok(false);
+            }
+        };
+        let entry = self.shared.index.entry(terminal);
+        let (terminal_hash, terminal_height) = (entry.hash, entry.height);
         self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::Started {
             terminal: terminal_hash,
             terminal_height,
             worker_count,
         }));
-        database.begin_staging()?;
-        let files = self.shared.persistence.block_files();
-        let end = run_pass(PassInputs {
-            files: &files,
-            blocks,
-            hints: plan.hints(),
-            database: &database,
-            params: &self.shared.options.params,
-            worker_count,
-            run_bytes_max,
-            interrupt: self.shared.interrupt.as_deref(),
-        })?;
-        match end {
+        if let Some(state) = self.swiftsync.as_mut() {
+            state.live = Some(live);
+            state.started = Some(Instant::now());
+        }
+        self.hand_stored_blocks(terminal);
+        Ok(true)
+    }
+
+    /// Hands every stored block of `terminal`'s chain not handed yet to
+    /// the pass (read back from its file).
+    fn hand_stored_blocks(&mut self, terminal: EntryId) {
+        let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) else {
+            return;
+        };
+        let index = &self.shared.index;
+        let mut blocks = Vec::new();
+        let mut walk = Some(terminal);
+        while let Some(id) = walk {
+            let entry = index.entry(id);
+            if entry.height == 0 {
+                break;
+            }
+            if live.wants(entry.height) && entry.status.has(BlockStatus::HAVE_DATA) {
+                if let Some(position) = entry.block_position {
+                    blocks.push(RunBlock { id, height: entry.height, hash: entry.hash, position });
+                }
+            }
+            walk = entry.parent;
+        }
+        // File order: the reads run along the files.
+        blocks
+            .sort_unstable_by_key(|block| (block.position.file_number, block.position.data_offset));
+        for block in blocks {
+            live.hand(block, None);
+        }
+    }
+
+    /// A block just stored: handed to the pass, parsed, when it is one of
+    /// its blocks still to account; else given back.
+    pub(crate) fn swiftsync_take(
+        &mut self,
+        id: EntryId,
+        block: PreparedBlock,
+    ) -> Option<PreparedBlock> {
+        let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) else {
+            return Some(block);
+        };
+        let index = &self.shared.index;
+        let entry = index.entry(id);
+        let Some(position) = entry.block_position else { return Some(block) };
+        if !live.wants(entry.height) || index.ancestor(live.terminal(), entry.height) != Some(id) {
+            return Some(block);
+        }
+        let run_block = RunBlock { id, height: entry.height, hash: entry.hash, position };
+        live.hand(run_block, Some(block));
+        None
+    }
+
+    /// Waits for the pass to `terminal` and acts on its end.
+    fn end_pass(&mut self, live: LivePass, terminal: EntryId) -> Result<(), ChainstateError> {
+        let database = self.active.connector.cache().database().clone();
+        let (terminal_hash, terminal_height) = {
+            let entry = self.shared.index.entry(terminal);
+            (entry.hash, entry.height)
+        };
+        let started = self.swiftsync.as_ref().and_then(|state| state.started);
+        match live.finish()? {
             // The staged coins stay marked: the next open discards them.
             PassEnd::Interrupted => Ok(()),
             PassEnd::Failed(failure) => {
@@ -233,12 +353,13 @@ impl Chainstate {
                 self.active.prune_candidates(&self.shared.index);
                 self.drop_swiftsync();
                 self.shared.statistics.blocks_connected += u64::from(terminal_height);
+                let elapsed_ms = started.map_or(0, |started| started.elapsed().as_millis() as u64);
                 self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::Completed {
                     terminal: terminal_hash,
                     terminal_height,
                     coin_count: totals.coin_count,
                     input_count: totals.input_count,
-                    elapsed_ms: started.elapsed().as_millis() as u64,
+                    elapsed_ms,
                 }));
                 let input_count = usize::try_from(totals.input_count).unwrap_or(usize::MAX);
                 self.active.announce_tip(&mut self.shared, terminal, input_count);
@@ -247,30 +368,10 @@ impl Chainstate {
         }
     }
 
-    /// Forgets the plan (done with, or given up).
+    /// Forgets the plan (done with, or given up) and stops its pass.
     fn drop_swiftsync(&mut self) {
         self.swiftsync = None;
         self.shared.reads.publish_swiftsync(None);
-    }
-
-    /// Blocks 1 to `terminal`, with where each is stored.
-    fn run_blocks(&self, terminal: EntryId) -> Result<Vec<RunBlock>, ChainstateError> {
-        let index = &self.shared.index;
-        let terminal_height = index.entry(terminal).height;
-        let mut blocks = Vec::with_capacity(terminal_height as usize);
-        let mut walk = Some(terminal);
-        while let Some(id) = walk {
-            let entry = index.entry(id);
-            if entry.height == 0 {
-                break;
-            }
-            let hash = entry.hash;
-            let position =
-                entry.block_position.ok_or(ChainstateError::MissingBlockData { hash })?;
-            blocks.push(RunBlock { id, height: entry.height, hash, position });
-            walk = entry.parent;
-        }
-        Ok(blocks)
     }
 
     /// Raises genesis to `terminal` to "connected" (Core's

@@ -58,7 +58,7 @@ use ibex_consensus::BlockError;
 use ibex_primitives::hints::{HintsError, HintsFile};
 use ibex_primitives::BlockHash;
 
-pub(crate) use run::{run_pass, PassEnd, PassInputs, RunBlock};
+pub(crate) use run::{LivePass, PassEnd, PassSetup, RunBlock};
 
 /// A hints file to sync with: checked whole when read, handed to the
 /// engine before blocks are connected.
@@ -76,6 +76,11 @@ impl SwiftSyncPlan {
     /// The hints.
     pub fn hints(&self) -> &HintsFile {
         &self.hints
+    }
+
+    /// The hints, shared.
+    pub(crate) fn shared_hints(&self) -> Arc<HintsFile> {
+        self.hints.clone()
     }
 
     /// The last block the hints cover.

@@ -1,8 +1,15 @@
-//! The pass over the stored blocks 1 to `H`: workers take blocks in file
-//! order (sequential reads), each accounting its own and keeping its own
-//! aggregate, sums and coin run; the engine merges them and judges.
+//! The pass over blocks 1 to `H`, as they come: worker threads take the
+//! blocks the engine hands them (a block just accepted, parsed already,
+//! or a stored one, read back from its file) in whatever order, each
+//! accounting its own and keeping its own aggregate, sums and coins; once
+//! every block was handed over, the engine merges their sums and judges.
+//! Accounting overlaps the download, so a sync from peers ends about when
+//! its last block arrives.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 use ibex_blockstore::BlockPosition;
 use ibex_consensus::check_block_on_network;
@@ -18,6 +25,15 @@ use crate::coins::database::staged::{CoinBuckets, CoinRun};
 use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
+use crate::prepared::PreparedBlock;
+
+/// Blocks waiting for a worker per worker: the engine waits when they are
+/// all taken (a bound on the memory of blocks handed over parsed).
+const JOBS_WAITING_PER_WORKER_MAX: usize = 2;
+
+/// How long the engine waits before handing a block again to workers that
+/// are all busy.
+const HAND_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// A stored block of the pass.
 #[derive(Debug, Clone, Copy)]
@@ -32,25 +48,40 @@ pub(crate) struct RunBlock {
     pub(crate) position: BlockPosition,
 }
 
-/// What the pass needs.
-pub(crate) struct PassInputs<'a> {
+/// A block handed to the workers: parsed already (just accepted, and
+/// checked then), or to read back from its file.
+struct PassJob {
+    block: RunBlock,
+    parsed: Option<PreparedBlock>,
+}
+
+/// What the pass needs, shared by its workers.
+pub(crate) struct PassSetup {
     /// Where the blocks are.
-    pub(crate) files: &'a BlockFiles,
-    /// Blocks 1 to `H`, any order (the pass sorts them by position).
-    pub(crate) blocks: Vec<RunBlock>,
+    pub(crate) files: BlockFiles,
     /// The hints.
-    pub(crate) hints: &'a HintsFile,
+    pub(crate) hints: Arc<HintsFile>,
     /// The database the coins are staged in.
-    pub(crate) database: &'a CoinsDatabase,
+    pub(crate) database: Arc<CoinsDatabase>,
     /// Network parameters.
-    pub(crate) params: &'a Params,
-    /// Threads accounting blocks (the calling thread is one of them).
+    pub(crate) params: Params,
+    /// Threads accounting blocks.
     pub(crate) worker_count: usize,
     /// Bytes of coins a worker holds before it appends them to the
     /// buckets, and a bucket's size once read back.
     pub(crate) run_bytes_max: usize,
     /// Set when the node shuts down.
-    pub(crate) interrupt: Option<&'a AtomicBool>,
+    pub(crate) interrupt: Option<Arc<AtomicBool>>,
+}
+
+/// The workers' shared state.
+struct PassContext {
+    setup: PassSetup,
+    hasher: OutpointHasher,
+    buckets: CoinBuckets,
+    /// Set by a worker that failed (the others stop) or when the pass is
+    /// dropped.
+    stop: AtomicBool,
 }
 
 /// What the pass found, once the proof held.
@@ -85,66 +116,171 @@ struct WorkerTotals {
     coinbases: Vec<Txid>,
 }
 
-/// Runs the pass (module docs). I/O faults are errors; everything a block
-/// or the hints may get wrong is a [`PassEnd::Failed`].
-pub(crate) fn run_pass(mut inputs: PassInputs<'_>) -> Result<PassEnd, ChainstateError> {
-    let mut salt = [0u8; AGGREGATE_SALT_BYTES];
-    if getrandom::fill(&mut salt).is_err() {
-        return Ok(PassEnd::Failed(SwiftSyncFailure::NoRandomness));
+type WorkerEnd = Result<Result<WorkerTotals, PassEnd>, ChainstateError>;
+
+/// A pass in progress: its workers and which heights were handed over.
+pub(crate) struct LivePass {
+    context: Arc<PassContext>,
+    sender: Option<SyncSender<PassJob>>,
+    workers: Vec<JoinHandle<WorkerEnd>>,
+    /// The terminal block the heights belong to.
+    terminal: EntryId,
+    /// Whether the block at height `h` was handed over, at `h - 1`.
+    handed: Vec<bool>,
+    handed_count: u32,
+}
+
+impl std::fmt::Debug for LivePass {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LivePass")
+            .field("handed_count", &self.handed_count)
+            .finish_non_exhaustive()
     }
-    let hasher = OutpointHasher::new(&salt);
-    inputs
-        .blocks
-        .sort_unstable_by_key(|block| (block.position.file_number, block.position.data_offset));
-    let buckets =
-        CoinBuckets::create(inputs.database, inputs.hints.unspent_count(), inputs.run_bytes_max)?;
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let inputs = &inputs;
-    let buckets_ref = &buckets;
-    let results: Vec<Result<Result<WorkerTotals, PassEnd>, ChainstateError>> =
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..inputs.worker_count.max(1))
-                .map(|_| scope.spawn(|| account_blocks(inputs, buckets_ref, &hasher, &next, &stop)))
-                .collect();
-            let mut results = vec![account_blocks(inputs, buckets_ref, &hasher, &next, &stop)];
-            for helper in helpers {
-                // A panicking worker is a bug; re-raise it here.
-                results
-                    .push(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-            }
-            results
-        });
-    let mut total = WorkerTotals::default();
-    let mut ended = None;
-    for result in results {
-        match result? {
-            Ok(worker) => {
-                total.aggregate.merge(&worker.aggregate);
-                total.kept_value = total.kept_value.saturating_add(worker.kept_value);
-                total.coin_count += worker.coin_count;
-                total.input_count += worker.input_count;
-                total.coinbases.extend(worker.coinbases);
-            }
-            // A failure outranks an interruption it caused.
-            Err(end) => {
-                if !matches!(ended, Some(PassEnd::Failed(_))) {
-                    ended = Some(end);
+}
+
+impl LivePass {
+    /// Stages into `setup.database` (marked first) and starts the workers
+    /// of a pass to `terminal`.
+    pub(crate) fn start(
+        setup: PassSetup,
+        terminal: EntryId,
+    ) -> Result<Result<LivePass, SwiftSyncFailure>, ChainstateError> {
+        let mut salt = [0u8; AGGREGATE_SALT_BYTES];
+        if getrandom::fill(&mut salt).is_err() {
+            return Ok(Err(SwiftSyncFailure::NoRandomness));
+        }
+        let hasher = OutpointHasher::new(&salt);
+        setup.database.begin_staging()?;
+        let coin_count = setup.hints.unspent_count();
+        let buckets = CoinBuckets::create(&setup.database, coin_count, setup.run_bytes_max)?;
+        let terminal_height = setup.hints.terminal_height();
+        let worker_count = setup.worker_count.max(1);
+        let context =
+            Arc::new(PassContext { setup, hasher, buckets, stop: AtomicBool::new(false) });
+        let (sender, receiver) = sync_channel(worker_count * JOBS_WAITING_PER_WORKER_MAX);
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut workers = Vec::with_capacity(worker_count);
+        for number in 0..worker_count {
+            let (context, receiver) = (context.clone(), receiver.clone());
+            let worker = std::thread::Builder::new()
+                .name(format!("ibex-swiftsync-{number}"))
+                .spawn(move || account_blocks(&context, &receiver))
+                .map_err(|source| ChainstateError::ReadAheadThread { source })?;
+            workers.push(worker);
+        }
+        Ok(Ok(LivePass {
+            context,
+            sender: Some(sender),
+            workers,
+            terminal,
+            handed: vec![false; terminal_height as usize],
+            handed_count: 0,
+        }))
+    }
+
+    /// The terminal block its heights belong to.
+    pub(crate) fn terminal(&self) -> EntryId {
+        self.terminal
+    }
+
+    /// Whether the block at `height` is still to be handed over.
+    pub(crate) fn wants(&self, height: u32) -> bool {
+        height.checked_sub(1).and_then(|at| self.handed.get(at as usize)) == Some(&false)
+    }
+
+    /// Hands `block` (parsed already when `parsed` is given) to the
+    /// workers; waits while they are all busy. Nothing when it is not
+    /// wanted or a worker stopped the pass.
+    pub(crate) fn hand(&mut self, block: RunBlock, parsed: Option<PreparedBlock>) {
+        if !self.wants(block.height) || self.stopped() {
+            return;
+        }
+        let Some(sender) = &self.sender else { return };
+        let mut job = PassJob { block, parsed };
+        // Not a blocking send: workers that stopped take no more jobs.
+        loop {
+            match sender.try_send(job) {
+                Ok(()) => break,
+                Err(TrySendError::Full(returned)) if !self.stopped() => {
+                    job = returned;
+                    std::thread::sleep(HAND_RETRY_INTERVAL);
                 }
+                Err(_) => return,
             }
         }
+        self.handed[block.height as usize - 1] = true;
+        self.handed_count += 1;
     }
-    if let Some(end) = ended {
-        return Ok(end);
+
+    /// Whether every block was handed over.
+    pub(crate) fn all_handed(&self) -> bool {
+        self.handed_count as usize == self.handed.len()
     }
-    let end = judge(total, inputs.hints.terminal_height(), inputs.params);
-    if let PassEnd::Proven(totals) = &end {
-        let written = buckets.write_into(inputs.database, inputs.worker_count)?;
-        // Every coin accounted is in a bucket: a broken invariant here is
-        // a bug of the staging, never a chain to accept.
-        assert_eq!(written, totals.coin_count, "staged coins lost between buckets and tables");
+
+    /// Whether a worker stopped the pass (a failure, or the shutdown).
+    pub(crate) fn stopped(&self) -> bool {
+        self.context.stop.load(Ordering::Relaxed)
     }
-    Ok(end)
+
+    /// Waits for the workers, merges their sums, judges them at `H`, and
+    /// writes the staged coins into the database when the proof holds.
+    pub(crate) fn finish(mut self) -> Result<PassEnd, ChainstateError> {
+        self.sender = None;
+        let mut total = WorkerTotals::default();
+        let mut ended = None;
+        let mut fault = None;
+        for worker in std::mem::take(&mut self.workers) {
+            // A panicking worker is a bug; re-raise it here.
+            let end = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            match end {
+                Ok(Ok(worker)) => {
+                    total.aggregate.merge(&worker.aggregate);
+                    total.kept_value = total.kept_value.saturating_add(worker.kept_value);
+                    total.coin_count += worker.coin_count;
+                    total.input_count += worker.input_count;
+                    total.coinbases.extend(worker.coinbases);
+                }
+                // A failure outranks an interruption it caused.
+                Ok(Err(end)) => {
+                    if !matches!(ended, Some(PassEnd::Failed(_))) {
+                        ended = Some(end);
+                    }
+                }
+                Err(error) => fault = Some(error),
+            }
+        }
+        if let Some(error) = fault {
+            return Err(error);
+        }
+        if let Some(end) = ended {
+            return Ok(end);
+        }
+        if !self.all_handed() {
+            return Ok(PassEnd::Interrupted);
+        }
+        let setup = &self.context.setup;
+        let end = judge(total, setup.hints.terminal_height(), &setup.params);
+        if let PassEnd::Proven(totals) = &end {
+            let written = self.context.buckets.write_into(&setup.database, setup.worker_count)?;
+            // Every coin accounted is in a bucket: a broken invariant here
+            // is a bug of the staging, never a chain to accept.
+            assert_eq!(written, totals.coin_count, "staged coins lost between buckets and tables");
+        }
+        Ok(end)
+    }
+}
+
+impl Drop for LivePass {
+    fn drop(&mut self) {
+        // Stop the workers (the shutdown, or a pass given up) and wait for
+        // them, so no thread writes into the staging after its owner left.
+        self.context.stop.store(true, Ordering::Relaxed);
+        self.sender = None;
+        for worker in std::mem::take(&mut self.workers) {
+            let _ = worker.join();
+        }
+    }
 }
 
 /// The checks at `H` over the merged sums: the aggregate first, as wrong
@@ -169,72 +305,74 @@ fn judge(mut total: WorkerTotals, terminal_height: u32, params: &Params) -> Pass
     PassEnd::Proven(PassTotals { coin_count: total.coin_count, input_count: total.input_count })
 }
 
-/// One worker: blocks until none is left or another worker stopped.
-fn account_blocks(
-    inputs: &PassInputs<'_>,
-    buckets: &CoinBuckets,
-    hasher: &OutpointHasher,
-    next: &AtomicUsize,
-    stop: &AtomicBool,
-) -> Result<Result<WorkerTotals, PassEnd>, ChainstateError> {
+/// One worker: jobs until the engine closes the channel or the pass stops.
+fn account_blocks(context: &PassContext, receiver: &Mutex<Receiver<PassJob>>) -> WorkerEnd {
     let mut totals = WorkerTotals::default();
     let mut run = CoinRun::default();
     let mut buffers = BlockBuffers::default();
     let mut indices = Vec::new();
+    let interrupted =
+        || context.setup.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed));
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if context.stop.load(Ordering::Relaxed) || interrupted() {
+            context.stop.store(true, Ordering::Relaxed);
             return Ok(Err(PassEnd::Interrupted));
         }
-        if inputs.interrupt.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
-            stop.store(true, Ordering::Relaxed);
-            return Ok(Err(PassEnd::Interrupted));
-        }
-        let Some(block) = inputs.blocks.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
-        let step =
-            account_one(inputs, hasher, *block, &mut totals, &mut run, &mut buffers, &mut indices);
+        let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = job else { break };
+        let step = account_one(context, job, &mut totals, &mut run, &mut buffers, &mut indices);
         match step {
             Ok(Ok(())) => {}
             Ok(Err(failure)) => {
-                stop.store(true, Ordering::Relaxed);
+                context.stop.store(true, Ordering::Relaxed);
                 return Ok(Err(PassEnd::Failed(failure)));
             }
             Err(error) => {
-                stop.store(true, Ordering::Relaxed);
+                context.stop.store(true, Ordering::Relaxed);
                 return Err(error);
             }
         }
-        if run.bytes() >= inputs.run_bytes_max {
-            buckets.append(&mut run)?;
+        if run.bytes() >= context.setup.run_bytes_max {
+            context.buckets.append(&mut run)?;
         }
     }
-    buckets.append(&mut run)?;
+    context.buckets.append(&mut run)?;
     Ok(Ok(totals))
 }
 
-/// Reads, checks and accounts `block` into `totals` and `run`.
+/// Checks and accounts `job`'s block into `totals` and `run`.
 fn account_one(
-    inputs: &PassInputs<'_>,
-    hasher: &OutpointHasher,
-    block: RunBlock,
+    context: &PassContext,
+    job: PassJob,
     totals: &mut WorkerTotals,
     run: &mut CoinRun,
     buffers: &mut BlockBuffers,
     indices: &mut Vec<u32>,
 ) -> Result<Result<(), SwiftSyncFailure>, ChainstateError> {
-    let (height, hash) = (block.height, block.hash);
-    let to_read = BlockToRead { id: block.id, hash, position: block.position };
-    let prepared = read_one(inputs.files, to_read, buffers).0?;
+    let setup = &context.setup;
+    let (height, hash) = (job.block.height, job.block.hash);
+    let prepared = match job.parsed {
+        Some(parsed) => parsed,
+        None => {
+            let to_read = BlockToRead { id: job.block.id, hash, position: job.block.position };
+            let prepared = read_one(&setup.files, to_read, buffers).0?;
+            // Core's `ConnectBlock` runs `CheckBlock` again on a block read
+            // back (a block just accepted was checked on its way in).
+            let check =
+                check_block_on_network(prepared.view(), prepared.txids(), &hash, &setup.params);
+            if let Err(reason) = check {
+                return Ok(Err(SwiftSyncFailure::CheckBlock { height, hash, reason }));
+            }
+            prepared
+        }
+    };
     let view = prepared.view();
     let txids = prepared.txids();
-    // Core's `ConnectBlock` runs `CheckBlock` again on a block read back.
-    if let Err(reason) = check_block_on_network(view, txids, &hash, inputs.params) {
-        return Ok(Err(SwiftSyncFailure::CheckBlock { height, hash, reason }));
-    }
-    if let Err(failure) = inputs.hints.unspent_indices(height, indices) {
+    if let Err(failure) = setup.hints.unspent_indices(height, indices) {
         return Ok(Err(failure.into()));
     }
     let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
-    let account = match account_block(&to_account, hasher) {
+    let account = match account_block(&to_account, &context.hasher) {
         Ok(account) => account,
         Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
     };
@@ -251,7 +389,7 @@ fn account_one(
         run.push(&output.outpoint, &coin);
     }
     totals.coin_count += account.unspent.len() as u64;
-    if bip30_needs_unique_coinbase(inputs.params, height, &hash) {
+    if bip30_needs_unique_coinbase(&setup.params, height, &hash) {
         if let Some(txid) = txids.first() {
             totals.coinbases.push(*txid);
         }

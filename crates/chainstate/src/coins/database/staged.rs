@@ -272,7 +272,7 @@ impl CoinBuckets {
     /// (a bucket at a time on each of `thread_count` threads), removing the
     /// files; the coins written.
     pub(crate) fn write_into(
-        self,
+        &self,
         database: &CoinsDatabase,
         thread_count: usize,
     ) -> Result<u64, ChainstateError> {
