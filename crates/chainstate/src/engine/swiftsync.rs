@@ -1,13 +1,16 @@
 //! The engine's side of a SwiftSync attempt ([`crate::swiftsync`]): while
 //! a plan is set and the active chain stands at genesis, nothing is
-//! connected; once every block of the best header chain to the hints'
-//! terminal height `H` is stored, they are accounted at once on every
-//! core, and the chainstate either jumps to `H` (the proof held) or the
-//! plan is dropped and the blocks are connected the usual way.
+//! connected. Once the best header chain reaches the hints' terminal
+//! height `H` and `-assumevalid` covers its block, a pass starts
+//! (`crate::swiftsync::run`): each block of that chain to `H` is handed to
+//! it once, as it is accepted or, stored before, read back. When every one
+//! was handed over, the chainstate either jumps to `H` (the proof held) or
+//! the plan is dropped and the blocks are connected the usual way.
 //!
 //! Blocks 1 to `H` get no undo data: like a snapshot's base, `H` is the
 //! lowest block the chain can be rolled back to (it lies below the
-//! `-assumevalid` block, two weeks of work deep).
+//! `-assumevalid` block, two weeks of work deep; `invalidateblock` refuses
+//! to go below it).
 
 use std::time::Instant;
 
