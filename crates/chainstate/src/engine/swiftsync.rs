@@ -139,6 +139,16 @@ impl Chainstate {
         else {
             return Ok(true);
         };
+        // The genesis block is connected as usual (it creates no coin): the
+        // node shows a chain at height 0 while the plan waits.
+        if self.active.chain.tip().is_none() {
+            let genesis = self.shared.index.get(&self.shared.options.params.genesis_hash);
+            if let Some(genesis) =
+                genesis.filter(|&id| self.shared.index.entry(id).status.has(BlockStatus::HAVE_DATA))
+            {
+                self.activate_step(super::ChainRole::Active, genesis)?;
+            }
+        }
         let height = self.active.chain.height().unwrap_or(0);
         if height > 0 || self.snapshot.is_some() {
             self.drop_swiftsync();
@@ -363,6 +373,7 @@ impl Chainstate {
                     coin_count: totals.coin_count,
                     input_count: totals.input_count,
                     elapsed_ms,
+                    tables_ms: totals.tables_ms,
                 }));
                 let input_count = usize::try_from(totals.input_count).unwrap_or(usize::MAX);
                 self.active.announce_tip(&mut self.shared, terminal, input_count);

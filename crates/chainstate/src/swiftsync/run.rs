@@ -91,6 +91,8 @@ pub(crate) struct PassTotals {
     pub(crate) coin_count: u64,
     /// Inputs subtracted.
     pub(crate) input_count: u64,
+    /// Writing the staged coins as tables, in milliseconds.
+    pub(crate) tables_ms: u64,
 }
 
 /// How a pass ended without a fault of the machine.
@@ -260,9 +262,11 @@ impl LivePass {
             return Ok(PassEnd::Interrupted);
         }
         let setup = &self.context.setup;
-        let end = judge(total, setup.hints.terminal_height(), &setup.params);
-        if let PassEnd::Proven(totals) = &end {
+        let mut end = judge(total, setup.hints.terminal_height(), &setup.params);
+        if let PassEnd::Proven(totals) = &mut end {
+            let started = std::time::Instant::now();
             let written = self.context.buckets.write_into(&setup.database, setup.worker_count)?;
+            totals.tables_ms = started.elapsed().as_millis() as u64;
             // Every coin accounted is in a bucket: a broken invariant here
             // is a bug of the staging, never a chain to accept.
             assert_eq!(written, totals.coin_count, "staged coins lost between buckets and tables");
@@ -302,7 +306,11 @@ fn judge(mut total: WorkerTotals, terminal_height: u32, params: &Params) -> Pass
             terminal_height,
         });
     }
-    PassEnd::Proven(PassTotals { coin_count: total.coin_count, input_count: total.input_count })
+    PassEnd::Proven(PassTotals {
+        coin_count: total.coin_count,
+        input_count: total.input_count,
+        tables_ms: 0,
+    })
 }
 
 /// One worker: jobs until the engine closes the channel or the pass stops.
