@@ -161,6 +161,12 @@ pub(crate) fn best_chain_blocks(
 /// is below `tip_height` (the tip is on another branch): one step down per
 /// block of the fork.
 fn fork_below_tip(chainstate: &Chainstate, best: EntryId, tip_height: u32) -> Option<u32> {
+    // While a SwiftSync plan waits, the window starts where the best
+    // chain's stored blocks end (the caller's `tip_height`), far above the
+    // genesis block the active chain holds: no fork.
+    if chainstate.swiftsync_stored_height().is_some_and(|stored| stored >= tip_height) {
+        return None;
+    }
     let index = chainstate.index();
     let chain = chainstate.chain();
     let start_height = tip_height.min(index.entry(best).height);
