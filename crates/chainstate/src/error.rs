@@ -183,6 +183,14 @@ pub enum ChainstateError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// A SwiftSync pass's worker thread could not be started.
+    #[error("cannot start SwiftSync worker {worker}: {source}")]
+    SwiftSyncThread {
+        /// The worker's number.
+        worker: usize,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// The background flush thread could not be started.
     #[error("cannot start the flush thread: {source}")]
     FlushThread {

@@ -107,5 +107,5 @@ pub use metrics::{
 };
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
-pub use swiftsync::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
+pub use swiftsync::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPlan};
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

@@ -11,7 +11,7 @@
 //! The first failure in block order is reported, so the reason does not
 //! depend on thread timing.
 
-use ibex_primitives::{BlockView, TransactionView, Txid};
+use ibex_primitives::{BlockView, SpentCoin, TransactionView, Txid};
 use ibex_script::{
     verify_input, PrecomputedTransactionData, ScriptError, SpentOutput, TransactionChecker,
     VerifyFlags,
@@ -127,24 +127,53 @@ fn verify_transaction(
     spent: &[crate::coins::coin::Coin],
     flags: VerifyFlags,
 ) -> Result<(), TransactionFailure> {
-    let input_count = transaction.inputs().len();
-    if spent.len() != input_count {
-        let broken =
-            ScriptCheckBroken::SpentCoinCount { index, inputs: input_count, spent: spent.len() };
-        return Err(TransactionFailure::Broken(broken));
-    }
     let spent_outputs: Vec<SpentOutput<'_>> =
         spent.iter().map(|coin| SpentOutput::from(coin.as_spent_coin())).collect();
-    // Both constructors fail only on counts and indices checked above.
+    verify_inputs(index, transaction, &spent_outputs, flags, true)
+}
+
+/// Checks the inputs of transaction `index` against `spent`, on the
+/// calling thread: for SwiftSync's fully validating pass, whose workers
+/// each take whole blocks. The first failing input and its error, or a
+/// broken invariant (coins that do not fit the inputs).
+pub(crate) fn verify_transaction_here(
+    index: usize,
+    transaction: &TransactionView<'_>,
+    spent: &[SpentCoin<'_>],
+    flags: VerifyFlags,
+) -> Result<(), Result<(usize, ScriptError), ScriptCheckBroken>> {
+    let spent_outputs: Vec<SpentOutput<'_>> =
+        spent.iter().copied().map(SpentOutput::from).collect();
+    verify_inputs(index, transaction, &spent_outputs, flags, false).map_err(|failure| match failure
+    {
+        TransactionFailure::Script(input, error) => Ok((input, error)),
+        TransactionFailure::Broken(broken) => Err(broken),
+    })
+}
+
+/// Checks each input against its spent output, spread over the pool's
+/// threads when `parallel` and the inputs are many.
+fn verify_inputs(
+    index: usize,
+    transaction: &TransactionView<'_>,
+    spent_outputs: &[SpentOutput<'_>],
+    flags: VerifyFlags,
+    parallel: bool,
+) -> Result<(), TransactionFailure> {
+    let input_count = transaction.inputs().len();
     let broken = || {
         TransactionFailure::Broken(ScriptCheckBroken::SpentCoinCount {
             index,
             inputs: input_count,
-            spent: spent.len(),
+            spent: spent_outputs.len(),
         })
     };
+    if spent_outputs.len() != input_count {
+        return Err(broken());
+    }
+    // Both constructors fail only on counts and indices checked above.
     let precomputed =
-        PrecomputedTransactionData::new(transaction, &spent_outputs).map_err(|_| broken())?;
+        PrecomputedTransactionData::new(transaction, spent_outputs).map_err(|_| broken())?;
     let check = |input_index: usize| -> Result<(), TransactionFailure> {
         let input = &transaction.inputs()[input_index];
         let spent_output = spent_outputs[input_index];
@@ -154,7 +183,7 @@ fn verify_transaction(
         verify_input(input.script_sig, spent_output.script_pubkey, input.witness, flags, &checker)
             .map_err(|error| TransactionFailure::Script(input_index, error))
     };
-    if input_count < PARALLEL_INPUTS_MIN {
+    if !parallel || input_count < PARALLEL_INPUTS_MIN {
         return (0..input_count).try_for_each(check);
     }
     match (0..input_count).into_par_iter().find_map_first(|index| check(index).err()) {

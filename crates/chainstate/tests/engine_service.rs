@@ -99,6 +99,7 @@ fn blocks_from_peers_through_the_service_end_as_the_files_do() {
                         outbox.push_back(EngineCommand::OfferBlock { block, source });
                     }
                 }
+                notice => panic!("no SwiftSync command was sent: {notice:?}"),
             }
         }
         commands.send(EngineCommand::Stop).unwrap();

@@ -31,10 +31,14 @@
 use std::collections::HashMap;
 
 use ibex_primitives::hints::{HintNumbering, OutpointAggregate, OutpointHasher};
-use ibex_primitives::{BlockHash, BlockView, Height, OutPoint, Txid};
+use ibex_primitives::{
+    Amount, BlockHash, BlockView, Height, OutPoint, SpentCoin, TransactionView, Txid,
+};
 use thiserror::Error;
 
 use crate::subsidy::block_subsidy;
+
+pub mod full;
 
 /// Why a block's accounting failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -50,9 +54,10 @@ pub enum SwiftSyncBlockError {
         /// The block's spendable outputs.
         spendable_count: u32,
     },
-    /// An output with a negative value reached the accounting
-    /// (`CheckTransaction` refuses it first: `bad-txns-vout-negative`).
-    #[error("bad-txns-vout-negative: block {height} transaction {transaction} output {output}")]
+    /// An output with a value outside `0..=MAX_MONEY` reached the
+    /// accounting (`CheckTransaction` refuses it first:
+    /// `bad-txns-vout-negative`, `bad-txns-vout-toolarge`).
+    #[error("bad-txns-vout-negative: block {height} transaction {transaction} output {output} is out of range")]
     NegativeOutput {
         /// The block's height.
         height: u32,
@@ -124,68 +129,134 @@ pub fn account_block<'b>(
     to_account: &BlockToAccount<'_, 'b>,
     hasher: &OutpointHasher,
 ) -> Result<BlockAccount<'b>, SwiftSyncBlockError> {
-    let height = to_account.height;
-    let numbering = HintNumbering::for_block(height, &to_account.hash);
-    let position_of: HashMap<Txid, usize> =
-        to_account.txids.iter().enumerate().map(|(index, txid)| (*txid, index)).collect();
-    let mut hints = to_account.unspent_indices.iter().copied().peekable();
-    let mut account = BlockAccount {
-        aggregate: OutpointAggregate::ZERO,
-        unspent: Vec::with_capacity(to_account.unspent_indices.len()),
-        unspent_value: 0,
-        unspendable_value: 0,
-        spendable_count: 0,
-    };
+    let mut walk = BlockWalk::new(to_account);
     for ((index, transaction), txid) in
         to_account.block.transactions().enumerate().zip(to_account.txids)
     {
         if index > 0 {
             for (input_index, input) in transaction.inputs().iter().enumerate() {
-                let spent = input.previous_output();
-                if position_of.get(&spent.txid).is_some_and(|&creator| creator >= index) {
-                    return Err(SwiftSyncBlockError::SpendsLaterOutput {
-                        height,
-                        transaction: index,
-                        input: input_index,
-                    });
-                }
-                account.aggregate.subtract(hasher, input.previous_output_bytes());
+                walk.check_in_block_order(&input.previous_output().txid, index, input_index)?;
+                walk.account.aggregate.subtract(hasher, input.previous_output_bytes());
             }
         }
+        walk.outputs(index, &transaction, txid, |aggregate, outpoint, _| {
+            aggregate.add(hasher, outpoint);
+        })?;
+    }
+    walk.finish()
+}
+
+/// What [`account_block`] and [`full::account_block_with_coins`] share: the
+/// block's numbering, where each of its transactions sits, the hints still
+/// to match, and the account so far.
+pub(crate) struct BlockWalk<'b> {
+    pub(crate) height: u32,
+    numbering: HintNumbering,
+    position_of: HashMap<Txid, usize>,
+    hints: std::iter::Peekable<std::iter::Copied<std::slice::Iter<'b, u32>>>,
+    pub(crate) account: BlockAccount<'b>,
+}
+
+impl<'b> BlockWalk<'b> {
+    pub(crate) fn new(to_account: &BlockToAccount<'_, 'b>) -> BlockWalk<'b> {
+        BlockWalk {
+            height: to_account.height,
+            numbering: HintNumbering::for_block(to_account.height, &to_account.hash),
+            position_of: to_account
+                .txids
+                .iter()
+                .enumerate()
+                .map(|(index, txid)| (*txid, index))
+                .collect(),
+            hints: to_account.unspent_indices.iter().copied().peekable(),
+            account: BlockAccount {
+                aggregate: OutpointAggregate::ZERO,
+                unspent: Vec::with_capacity(to_account.unspent_indices.len()),
+                unspent_value: 0,
+                unspendable_value: 0,
+                spendable_count: 0,
+            },
+        }
+    }
+
+    /// Refuses an input of transaction `index` that spends an output of
+    /// this block created by it or a later transaction.
+    pub(crate) fn check_in_block_order(
+        &self,
+        spent_txid: &Txid,
+        index: usize,
+        input: usize,
+    ) -> Result<(), SwiftSyncBlockError> {
+        if self.position_of.get(spent_txid).is_some_and(|&creator| creator >= index) {
+            return Err(SwiftSyncBlockError::SpendsLaterOutput {
+                height: self.height,
+                transaction: index,
+                input,
+            });
+        }
+        Ok(())
+    }
+
+    /// Accounts transaction `index`'s outputs: hinted ones kept as coins,
+    /// other spendable ones given to `add_spent_later`.
+    pub(crate) fn outputs<F>(
+        &mut self,
+        index: usize,
+        transaction: &TransactionView<'b>,
+        txid: &Txid,
+        mut add_spent_later: F,
+    ) -> Result<(), SwiftSyncBlockError>
+    where
+        F: FnMut(&mut OutpointAggregate, &OutPoint, &SpentCoin<'_>),
+    {
+        let height = self.height;
         for (vout, output) in (0u32..).zip(transaction.outputs()) {
             // `CheckTransaction` ranged every value to 0..=MAX_MONEY; a
-            // negative one here fails rather than count as nothing.
-            let value = u64::try_from(output.value).map_err(|_| {
+            // value outside fails rather than count as nothing.
+            let amount = Amount::from_sat(output.value).map_err(|_| {
                 SwiftSyncBlockError::NegativeOutput { height, transaction: index, output: vout }
             })?;
-            if !numbering.numbers(index, output) {
-                account.unspendable_value = account.unspendable_value.saturating_add(value);
+            let value = amount.to_sat().unsigned_abs();
+            if !self.numbering.numbers(index, output) {
+                self.account.unspendable_value =
+                    self.account.unspendable_value.saturating_add(value);
                 continue;
             }
-            let number = account.spendable_count;
-            account.spendable_count += 1;
+            let number = self.account.spendable_count;
+            self.account.spendable_count += 1;
             let outpoint = OutPoint { txid: *txid, vout };
-            if hints.next_if_eq(&number).is_some() {
-                account.unspent_value = account.unspent_value.saturating_add(value);
-                account.unspent.push(HintedOutput {
+            if self.hints.next_if_eq(&number).is_some() {
+                self.account.unspent_value = self.account.unspent_value.saturating_add(value);
+                self.account.unspent.push(HintedOutput {
                     outpoint,
                     value: output.value,
                     script_pubkey: output.script_pubkey,
                     is_coinbase: index == 0,
                 });
             } else {
-                account.aggregate.add(hasher, &outpoint);
+                let coin = SpentCoin {
+                    value: amount,
+                    script_pubkey: output.script_pubkey,
+                    height: Height::new(height),
+                    is_coinbase: index == 0,
+                };
+                add_spent_later(&mut self.account.aggregate, &outpoint, &coin);
             }
         }
+        Ok(())
     }
-    if let Some(index) = hints.next() {
-        return Err(SwiftSyncBlockError::HintBeyondBlock {
-            height,
-            index,
-            spendable_count: account.spendable_count,
-        });
+
+    /// The account, once no hint is left beyond the block's outputs.
+    pub(crate) fn finish(mut self) -> Result<BlockAccount<'b>, SwiftSyncBlockError> {
+        if let Some(index) = self.hints.next() {
+            return Err(SwiftSyncBlockError::HintBeyondBlock {
+                height: self.height,
+                index,
+                spendable_count: self.account.spendable_count,
+            });
+        }
+        Ok(self.account)
     }
-    Ok(account)
 }
 
 /// The most value blocks 1 to `terminal_height` may have created: the sum

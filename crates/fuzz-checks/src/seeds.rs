@@ -12,11 +12,17 @@ use ibex_p2p::addrman::file::encode as encode_address_file;
 use ibex_p2p::addrman::{
     AddressCandidate, AddressManager, AddressNetwork, AddressPolicy, AddressSource, PeerAddress,
 };
+use ibex_p2p::messages::feature::FeatureMessage;
+use ibex_p2p::messages::spent_coins::{
+    GetSpentCoins, IndexedSpentCoin, SpentCoins, BLOCK_SPENT_COINS_FEATURE_DATA,
+    BLOCK_SPENT_COINS_FEATURE_ID,
+};
 use ibex_p2p::{encode_message, Inventory, InventoryType, NetworkMessage, ServiceFlags};
 use ibex_primitives::hints::{HintsVersion, HintsWriter};
 use ibex_primitives::txoutset::is_unspendable;
 use ibex_primitives::{
-    Amount, BlockHash, ChainWork, Header, Network, OutPoint, Params, Txid, MAX_MONEY,
+    Amount, BlockHash, ChainWork, Header, Height, Network, OutPoint, Params, SpentCoinBuf, Txid,
+    MAX_MONEY,
 };
 
 use crate::wire::MAGIC;
@@ -72,6 +78,43 @@ fn wire_seeds() -> Vec<Seed> {
             }]),
         ),
     ];
+    let spent_coins = SpentCoins {
+        block_hash: Params::regtest().genesis_hash,
+        coins: [
+            vec![0x51],
+            vec![0x00, 0x14, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7],
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(index, script_pubkey)| IndexedSpentCoin {
+            input_index: index as u32,
+            coin: SpentCoinBuf {
+                value: Amount::from_sat(5_000 * (index as i64 + 1)).expect("in range"),
+                script_pubkey,
+                height: Height::new(101),
+                is_coinbase: index == 0,
+            },
+        })
+        .collect(),
+    };
+    let mut messages = messages.to_vec();
+    messages.extend([
+        (
+            "feature",
+            NetworkMessage::Feature(FeatureMessage::new(
+                BLOCK_SPENT_COINS_FEATURE_ID,
+                BLOCK_SPENT_COINS_FEATURE_DATA,
+            )),
+        ),
+        (
+            "getbspent",
+            NetworkMessage::GetSpentCoins(GetSpentCoins {
+                block_hash: Params::regtest().genesis_hash,
+                cutoff_height: 50,
+            }),
+        ),
+        ("bspent", NetworkMessage::SpentCoins(spent_coins)),
+    ]);
     for (name, message) in &messages {
         let mut frame = vec![0];
         encode_message(MAGIC, message, &mut frame).expect("a small message");

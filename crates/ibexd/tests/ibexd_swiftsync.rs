@@ -13,32 +13,14 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::assumeutxo::{rpc_options, start, stop};
-use common::rpc::Endpoint;
-use common::{datadir_with_blocks, debug_log, free_port, generate_chain, NodeProcess};
+use common::swiftsync::{coin_set, node, serving_node, wait_for_moment, ServingNode};
+use common::{datadir_with_blocks, debug_log, free_port};
 use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
 use serde_json::{json, Value};
 
 const TIP_HEIGHT: u64 = 2_300;
 /// More than 2,016 blocks below the tip: `-assumevalid` covers it.
 const TERMINAL_HEIGHT: u32 = 250;
-
-/// A node on `datadir` with RPC on a free port and `options`.
-fn node(datadir: &Path, options: &[String]) -> (Endpoint, NodeProcess) {
-    let port = free_port();
-    let mut all = rpc_options(port);
-    all.extend_from_slice(options);
-    // Earlier runs on `datadir` logged the same line.
-    let offset = common::log_bytes(datadir);
-    let mut process = start(datadir, &all);
-    common::wait_for_log_after(datadir, "init message: Done loading", offset, &mut process);
-    (Endpoint { port }, process)
-}
-
-/// `gettxoutsetinfo`'s set hash and height.
-fn coin_set(endpoint: Endpoint) -> (Value, Value) {
-    let answer = endpoint.call("gettxoutsetinfo", json!([]));
-    (answer["hash_serialized_3"].clone(), answer["height"].clone())
-}
 
 /// The hints of `path` with one output's mark flipped in the first block
 /// above 100 that keeps one: `add` marks a spent output unspent, else the
@@ -134,38 +116,12 @@ fn killed_at_eight_moments(datadir: &Path, options: &[String], expected: &(Value
     stop(endpoint, &mut process, datadir);
 }
 
-/// Waits until the log written after `offset` bytes has `text`, or says
-/// the SwiftSync part is over already (an earlier run got past it).
-fn wait_for_moment(datadir: &Path, text: &str, offset: usize, process: &mut NodeProcess) {
-    let started = std::time::Instant::now();
-    loop {
-        let log = common::log_or_empty(datadir);
-        let new = log.get(offset..).unwrap_or_default();
-        if new.contains(text) || new.contains("[swiftsync] not used") {
-            return;
-        }
-        assert!(process.try_wait().unwrap().is_none(), "the node exited: {log}");
-        assert!(started.elapsed() < common::NODE_WAIT, "no {text:?} in {new}");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     let root = tempfile::tempdir().unwrap();
+    let ServingNode { endpoint: a, process: mut a_process, datadir: a_datadir, p2p_port, expected } =
+        serving_node(root.path(), TIP_HEIGHT, "46", &[]);
     let chain = root.path().join("chain");
-    generate_chain(&chain, "small", &TIP_HEIGHT.to_string(), "46", &[]);
-    let a_datadir = datadir_with_blocks(&root.path().join("a"), &chain);
-    let p2p_port = free_port();
-    let a_options = [
-        "-reindex".to_owned(),
-        "-listen=1".to_owned(),
-        "-bind=127.0.0.1".to_owned(),
-        format!("-port={p2p_port}"),
-    ];
-    let (a, mut a_process) = node(&a_datadir, &a_options);
-    a.wait_for_height(TIP_HEIGHT, &mut a_process);
-    let expected = coin_set(a);
     let tip_hash = a.call("getbestblockhash", json!([]));
     let tip_hash = tip_hash.as_str().unwrap().to_owned();
     let answer = a.call("dumphints", json!(["hints.dat", TERMINAL_HEIGHT]));

@@ -58,6 +58,12 @@ impl Command {
     pub const FEE_FILTER: Command = Command::padded(b"feefilter");
     /// `mempool` (BIP35).
     pub const MEMPOOL: Command = Command::padded(b"mempool");
+    /// `feature` (BIP 434, draft).
+    pub const FEATURE: Command = Command::padded(b"feature");
+    /// `getbspent` (BIP 455, draft).
+    pub const GET_SPENT_COINS: Command = Command::padded(b"getbspent");
+    /// `bspent` (BIP 455, draft).
+    pub const SPENT_COINS: Command = Command::padded(b"bspent");
 
     /// Pads a name known at compile time; only for the constants above and
     /// BIP324's table of short ids (`transport::message_type`), whose
@@ -154,7 +160,7 @@ impl fmt::Debug for Command {
 mod tests {
     use super::*;
 
-    const KNOWN: [(Command, &str); 20] = [
+    const KNOWN: [(Command, &str); 23] = [
         (Command::VERSION, "version"),
         (Command::VERACK, "verack"),
         (Command::WTXID_RELAY, "wtxidrelay"),
@@ -175,6 +181,9 @@ mod tests {
         (Command::GET_ADDRESS, "getaddr"),
         (Command::FEE_FILTER, "feefilter"),
         (Command::MEMPOOL, "mempool"),
+        (Command::FEATURE, "feature"),
+        (Command::GET_SPENT_COINS, "getbspent"),
+        (Command::SPENT_COINS, "bspent"),
     ];
 
     #[test]

@@ -4,12 +4,16 @@
 //! transaction counts, unknown inventory types and BIP155 networks).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ibex_p2p::messages::feature::FeatureMessage;
+use ibex_p2p::messages::spent_coins::{GetSpentCoins, IndexedSpentCoin, SpentCoins};
 use ibex_p2p::{
     encode_message, AddressEntry, AddressV2Entry, Command, CoreResponse, Field, FrameDecoder,
     Inventory, InventoryType, LocatorRequest, MessageError, NetworkAddress, NetworkMessage,
     ServiceAddress, ServiceFlags, UserAgent, VersionMessage, PROTOCOL_VERSION,
 };
-use ibex_primitives::{BlockHash, DecodeError, Hash256, Network, Params};
+use ibex_primitives::{
+    Amount, BlockHash, DecodeError, Hash256, Height, Network, Params, SpentCoinBuf,
+};
 
 const MAINNET: [u8; 4] = [0xf9, 0xbe, 0xb4, 0xd9];
 
@@ -98,6 +102,23 @@ fn every_message() -> Vec<NetworkMessage> {
         NetworkMessage::GetAddress,
         NetworkMessage::FeeFilter { fee_rate_sat_per_kvb: 1_000 },
         NetworkMessage::Mempool,
+        NetworkMessage::Feature(FeatureMessage::new(b"blockspentcoinsv1", &[0])),
+        NetworkMessage::GetSpentCoins(GetSpentCoins {
+            block_hash: BlockHash([3; 32]),
+            cutoff_height: 9,
+        }),
+        NetworkMessage::SpentCoins(SpentCoins {
+            block_hash: BlockHash([3; 32]),
+            coins: vec![IndexedSpentCoin {
+                input_index: 2,
+                coin: SpentCoinBuf {
+                    value: Amount::from_sat(5_000).unwrap(),
+                    script_pubkey: vec![0x51, 0x20, 9],
+                    height: Height::new(8),
+                    is_coinbase: true,
+                },
+            }],
+        }),
         NetworkMessage::Unknown { command: Command::new("sendtxrcncl").unwrap() },
     ]
 }

@@ -4,12 +4,14 @@
 //! that decodes to the same message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ibex_p2p::messages::feature::FeatureMessage;
+use ibex_p2p::messages::spent_coins::{GetSpentCoins, IndexedSpentCoin, SpentCoins};
 use ibex_p2p::{
     encode_frame, encode_message, AddressEntry, AddressV2Entry, Command, Frame, FrameDecoder,
     FrameError, Inventory, InventoryType, LocatorRequest, NetworkAddress, NetworkMessage,
     ServiceAddress, ServiceFlags, UserAgent, VersionMessage, FRAME_HEADER_BYTES,
 };
-use ibex_primitives::{BlockHash, Hash256, Header};
+use ibex_primitives::{Amount, BlockHash, Hash256, Header, Height, SpentCoinBuf, MAX_MONEY};
 use proptest::prelude::*;
 
 const MAGIC: [u8; 4] = [0x0b, 0x11, 0x09, 0x07];
@@ -229,6 +231,38 @@ fn addresses() -> impl Strategy<Value = NetworkMessage> {
     ]
 }
 
+/// BIP 434 and BIP 455 messages within their bounds.
+fn swiftsync_messages() -> impl Strategy<Value = NetworkMessage> {
+    let feature =
+        (prop::collection::vec(any::<u8>(), 4..=80), prop::collection::vec(any::<u8>(), 0..=512))
+            .prop_map(|(id, data)| NetworkMessage::Feature(FeatureMessage::new(&id, &data)));
+    let request = (hash(), any::<u32>()).prop_map(|(hash, cutoff_height)| {
+        NetworkMessage::GetSpentCoins(GetSpentCoins { block_hash: BlockHash(hash), cutoff_height })
+    });
+    let coin = (
+        any::<u32>(),
+        0..=MAX_MONEY,
+        prop::collection::vec(any::<u8>(), 0..40),
+        0u32..1 << 31,
+        any::<bool>(),
+    )
+        .prop_map(|(input_index, value, script_pubkey, height, is_coinbase)| {
+            IndexedSpentCoin {
+                input_index,
+                coin: SpentCoinBuf {
+                    value: Amount::from_sat(value).unwrap(),
+                    script_pubkey,
+                    height: Height::new(height),
+                    is_coinbase,
+                },
+            }
+        });
+    let answer = (hash(), prop::collection::vec(coin, 0..20)).prop_map(|(hash, coins)| {
+        NetworkMessage::SpentCoins(SpentCoins { block_hash: BlockHash(hash), coins })
+    });
+    prop_oneof![feature, request, answer]
+}
+
 fn network_message() -> impl Strategy<Value = NetworkMessage> {
     prop_oneof![
         version().prop_map(NetworkMessage::Version),
@@ -255,5 +289,6 @@ fn network_message() -> impl Strategy<Value = NetworkMessage> {
         addresses(),
         any::<i64>()
             .prop_map(|fee_rate_sat_per_kvb| NetworkMessage::FeeFilter { fee_rate_sat_per_kvb }),
+        swiftsync_messages(),
     ]
 }

@@ -139,6 +139,58 @@ pub const fn money_range(satoshis: i64) -> bool {
     satoshis >= 0 && satoshis <= MAX_MONEY
 }
 
+// Core's amount compression (`compressor.cpp`), shared by the coins
+// database, undo data (both as VARINT) and BIP 455's `bspent` (as
+// CompactSize): trailing decimal zeros fold into an exponent.
+
+/// Core's `CompressAmount`: satoshis to the compact integer stored as VARINT.
+/// Wraps like Core's `uint64_t` arithmetic above ~2^60 satoshis, a range no
+/// valid amount reaches (coins hold at most `MAX_MONEY`).
+pub fn compress_amount(satoshis: u64) -> u64 {
+    if satoshis == 0 {
+        return 0;
+    }
+    let mut mantissa = satoshis;
+    let mut exponent = 0u64;
+    while mantissa % 10 == 0 && exponent < 9 {
+        mantissa /= 10;
+        exponent += 1;
+    }
+    if exponent < 9 {
+        let last_digit = mantissa % 10;
+        debug_assert!((1..=9).contains(&last_digit));
+        mantissa /= 10;
+        mantissa
+            .wrapping_mul(9)
+            .wrapping_add(last_digit - 1)
+            .wrapping_mul(10)
+            .wrapping_add(1 + exponent)
+    } else {
+        (mantissa - 1).wrapping_mul(10).wrapping_add(10)
+    }
+}
+
+/// Core's `DecompressAmount`, checked: `None` when the result overflows 64 bits.
+pub fn decompress_amount(compressed: u64) -> Option<u64> {
+    if compressed == 0 {
+        return Some(0);
+    }
+    let mut rest = compressed - 1;
+    let mut exponent = rest % 10;
+    rest /= 10;
+    let mut mantissa = if exponent < 9 {
+        let last_digit = rest % 9 + 1;
+        (rest / 9).checked_mul(10)?.checked_add(last_digit)?
+    } else {
+        rest.checked_add(1)?
+    };
+    while exponent > 0 {
+        mantissa = mantissa.checked_mul(10)?;
+        exponent -= 1;
+    }
+    Some(mantissa)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +252,24 @@ mod tests {
         );
         assert_eq!(Amount::checked_sum([Amount::MAX, Amount::from_sat_u32(1)]), None);
         assert_eq!(Amount::checked_sum([Amount::MAX, Amount::MAX, Amount::MAX]), None);
+    }
+    #[test]
+    fn amount_compression_round_trips_and_matches_cores_examples() {
+        // Core's compress_tests: 0, 1 satoshi, 0.01 BTC, 1 BTC, 50 BTC, 21M BTC.
+        for (satoshis, compressed) in [
+            (0, 0),
+            (1, 1),
+            (1_000_000, 7),
+            (COIN as u64, 9),
+            (50 * COIN as u64, 50),
+            (2_100_000_000_000_000, 21_000_000),
+        ] {
+            assert_eq!(compress_amount(satoshis), compressed, "{satoshis}");
+            assert_eq!(decompress_amount(compressed), Some(satoshis));
+        }
+        for satoshis in (0..100_000u64).chain((0..1_000).map(|step| step * 999_999_937)) {
+            assert_eq!(decompress_amount(compress_amount(satoshis)), Some(satoshis));
+        }
+        assert_eq!(decompress_amount(u64::MAX), None, "overflow is refused, not wrapped");
     }
 }

@@ -31,53 +31,7 @@ const HASH160_BYTES: usize = 20;
 /// X-coordinate payload of the P2PK forms.
 const KEY_X_BYTES: usize = 32;
 
-/// Core's `CompressAmount`: satoshis to the compact integer stored as VARINT.
-/// Wraps like Core's `uint64_t` arithmetic above ~2^60 satoshis, a range no
-/// valid amount reaches (coins hold at most `MAX_MONEY`).
-pub fn compress_amount(satoshis: u64) -> u64 {
-    if satoshis == 0 {
-        return 0;
-    }
-    let mut mantissa = satoshis;
-    let mut exponent = 0u64;
-    while mantissa % 10 == 0 && exponent < 9 {
-        mantissa /= 10;
-        exponent += 1;
-    }
-    if exponent < 9 {
-        let last_digit = mantissa % 10;
-        debug_assert!((1..=9).contains(&last_digit));
-        mantissa /= 10;
-        mantissa
-            .wrapping_mul(9)
-            .wrapping_add(last_digit - 1)
-            .wrapping_mul(10)
-            .wrapping_add(1 + exponent)
-    } else {
-        (mantissa - 1).wrapping_mul(10).wrapping_add(10)
-    }
-}
-
-/// Core's `DecompressAmount`, checked: `None` when the result overflows 64 bits.
-pub fn decompress_amount(compressed: u64) -> Option<u64> {
-    if compressed == 0 {
-        return Some(0);
-    }
-    let mut rest = compressed - 1;
-    let mut exponent = rest % 10;
-    rest /= 10;
-    let mut mantissa = if exponent < 9 {
-        let last_digit = rest % 9 + 1;
-        (rest / 9).checked_mul(10)?.checked_add(last_digit)?
-    } else {
-        rest.checked_add(1)?
-    };
-    while exponent > 0 {
-        mantissa = mantissa.checked_mul(10)?;
-        exponent -= 1;
-    }
-    Some(mantissa)
-}
+pub use ibex_primitives::amount::{compress_amount, decompress_amount};
 
 /// Decodes a compressed amount and checks it against `MAX_MONEY`.
 pub(crate) fn read_amount(reader: &mut Reader<'_>) -> Result<i64, CoinDecodeError> {

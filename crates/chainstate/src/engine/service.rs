@@ -41,7 +41,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ibex_primitives::{BlockHash, Header};
+use ibex_primitives::{BlockHash, Header, SpentCoinBuf};
 
 use super::accept::AcceptOutcome;
 use super::api::BlockSource;
@@ -149,6 +149,20 @@ pub enum EngineCommand {
         /// Where the answer goes.
         reply: SyncSender<PruneBlockFilesReply>,
     },
+    /// The coins a block spent, as a peer claims them (BIP 455), for a
+    /// fully validating SwiftSync plan
+    /// ([`Chainstate::swiftsync_spent_coins`]).
+    SpentCoins {
+        /// The block.
+        hash: BlockHash,
+        /// One coin per input after the coinbase, in block order.
+        coins: Vec<SpentCoinBuf>,
+        /// Who sent them.
+        source: BlockSource,
+    },
+    /// No more spent coins will come: a SwiftSync plan still waiting is
+    /// given up ([`Chainstate::end_swiftsync_wait`]).
+    EndSwiftSyncWait,
     /// Settle every verdict and return.
     Stop,
 }
@@ -172,6 +186,18 @@ pub enum EngineNotice {
         /// What became of it (an unknown parent hands the block back).
         outcome: AcceptOutcome,
     },
+    /// A block's spent coins were offered.
+    SpentCoinsOffered {
+        /// Who sent them.
+        source: BlockSource,
+        /// The block.
+        hash: BlockHash,
+        /// Whether a pass took them (not when none runs, the block is not
+        /// one of it, or its coins came before).
+        taken: bool,
+    },
+    /// A SwiftSync plan's wait was ended.
+    SwiftSyncWaitEnded,
 }
 
 /// Why the service returned.
@@ -376,6 +402,15 @@ impl Chainstate {
             }
             EngineCommand::PruneBlockFiles { height, reply } => {
                 answer_control(&reply, self.prune_on_request(height))
+            }
+            EngineCommand::SpentCoins { hash, coins, source } => {
+                let taken = self.swiftsync_spent_coins(&hash, coins)?;
+                Ok(Handled::Notice(EngineNotice::SpentCoinsOffered { source, hash, taken }))
+            }
+            EngineCommand::EndSwiftSyncWait => {
+                self.end_swiftsync_wait()?;
+                self.activate_best_chain()?;
+                Ok(Handled::Notice(EngineNotice::SwiftSyncWaitEnded))
             }
             EngineCommand::Stop => {
                 self.activate_best_chain()?;

@@ -14,12 +14,16 @@
 
 use std::time::Instant;
 
+use ibex_primitives::{BlockHash, SpentCoinBuf};
+
 use super::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
+use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
-    LivePass, PassEnd, PassSetup, RunBlock, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan,
+    LivePass, PassEnd, PassSetup, RunBlock, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode,
+    SwiftSyncPlan,
 };
 
 /// A plan handed to the engine and how far its blocks are stored.
@@ -47,8 +51,8 @@ const HEADERS_PRESENT_SECONDS: i64 = 24 * 60 * 60;
 const RUN_BYTES_MIN: usize = 8 << 20;
 
 impl Chainstate {
-    /// Syncs with `plan` (SwiftSync's assumevalid mode) if the active chain
-    /// is still at genesis when blocks come to be connected.
+    /// Syncs with `plan` (SwiftSync, in the plan's mode) if the active
+    /// chain is still at genesis when blocks come to be connected.
     pub fn set_swiftsync(&mut self, plan: SwiftSyncPlan) {
         self.swiftsync = Some(SwiftSyncState {
             plan,
@@ -65,6 +69,13 @@ impl Chainstate {
         self.swiftsync.is_some()
     }
 
+    /// The terminal height of a fully validating plan still pending: the
+    /// network side fetches the spent coins of its blocks.
+    pub fn swiftsync_spent_coins_wanted(&self) -> Option<u32> {
+        let state = self.swiftsync.as_ref()?;
+        (state.plan.mode() == SwiftSyncMode::FullyValidating).then(|| state.plan.terminal_height())
+    }
+
     /// The height to which every block of the plan's chain is stored,
     /// while a plan waits (a download window starts there).
     pub fn swiftsync_stored_height(&self) -> Option<u32> {
@@ -77,7 +88,7 @@ impl Chainstate {
     pub fn end_swiftsync_wait(&mut self) -> Result<(), ChainstateError> {
         if !self.swiftsync_gate()? {
             let failure = self.waiting_failure();
-            self.give_up_swiftsync(failure);
+            self.give_up_swiftsync(failure)?;
         }
         Ok(())
     }
@@ -87,6 +98,15 @@ impl Chainstate {
     /// or a chain shorter than the hints.
     fn waiting_failure(&self) -> SwiftSyncFailure {
         if let Some(state) = &self.swiftsync {
+            let all_stored = state.stored_through == state.plan.terminal_height();
+            let full = state.plan.mode() == SwiftSyncMode::FullyValidating;
+            if let (Some(live), true) = (&state.live, all_stored && full) {
+                if let Some(height) = live.first_wanted() {
+                    let hash = self.shared.index.ancestor(live.terminal(), height);
+                    let hash = hash.map_or(BlockHash::ZERO, |id| self.shared.index.entry(id).hash);
+                    return SwiftSyncFailure::SpentCoinsMissing { height, hash };
+                }
+            }
             if let Some(terminal) = state.terminal {
                 if state.stored_through == state.plan.terminal_height() {
                     let entry = self.shared.index.entry(terminal);
@@ -125,9 +145,17 @@ impl Chainstate {
         i64::from(self.shared.index.entry(best).header.time) >= now - HEADERS_PRESENT_SECONDS
     }
 
-    fn give_up_swiftsync(&mut self, failure: SwiftSyncFailure) {
+    fn give_up_swiftsync(&mut self, failure: SwiftSyncFailure) -> Result<(), ChainstateError> {
+        let live = self.swiftsync.as_mut().and_then(|state| state.live.take());
+        if let Some(live) = live {
+            // Its workers stop first; then the coins it staged go, before
+            // any block is connected into the same database.
+            drop(live);
+            self.active.connector.cache().database().discard_staged()?;
+        }
         self.drop_swiftsync();
         self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::GivenUp { failure }));
+        Ok(())
     }
 
     /// Before connecting: true when blocks may be connected the usual way
@@ -163,7 +191,7 @@ impl Chainstate {
             .and_then(|best| index.ancestor(best, terminal_height));
         if terminal.is_none() && self.headers_reach_present() {
             let failure = self.waiting_failure();
-            self.give_up_swiftsync(failure);
+            self.give_up_swiftsync(failure)?;
             return Ok(true);
         }
         let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
@@ -211,11 +239,20 @@ impl Chainstate {
             database.discard_staged()?;
         }
         if state.live.is_none() {
+            // A node shutting down starts no pass: its workers would stage
+            // coins the next open only discards.
+            if self.shared.interrupted() {
+                return Ok(None);
+            }
             // Within an import the headers above come with their blocks:
-            // `-assumevalid`'s margin may be reached later.
-            if !super::activate::assume_valid_covers(&self.shared, terminal) {
+            // `-assumevalid`'s margin may be reached later. The fully
+            // validating mode checks scripts and needs no margin.
+            let mode = state.plan.mode();
+            if mode == SwiftSyncMode::AssumeValid
+                && !super::activate::assume_valid_covers(&self.shared, terminal)
+            {
                 if all_stored && self.headers_reach_present() {
-                    self.give_up_swiftsync(self.waiting_failure());
+                    self.give_up_swiftsync(self.waiting_failure())?;
                     return Ok(Some(true));
                 }
                 return Ok(None);
@@ -229,7 +266,12 @@ impl Chainstate {
             .as_ref()
             .and_then(|state| state.live.as_ref())
             .is_some_and(|live| live.stopped() || (all_stored && live.all_handed()));
-        if all_stored && !finish {
+        let all_taken = self
+            .swiftsync
+            .as_ref()
+            .and_then(|state| state.live.as_ref())
+            .is_some_and(LivePass::all_handed_or_held);
+        if all_stored && !finish && !all_taken {
             // Blocks stored before the pass started, or missed.
             self.hand_stored_blocks(terminal);
         }
@@ -252,7 +294,7 @@ impl Chainstate {
     fn start_pass(&mut self, terminal: EntryId) -> Result<bool, ChainstateError> {
         let database = self.active.connector.cache().database().clone();
         if database.iter_coins().next().is_some() {
-            self.give_up_swiftsync(SwiftSyncFailure::CoinsPresent);
+            self.give_up_swiftsync(SwiftSyncFailure::CoinsPresent)?;
             return Ok(false);
         }
         let Some(plan) = self.swiftsync.as_ref().map(|state| state.plan.clone()) else {
@@ -261,6 +303,10 @@ impl Chainstate {
         let worker_count = self.shared.options.script_threads.max(1) + 1;
         let run_bytes_max =
             (self.shared.options.memory.coins_bytes / worker_count).max(RUN_BYTES_MIN);
+        let times = match plan.mode() {
+            SwiftSyncMode::AssumeValid => ChainTimes::default(),
+            SwiftSyncMode::FullyValidating => self.chain_times(terminal),
+        };
         let setup = PassSetup {
             files: self.shared.persistence.block_files(),
             hints: plan.shared_hints(),
@@ -269,11 +315,13 @@ impl Chainstate {
             worker_count,
             run_bytes_max,
             interrupt: self.shared.interrupt.clone(),
+            mode: plan.mode(),
+            times,
         };
         let live = match LivePass::start(setup, terminal)? {
             Ok(live) => live,
             Err(failure) => {
-                self.give_up_swiftsync(failure);
+                self.give_up_swiftsync(failure)?;
                 return Ok(false);
             }
         };
@@ -290,6 +338,48 @@ impl Chainstate {
         }
         self.hand_stored_blocks(terminal);
         Ok(true)
+    }
+
+    /// The median times past of `terminal`'s chain, by height.
+    fn chain_times(&self, terminal: EntryId) -> ChainTimes {
+        let index = &self.shared.index;
+        let mut times = vec![0i64; index.entry(terminal).height as usize + 1];
+        let mut walk = Some(terminal);
+        while let Some(id) = walk {
+            let entry = index.entry(id);
+            times[entry.height as usize] = index.median_time_past(id);
+            walk = entry.parent;
+        }
+        ChainTimes::new(times)
+    }
+
+    /// Coins claimed for the inputs of block `hash` (BIP 455, from a peer),
+    /// one per input after the coinbase in block order, for a fully
+    /// validating plan: the block is accounted once it and its coins both
+    /// came. Whether they were taken (not when no such pass runs, the
+    /// block is not one of it, or it was accounted already). Claims are
+    /// not trusted: a wrong one fails the block's checks or the aggregate,
+    /// and the attempt is given up.
+    /// When they complete the pass, it ends here (the chain jumps to `H`,
+    /// or the attempt is given up).
+    pub fn swiftsync_spent_coins(
+        &mut self,
+        hash: &BlockHash,
+        coins: Vec<SpentCoinBuf>,
+    ) -> Result<bool, ChainstateError> {
+        let Some(id) = self.shared.index.get(hash) else { return Ok(false) };
+        let height = self.shared.index.entry(id).height;
+        let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) else {
+            return Ok(false);
+        };
+        if self.shared.index.ancestor(live.terminal(), height) != Some(id) {
+            return Ok(false);
+        }
+        let taken = live.hand_coins(height, *hash, coins);
+        if taken && live.all_handed() {
+            self.activate_best_chain()?;
+        }
+        Ok(taken)
     }
 
     /// Hands every stored block of `terminal`'s chain not handed yet to
@@ -355,7 +445,7 @@ impl Chainstate {
             PassEnd::Interrupted => Ok(()),
             PassEnd::Failed(failure) => {
                 database.discard_staged()?;
-                self.give_up_swiftsync(failure);
+                self.give_up_swiftsync(failure)?;
                 Ok(())
             }
             PassEnd::Proven(totals) => {

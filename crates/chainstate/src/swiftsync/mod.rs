@@ -50,12 +50,14 @@
 //! starts again from block 1 with a new salt (the partial aggregate means
 //! nothing under another salt, and the salt is never written down).
 
+pub mod full;
 mod run;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
+use ibex_consensus::swiftsync::full::FullAccountError;
 use ibex_consensus::swiftsync::SwiftSyncBlockError;
 use ibex_consensus::BlockError;
 use ibex_primitives::hints::{HintsError, HintsFile};
@@ -63,17 +65,46 @@ use ibex_primitives::BlockHash;
 
 pub(crate) use run::{LivePass, PassEnd, PassSetup, RunBlock};
 
+/// How blocks below the terminal height are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwiftSyncMode {
+    /// Without the spent coins: scripts and the rules that need the coins
+    /// are vouched for by `-assumevalid` (see the module docs).
+    AssumeValid,
+    /// With the coins each block spent, as peers claim them (BIP 455):
+    /// every rule Core's `ConnectBlock` checks, scripts included, and the
+    /// aggregate over whole coins proves the claims ([`full`]).
+    FullyValidating,
+}
+
 /// A hints file to sync with: checked whole when read, handed to the
 /// engine before blocks are connected.
 #[derive(Debug, Clone)]
 pub struct SwiftSyncPlan {
     hints: Arc<HintsFile>,
+    mode: SwiftSyncMode,
 }
 
 impl SwiftSyncPlan {
-    /// A plan over `hints`.
+    /// A plan over `hints` in the assumevalid mode.
     pub fn new(hints: HintsFile) -> SwiftSyncPlan {
-        SwiftSyncPlan { hints: Arc::new(hints) }
+        SwiftSyncPlan { hints: Arc::new(hints), mode: SwiftSyncMode::AssumeValid }
+    }
+
+    /// A plan over `hints` in the fully validating mode: each block waits
+    /// for its spent coins ([`crate::Chainstate::swiftsync_spent_coins`]).
+    pub fn fully_validating(hints: HintsFile) -> SwiftSyncPlan {
+        SwiftSyncPlan { hints: Arc::new(hints), mode: SwiftSyncMode::FullyValidating }
+    }
+
+    /// How blocks are checked.
+    pub fn mode(&self) -> SwiftSyncMode {
+        self.mode
+    }
+
+    /// The same hints in `mode`.
+    pub fn with_mode(self, mode: SwiftSyncMode) -> SwiftSyncPlan {
+        SwiftSyncPlan { mode, ..self }
     }
 
     /// The hints.
@@ -123,6 +154,15 @@ pub enum SwiftSyncFailure {
         /// The terminal block.
         hash: BlockHash,
     },
+    /// The fully validating mode: every block is stored, but no coins
+    /// came for this one, and no more blocks or coins come.
+    #[error("no spent coins came for block {height} ({hash})")]
+    SpentCoinsMissing {
+        /// The first block without its coins.
+        height: u32,
+        /// Its hash.
+        hash: BlockHash,
+    },
     /// The coins database holds coins already.
     #[error("the coins database is not empty")]
     CoinsPresent,
@@ -144,6 +184,26 @@ pub enum SwiftSyncFailure {
         hash: BlockHash,
         /// Why.
         source: SwiftSyncBlockError,
+    },
+    /// A block fails its fully validating accounting with the coins
+    /// claimed for it (a rule of `ConnectBlock`, or claims that do not fit
+    /// its inputs).
+    #[error("block {hash}: {source}")]
+    FullBlock {
+        /// Its hash.
+        hash: BlockHash,
+        /// Why.
+        source: FullAccountError,
+    },
+    /// An input's script fails with the coin claimed for it.
+    #[error("block {height} ({hash}): {rejection}")]
+    Script {
+        /// Its height.
+        height: u32,
+        /// Its hash.
+        hash: BlockHash,
+        /// Core's reason.
+        rejection: ibex_consensus::BlockRejection,
     },
     /// An output value out of range, or a coin not storable.
     #[error("block {height} ({hash}): an output's value is out of range")]

@@ -6,8 +6,9 @@
 //! Accounting overlaps the download, so a sync from peers ends about when
 //! its last block arrives.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -16,9 +17,10 @@ use ibex_consensus::check_block_on_network;
 use ibex_consensus::swiftsync::{account_block, supply_limit_through, BlockToAccount};
 use ibex_primitives::hints::{HintsFile, OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES};
 use ibex_primitives::params::is_bip30_repeat;
-use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, Txid};
+use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
 
-use super::SwiftSyncFailure;
+use super::full::{account_with_coins, ChainTimes};
+use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::{read_one, BlockFiles, BlockToRead};
 use crate::coins::coin::Coin;
 use crate::coins::database::staged::{CoinBuckets, CoinRun};
@@ -30,10 +32,6 @@ use crate::prepared::PreparedBlock;
 /// Blocks waiting for a worker per worker: the engine waits when they are
 /// all taken (a bound on the memory of blocks handed over parsed).
 const JOBS_WAITING_PER_WORKER_MAX: usize = 2;
-
-/// How long the engine waits before handing a block again to workers that
-/// are all busy.
-const HAND_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// A stored block of the pass.
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +51,8 @@ pub(crate) struct RunBlock {
 struct PassJob {
     block: RunBlock,
     parsed: Option<PreparedBlock>,
+    /// The coins claimed for its inputs (the fully validating mode).
+    spent: Option<Vec<SpentCoinBuf>>,
 }
 
 /// What the pass needs, shared by its workers.
@@ -72,6 +72,10 @@ pub(crate) struct PassSetup {
     pub(crate) run_bytes_max: usize,
     /// Set when the node shuts down.
     pub(crate) interrupt: Option<Arc<AtomicBool>>,
+    /// How blocks are checked.
+    pub(crate) mode: SwiftSyncMode,
+    /// The terminal chain's median times past (the fully validating mode).
+    pub(crate) times: ChainTimes,
 }
 
 /// The workers' shared state.
@@ -130,6 +134,12 @@ pub(crate) struct LivePass {
     /// Whether the block at height `h` was handed over, at `h - 1`.
     handed: Vec<bool>,
     handed_count: u32,
+    /// The fully validating mode's blocks waiting for their coins, by
+    /// height.
+    held_blocks: HashMap<u32, (RunBlock, Option<PreparedBlock>)>,
+    /// And coins waiting for their blocks, by height, with the block hash
+    /// they were claimed for.
+    held_coins: HashMap<u32, (BlockHash, Vec<SpentCoinBuf>)>,
 }
 
 impl std::fmt::Debug for LivePass {
@@ -168,7 +178,7 @@ impl LivePass {
             let worker = std::thread::Builder::new()
                 .name(format!("ibex-swiftsync-{number}"))
                 .spawn(move || account_blocks(&context, &receiver))
-                .map_err(|source| ChainstateError::ReadAheadThread { source })?;
+                .map_err(|source| ChainstateError::SwiftSyncThread { worker: number, source })?;
             workers.push(worker);
         }
         Ok(Ok(LivePass {
@@ -178,6 +188,8 @@ impl LivePass {
             terminal,
             handed: vec![false; terminal_height as usize],
             handed_count: 0,
+            held_blocks: HashMap::new(),
+            held_coins: HashMap::new(),
         }))
     }
 
@@ -194,25 +206,76 @@ impl LivePass {
     /// Hands `block` (parsed already when `parsed` is given) to the
     /// workers; waits while they are all busy. Nothing when it is not
     /// wanted or a worker stopped the pass.
+    /// In the fully validating mode a block without its coins is held
+    /// until [`LivePass::hand_coins`] brings them.
     pub(crate) fn hand(&mut self, block: RunBlock, parsed: Option<PreparedBlock>) {
         if !self.wants(block.height) || self.stopped() {
             return;
         }
-        let Some(sender) = &self.sender else { return };
-        let mut job = PassJob { block, parsed };
-        // Not a blocking send: workers that stopped take no more jobs.
-        loop {
-            match sender.try_send(job) {
-                Ok(()) => break,
-                Err(TrySendError::Full(returned)) if !self.stopped() => {
-                    job = returned;
-                    std::thread::sleep(HAND_RETRY_INTERVAL);
+        let mut spent = None;
+        if self.context.setup.mode == SwiftSyncMode::FullyValidating {
+            match self.held_coins.remove(&block.height) {
+                Some((hash, coins)) if hash == block.hash => spent = Some(coins),
+                // Coins claimed for another block at this height (a
+                // header chain that moved) are dropped.
+                _ => {
+                    self.held_blocks.insert(block.height, (block, parsed));
+                    return;
                 }
-                Err(_) => return,
             }
+        }
+        self.send(PassJob { block, parsed, spent });
+    }
+
+    /// Coins claimed for the inputs of block `hash` at `height`, in block
+    /// order: handed over with the block once it came too. Whether they
+    /// were taken (not when the block was accounted already, or the pass
+    /// is in the assumevalid mode).
+    pub(crate) fn hand_coins(
+        &mut self,
+        height: u32,
+        hash: BlockHash,
+        coins: Vec<SpentCoinBuf>,
+    ) -> bool {
+        if self.context.setup.mode != SwiftSyncMode::FullyValidating || !self.wants(height) {
+            return false;
+        }
+        match self.held_blocks.remove(&height) {
+            Some((block, parsed)) if block.hash == hash => {
+                self.send(PassJob { block, parsed, spent: Some(coins) });
+            }
+            held => {
+                if let Some(held) = held {
+                    self.held_blocks.insert(height, held);
+                }
+                self.held_coins.insert(height, (hash, coins));
+            }
+        }
+        true
+    }
+
+    fn send(&mut self, job: PassJob) {
+        let block = job.block;
+        let Some(sender) = &self.sender else { return };
+        // A blocking send: it waits while every worker is busy and fails
+        // once all of them have returned (a failure or the shutdown stops
+        // each after its current block, which drops the receiver).
+        if sender.send(job).is_err() {
+            return;
         }
         self.handed[block.height as usize - 1] = true;
         self.handed_count += 1;
+    }
+
+    /// The lowest height not handed over yet.
+    pub(crate) fn first_wanted(&self) -> Option<u32> {
+        self.handed.iter().position(|handed| !handed).map(|at| at as u32 + 1)
+    }
+
+    /// Whether every block was handed over or waits for its coins here
+    /// (nothing stored is left to read back).
+    pub(crate) fn all_handed_or_held(&self) -> bool {
+        self.handed_count as usize + self.held_blocks.len() == self.handed.len()
     }
 
     /// Whether every block was handed over.
@@ -380,9 +443,27 @@ fn account_one(
         return Ok(Err(failure.into()));
     }
     let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
-    let account = match account_block(&to_account, &context.hasher) {
-        Ok(account) => account,
-        Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
+    let account = match &job.spent {
+        Some(spent) => {
+            match account_with_coins(
+                &to_account,
+                spent,
+                &setup.params,
+                &setup.times,
+                &context.hasher,
+            )? {
+                Ok(account) => account,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        }
+        None if setup.mode == SwiftSyncMode::FullyValidating => {
+            // Blocks are handed with their coins in this mode.
+            unreachable!("a block of the fully validating pass without its coins")
+        }
+        None => match account_block(&to_account, &context.hasher) {
+            Ok(account) => account,
+            Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
+        },
     };
     totals.aggregate.merge(&account.aggregate);
     let kept = u128::from(account.unspent_value) + u128::from(account.unspendable_value);

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use ibex_generator::{generate, GeneratorOptions, Profile};
 use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
 use ibex_primitives::txoutset::TxOutSetHashType;
-use ibex_primitives::Params;
+use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
 
 use super::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
 use crate::engine::read_api::coin_set::chain_to_height;
@@ -48,8 +48,17 @@ fn accepted(
 
 /// The chainstate under `root` as [`accepted`] opens it, no block given.
 fn opened(root: &Path, tip: ibex_primitives::BlockHash) -> (Chainstate, Events) {
+    opened_with(root, Some(tip))
+}
+
+/// A chainstate under `root` with `assume_valid`, two script threads; its
+/// SwiftSync events go to the list.
+fn opened_with(
+    root: &Path,
+    assume_valid: Option<ibex_primitives::BlockHash>,
+) -> (Chainstate, Events) {
     let mut options = chainstate_options(root, Params::regtest());
-    options.assume_valid = Some(tip);
+    options.assume_valid = assume_valid;
     options.script_threads = 2;
     let events: Events = Arc::default();
     let sink = events.clone();
@@ -146,12 +155,21 @@ fn swiftsync_ends_on_the_usual_coin_set_and_falls_back_on_wrong_hints() {
     );
     assert_eq!(swift.tip().unwrap().1, CHAIN_BLOCKS);
 
-    // An attempt cut short by a shutdown leaves its coins staged; the next
-    // open discards them and the attempt is made again.
+    // A node shutting down starts no pass.
     let directory = root.path().join("interrupted");
     let (mut cut, _) = accepted(&directory, &blocks, tip);
     cut.set_interrupt(Arc::new(std::sync::atomic::AtomicBool::new(true)));
     cut.set_swiftsync(SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap()));
+    cut.activate_best_chain().unwrap();
+    assert_eq!(cut.tip().unwrap().1, 0);
+    assert!(!cut.cache().database().holds_staged().unwrap());
+    drop(cut);
+    // An attempt cut short (here a fully validating one still waiting for
+    // its coins when the node stops) leaves its coins staged; the next
+    // open discards them and the attempt is made again.
+    let (mut cut, _) = accepted(&directory, &blocks, tip);
+    let file = HintsFile::parse(hints.clone(), None).unwrap();
+    cut.set_swiftsync(SwiftSyncPlan::fully_validating(file));
     cut.activate_best_chain().unwrap();
     assert_eq!(cut.tip().unwrap().1, 0);
     assert!(cut.cache().database().holds_staged().unwrap());
@@ -219,4 +237,143 @@ fn swiftsync_needs_the_terminal_block_under_assumevalid() {
         ),
         "{events:?}"
     );
+}
+
+/// The coins each block 1 to [`TERMINAL_HEIGHT`] spent, from `synced`'s
+/// undo data: what an honest BIP 455 peer serves.
+fn spent_coins_of(synced: &Chainstate) -> Vec<(BlockHash, Vec<SpentCoinBuf>)> {
+    (1..=TERMINAL_HEIGHT)
+        .map(|height| {
+            let id = synced.chain().at(height).unwrap();
+            let undo = synced.read_undo(id).unwrap();
+            let coins = undo
+                .transactions
+                .iter()
+                .flat_map(|transaction| transaction.spent.iter())
+                .map(|coin| coin.as_spent_coin().to_buf())
+                .collect();
+            (synced.index().entry(id).hash, coins)
+        })
+        .collect()
+}
+
+/// A chainstate under `root` holding `blocks`, with no `-assumevalid`, a
+/// fully validating plan over `hints`, given `coins` (in reverse order:
+/// the pass takes them in any); the events.
+fn fully_validating(
+    root: &Path,
+    blocks: &[Vec<u8>],
+    hints: &[u8],
+    coins: &[(BlockHash, Vec<SpentCoinBuf>)],
+) -> (Chainstate, Events) {
+    let (mut chainstate, events) = opened_with(root, None);
+    for bytes in blocks {
+        accept(&mut chainstate, bytes);
+    }
+    let file = HintsFile::parse(hints.to_vec(), None).unwrap();
+    chainstate.set_swiftsync(SwiftSyncPlan::fully_validating(file));
+    chainstate.activate_best_chain().unwrap();
+    assert_eq!(chainstate.tip().unwrap().1, 0, "the pass waits for the coins");
+    for (hash, spent) in coins.iter().rev() {
+        assert!(chainstate.swiftsync_spent_coins(hash, spent.clone()).unwrap());
+    }
+    chainstate.activate_best_chain().unwrap();
+    (chainstate, events)
+}
+
+fn given_up(events: &Events) -> Option<SwiftSyncFailure> {
+    events.lock().unwrap().iter().find_map(|event| match event {
+        SwiftSyncEvent::GivenUp { failure } => Some(failure.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
+    let root = tempfile::tempdir().unwrap();
+    // No `-assumevalid` margin is needed: scripts are checked.
+    let chain_blocks = TERMINAL_HEIGHT + 40;
+    let blocks = generated_blocks(root.path(), chain_blocks);
+    let tip = tip_hash(&blocks);
+    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
+    usual.activate_best_chain().unwrap();
+    let expected = serialized_hash(&usual);
+    let hints = hints_of(&usual);
+    let coins = spent_coins_of(&usual);
+    let input_count: usize = coins.iter().map(|(_, spent)| spent.len()).sum();
+    assert!(input_count > 50, "the chain spends coins below the terminal height");
+
+    let (mut swift, events) = fully_validating(&root.path().join("swift"), &blocks, &hints, &coins);
+    assert_eq!(swift.tip().unwrap().1, chain_blocks);
+    assert_eq!(serialized_hash(&swift), expected);
+    let events = events.lock().unwrap().clone();
+    assert!(
+        matches!(events.last(), Some(SwiftSyncEvent::Completed { input_count: counted, .. }) if *counted == input_count as u64),
+        "{events:?}"
+    );
+    // Coins for an accounted block are not taken again.
+    assert!(!swift.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone()).unwrap());
+    let at = |height: u32| swift.chain().at(height).unwrap();
+    assert!(swift.read_undo(at(TERMINAL_HEIGHT)).is_err());
+    assert!(swift.read_undo(at(TERMINAL_HEIGHT + 1)).is_ok());
+    drop(swift);
+
+    // A claim one block too low for a coin no coinbase made: every rule
+    // passes, the aggregate does not.
+    let (block, input) = coins
+        .iter()
+        .enumerate()
+        .find_map(|(block, (_, spent))| {
+            spent
+                .iter()
+                .position(|coin| !coin.is_coinbase && coin.height.to_u32() > 1)
+                .map(|input| (block, input))
+        })
+        .unwrap();
+    let mut lower = coins.clone();
+    let coin = &mut lower[block].1[input];
+    coin.height = ibex_primitives::Height::new(coin.height.to_u32() - 1);
+    let (lied, events) = fully_validating(&root.path().join("lower"), &blocks, &hints, &lower);
+    assert_eq!(
+        given_up(&events),
+        Some(SwiftSyncFailure::AggregateNotZero { terminal_height: TERMINAL_HEIGHT })
+    );
+    assert_eq!(lied.tip().unwrap().1, chain_blocks, "the blocks are connected the usual way");
+    assert_eq!(serialized_hash(&lied), expected);
+    drop(lied);
+
+    // A claimed script the input does not satisfy fails the block's scripts.
+    let mut script = coins.clone();
+    script[block].1[input].script_pubkey = vec![0x00];
+    let (lied, events) = fully_validating(&root.path().join("script"), &blocks, &hints, &script);
+    assert!(
+        matches!(given_up(&events), Some(SwiftSyncFailure::Script { .. })),
+        "{:?}",
+        given_up(&events)
+    );
+    assert_eq!(serialized_hash(&lied), expected);
+    drop(lied);
+
+    // One coin short: the block cannot be checked.
+    let mut short = coins.clone();
+    short[block].1.pop();
+    let (_, events) = fully_validating(&root.path().join("short"), &blocks, &hints, &short);
+    assert!(
+        matches!(given_up(&events), Some(SwiftSyncFailure::FullBlock { .. })),
+        "{:?}",
+        given_up(&events)
+    );
+
+    // A block whose coins never come: the pass waits, until no more come.
+    let (mut waiting, events) =
+        fully_validating(&root.path().join("missing"), &blocks, &hints, &coins[1..]);
+    assert_eq!(waiting.tip().unwrap().1, 0);
+    waiting.end_swiftsync_wait().unwrap();
+    waiting.activate_best_chain().unwrap();
+    let first = coins[0].0;
+    assert_eq!(
+        given_up(&events),
+        Some(SwiftSyncFailure::SpentCoinsMissing { height: 1, hash: first })
+    );
+    assert_eq!(serialized_hash(&waiting), expected);
 }

@@ -8,22 +8,22 @@ use ibex_primitives::{
 
 use super::*;
 
-fn output(value: i64, script: &[u8]) -> TxOutput {
+pub(super) fn output(value: i64, script: &[u8]) -> TxOutput {
     TxOutput { value, script_pubkey: script.to_vec() }
 }
 
-fn input(spent: OutPoint) -> TxInput {
+pub(super) fn input(spent: OutPoint) -> TxInput {
     TxInput { previous_output: spent, script_sig: vec![0x51], sequence: u32::MAX, witness: vec![] }
 }
 
-fn coinbase(height_byte: u8, outputs: Vec<TxOutput>) -> Transaction {
+pub(super) fn coinbase(height_byte: u8, outputs: Vec<TxOutput>) -> Transaction {
     let null = OutPoint { txid: Txid([0; 32]), vout: u32::MAX };
     let mut coinbase_input = input(null);
     coinbase_input.script_sig = vec![0x01, height_byte, 0x00];
     Transaction { version: 2, inputs: vec![coinbase_input], outputs, lock_time: 0 }
 }
 
-fn spend(spent: &[OutPoint], outputs: Vec<TxOutput>) -> Transaction {
+pub(super) fn spend(spent: &[OutPoint], outputs: Vec<TxOutput>) -> Transaction {
     Transaction {
         version: 2,
         inputs: spent.iter().copied().map(input).collect(),
@@ -32,7 +32,7 @@ fn spend(spent: &[OutPoint], outputs: Vec<TxOutput>) -> Transaction {
     }
 }
 
-fn block(transactions: Vec<Transaction>) -> Vec<u8> {
+pub(super) fn block(transactions: Vec<Transaction>) -> Vec<u8> {
     let header = Header {
         version: 4,
         previous_block_hash: BlockHash([1; 32]),
@@ -61,7 +61,7 @@ fn account<'b>(
     account_block(&to_account, hasher)
 }
 
-const PAYMENT: &[u8] = &[0x51];
+pub(super) const PAYMENT: &[u8] = &[0x51];
 const DATA: &[u8] = &[0x6a, 0x04, 1, 2, 3, 4];
 
 /// Block 1: a coinbase paying two outputs (the second spent in block 2)

@@ -373,6 +373,7 @@ fn run_network(
         addresses,
         pruning: options.prune.is_enabled(),
         node_network_at_start: node_network,
+        spent_coins_terminal_height: chainstate.swiftsync_spent_coins_wanted(),
     };
     let network = P2pNode::start(start).map_err(EngineError::Network)?;
     let network_rpc = NetworkRpc::new(&network, chainstate.reader());

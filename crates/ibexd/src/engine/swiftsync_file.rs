@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use ibex_chainstate::{Chainstate, SwiftSyncPlan};
+use ibex_chainstate::{Chainstate, SwiftSyncMode, SwiftSyncPlan};
 use ibex_primitives::hints::{HintsError, HintsFile};
 use ibex_primitives::params::HintsCommitmentMismatch;
 use ibex_primitives::Params;
 
 use crate::logging::Logger;
+use crate::options::values::AssumeValid;
 use crate::options::NodeOptions;
 
 /// Why `-swiftsync` cannot be used.
@@ -82,6 +83,14 @@ pub fn set_plan(
             ibex_primitives::hints::HintsVersion::GapList => "btcd",
         }
     ));
+    // `-assumevalid=0`: every script is checked, with the coins peers
+    // serve (BIP 455), in the fully validating mode.
+    let plan = if options.assume_valid == AssumeValid::Disabled {
+        logger.log("[swiftsync] fully validating: spent coins are fetched from peers (BIP 455)");
+        plan.with_mode(SwiftSyncMode::FullyValidating)
+    } else {
+        plan
+    };
     chainstate.set_swiftsync(plan);
     Ok(())
 }

@@ -67,6 +67,10 @@ pub struct NetworkOptions {
     pub chain_dns_seeds: Vec<String>,
     /// `-v2transport` (default on, as Core since v28).
     pub v2_transport: bool,
+    /// `-peerblockspentcoins` (default off): serve BIP 455 spent coins
+    /// (`getbspent`) and announce it with BIP 434's `feature`, which also
+    /// raises our protocol version to 70017.
+    pub peer_block_spent_coins: bool,
     /// `-whitelist` entries (Core's `NetWhitelistPermissions`).
     pub whitelist: Whitelist,
     /// `-blocksonly` (Ibex relays no transactions either way; it also
@@ -218,6 +222,7 @@ pub(crate) fn network_options(
         chain_dns_seeds,
         v2_transport: boolean(source, "v2transport", true),
         blocks_only: boolean(source, "blocksonly", false),
+        peer_block_spent_coins: boolean(source, "peerblockspentcoins", false),
         whitelist,
         eviction_loopback_groups: params.network == Network::Regtest
             && texts(source, "test").iter().any(|option| option == EVICTION_LOOPBACK_GROUPS),

@@ -10,6 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ibex_p2p::addrman::{AddressBook, AddressNetwork, NetworkSet};
+use ibex_p2p::messages::feature::FeatureMessage;
+use ibex_p2p::messages::spent_coins::{
+    BLOCK_SPENT_COINS_FEATURE_DATA, BLOCK_SPENT_COINS_FEATURE_ID,
+};
 use ibex_p2p::net::config::{AddressSettings, NetworkConfig, INBOUND_CONNECTIONS_MAX};
 use ibex_p2p::net::discovery::{
     DiscoveryConfig, BLOCK_RELAY_SLOTS_DEFAULT, FULL_RELAY_SLOTS_DEFAULT,
@@ -105,6 +109,12 @@ pub fn network_config(
         config.listen = Some(listen);
     }
     config.v2_transport = options.v2_transport;
+    if options.peer_block_spent_coins {
+        config.features.push(FeatureMessage::new(
+            BLOCK_SPENT_COINS_FEATURE_ID,
+            BLOCK_SPENT_COINS_FEATURE_DATA,
+        ));
+    }
     // Core's inbound share: -maxconnections less 8 full-relay, 2
     // block-relay-only and 1 feeler outbound slots.
     let slots = ConnectionSlots::for_max_connections(options.max_connections);
@@ -238,6 +248,7 @@ mod tests {
             chain_dns_seeds: Vec::new(),
             v2_transport: true,
             blocks_only: false,
+            peer_block_spent_coins: false,
             whitelist: Default::default(),
             eviction_loopback_groups: false,
             loopback_discouraged: false,

@@ -344,7 +344,7 @@ const STALE_RELAY_AGE_LIMIT_SECONDS: u64 = 30 * 24 * 60 * 60;
 /// (`GetBlockProofEquivalentTime`, blocks of `spacing_seconds`). Stale
 /// blocks older than that are not served, so a peer cannot learn which old
 /// forks we saw.
-fn block_request_allowed(
+pub(super) fn block_request_allowed(
     view: &ReadView<'_>,
     block: &IndexedBlock,
     spacing_seconds: u64,

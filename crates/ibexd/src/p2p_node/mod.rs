@@ -33,6 +33,7 @@ pub mod engine_view;
 pub mod invalid_blocks;
 pub mod peer_sync_board;
 pub mod serve;
+pub mod spent_coins;
 pub mod sync_loop;
 /// `-whitelist`, parsed and matched by the networking layer, which acts on
 /// most of its permissions itself.
@@ -134,6 +135,9 @@ pub struct P2pStart<'a> {
     /// what it said, and the sync loop follows the AssumeUTXO state from
     /// its first pass.
     pub node_network_at_start: bool,
+    /// A fully validating SwiftSync plan's terminal height: the spent
+    /// coins of its blocks are fetched from serving peers.
+    pub spent_coins_terminal_height: Option<u32>,
 }
 
 /// The running P2P side; [`P2pNode::stop`] ends it.
@@ -166,10 +170,12 @@ impl P2pNode {
             invalid_blocks,
             pruning,
             node_network_at_start,
+            spent_coins_terminal_height,
         } = start;
         let tip_height = reader.snapshot().tip.as_ref().map_or(0, |tip| tip.height);
         let start_height = i32::try_from(tip_height).unwrap_or(i32::MAX);
         let mut network_config = config::network_config(options, params, start_height)?;
+        network_config.reads_features = spent_coins_terminal_height.is_some();
         for line in addresses.lines.iter().chain(&config::only_network_warnings(options)) {
             logger.log(line);
         }
@@ -232,6 +238,9 @@ impl P2pNode {
         sync.configured_services = configured_services;
         sync.peer_board = Some(Arc::clone(&rpc.board));
         sync.block_sources.attach_feed(invalid_blocks);
+        if let Some(terminal_height) = spent_coins_terminal_height {
+            sync.fetch_spent_coins_to(terminal_height);
+        }
         let stop = sync.stop.clone();
         let sync_thread = std::thread::Builder::new()
             .name("ibex-p2p-sync".to_owned())

@@ -53,6 +53,7 @@
 use std::collections::VecDeque;
 
 use ibex_chainstate::ChainReader;
+use ibex_p2p::messages::spent_coins::GetSpentCoins;
 use ibex_p2p::net::error::NetworkError;
 use ibex_p2p::net::NetworkHandle;
 use ibex_p2p::sync::PeerId;
@@ -61,6 +62,7 @@ use ibex_primitives::encode::write_compact_size;
 use ibex_primitives::{BlockHash, BlockView, ChainWork};
 
 use super::engine_view::{block_for, headers_for, BlockAnswer};
+use super::spent_coins::{spent_coins_for, SpentCoinsAnswer};
 
 /// Block entries one `getdata` is answered with; the rest of a longer
 /// request gets `notfound` (our own download asks for 16 at a time).
@@ -87,11 +89,20 @@ pub fn serve_headers(
     }
 }
 
+/// A request waiting in a peer's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeRequest {
+    /// A block entry of a `getdata`.
+    Data(Inventory),
+    /// A `getbspent` (BIP 455).
+    SpentCoins(GetSpentCoins),
+}
+
 /// One peer's block requests not served yet, oldest first (Core's
-/// `m_getdata_requests`).
+/// `m_getdata_requests`), with its `getbspent` requests among them.
 #[derive(Debug, Default)]
 pub struct GetDataQueue {
-    entries: VecDeque<Inventory>,
+    entries: VecDeque<ServeRequest>,
 }
 
 impl GetDataQueue {
@@ -111,13 +122,23 @@ impl GetDataQueue {
             let room = self.entries.len() < GETDATA_QUEUE_ENTRIES_MAX
                 && blocks_taken < GETDATA_BLOCKS_PER_MESSAGE_MAX;
             if kind.is_block_request() && room {
-                self.entries.push_back(entry);
+                self.entries.push_back(ServeRequest::Data(entry));
                 blocks_taken += 1;
             } else {
                 not_found.push(entry);
             }
         }
         not_found
+    }
+
+    /// Takes a `getbspent`; false, and nothing queued, when the queue is
+    /// full (the draft has no `notfound` for it).
+    pub fn push_spent_coins(&mut self, request: GetSpentCoins) -> bool {
+        if self.entries.len() >= GETDATA_QUEUE_ENTRIES_MAX {
+            return false;
+        }
+        self.entries.push_back(ServeRequest::SpentCoins(request));
+        true
     }
 
     /// Whether nothing waits.
@@ -130,7 +151,7 @@ impl GetDataQueue {
         self.entries.len()
     }
 
-    fn pop(&mut self) -> Option<Inventory> {
+    fn pop(&mut self) -> Option<ServeRequest> {
         self.entries.pop_front()
     }
 
@@ -141,7 +162,7 @@ impl GetDataQueue {
     }
 
     /// Puts back a request that could not be sent, first in line.
-    fn put_back(&mut self, entry: Inventory) {
+    fn put_back(&mut self, entry: ServeRequest) {
         self.entries.push_front(entry);
     }
 }
@@ -182,7 +203,21 @@ pub fn serve_next(
     if queue.is_empty() || network.send_queue_full(peer) {
         return Served::Nothing;
     }
-    let Some(entry) = queue.pop() else { return Served::Nothing };
+    let entry = match queue.pop() {
+        None => return Served::Nothing,
+        Some(ServeRequest::Data(entry)) => entry,
+        Some(ServeRequest::SpentCoins(request)) => {
+            return serve_spent_coins(
+                network,
+                reader,
+                peer,
+                queue,
+                request,
+                spacing_seconds,
+                limited,
+            )
+        }
+    };
     let bytes = match block_for(reader, BlockHash(entry.hash.0), spacing_seconds, limited) {
         BlockAnswer::Block(bytes) => Some(bytes),
         BlockAnswer::NotServed => None,
@@ -204,12 +239,42 @@ pub fn serve_next(
             if let Err(NetworkError::SendQueueFull { .. }) =
                 network.send(peer, NetworkMessage::Block(payload))
             {
-                queue.put_back(entry);
+                queue.put_back(ServeRequest::Data(entry));
             }
         }
         None => send_not_found(network, peer, vec![entry]),
     }
     Served::Request
+}
+
+/// Serves a `getbspent` ([`spent_coins_for`]), as [`serve_next`] serves a
+/// block.
+fn serve_spent_coins(
+    network: &NetworkHandle,
+    reader: &ChainReader,
+    peer: PeerId,
+    queue: &mut GetDataQueue,
+    request: GetSpentCoins,
+    spacing_seconds: i64,
+    limited: bool,
+) -> Served {
+    match spent_coins_for(reader, request, spacing_seconds, limited) {
+        SpentCoinsAnswer::Coins(answer) => {
+            // An answer over the message limit fails to encode and is not
+            // sent; one refused by a full queue waits again.
+            if let Err(NetworkError::SendQueueFull { .. }) =
+                network.send(peer, NetworkMessage::SpentCoins(answer))
+            {
+                queue.put_back(ServeRequest::SpentCoins(request));
+            }
+            Served::Request
+        }
+        SpentCoinsAnswer::NotServed => Served::Request,
+        SpentCoinsAnswer::BelowLimitedThreshold => {
+            queue.clear();
+            Served::BelowLimitedThreshold
+        }
+    }
 }
 
 /// The block `bytes` without witness data (Core's `TX_NO_WITNESS`), as they
@@ -253,5 +318,12 @@ mod tests {
         }
         assert_eq!(queue.len(), GETDATA_QUEUE_ENTRIES_MAX);
         assert_eq!(queue.push(vec![entry(InventoryType::BLOCK, 5)]).len(), 1);
+        let request = GetSpentCoins { block_hash: BlockHash([6; 32]), cutoff_height: 0 };
+        assert!(!queue.push_spent_coins(request), "a full queue takes no getbspent");
+        let mut queue = GetDataQueue::default();
+        assert!(queue.push_spent_coins(request));
+        queue.push(vec![entry(InventoryType::BLOCK, 7)]);
+        assert_eq!(queue.pop(), Some(ServeRequest::SpentCoins(request)), "served in order");
+        assert_eq!(queue.len(), 1);
     }
 }

@@ -25,6 +25,7 @@ mod peer_board;
 mod peer_log;
 mod services;
 mod serving;
+mod spent_coins_fetch;
 mod tip;
 mod unrequested;
 
@@ -37,6 +38,7 @@ use ibex_chainstate::{
     AcceptOutcome, BlockSource, ChainReader, EngineCommand, EngineNotice, PreparedBlock,
 };
 use ibex_p2p::messages::headers::LOCATOR_VERSION;
+use ibex_p2p::messages::spent_coins::BLOCK_SPENT_COINS_FEATURE_ID;
 use ibex_p2p::net::address::spared_as_local;
 use ibex_p2p::net::{
     ConnectionType, DisconnectReason as NetReason, NetworkEvent, NetworkEvents, NetworkHandle,
@@ -102,6 +104,9 @@ struct PeerState {
     inv_getheaders_at: Option<Instant>,
     /// A `-connect`/`-addnode` connection: never punished (Core).
     manual: bool,
+    /// It announced BIP 455's `feature blockspentcoinsv1`: it answers
+    /// `getbspent`.
+    serves_spent_coins: bool,
     /// It serves only the last 288 blocks (Core's `IsLimitedPeer`): asked
     /// for no block during initial block download.
     limited: bool,
@@ -164,6 +169,11 @@ pub struct SyncLoop {
     /// Core's `IsInitialBlockDownload`, latched: once out of it, the node
     /// stays out (see `tip`).
     initial_download: bool,
+    /// `-peerblockspentcoins`: `getbspent` is answered (else ignored: the
+    /// peer was not told we serve it).
+    serves_spent_coins: bool,
+    /// A fully validating SwiftSync plan's coins being fetched.
+    spent_coins_fetch: Option<spent_coins_fetch::SpentCoinsFetch>,
 }
 
 impl SyncLoop {
@@ -184,6 +194,7 @@ impl SyncLoop {
     ) -> SyncLoop {
         let tip_height = download.tip_height();
         let configured_services = network.local_services();
+        let serves_spent_coins = network.announces_feature(BLOCK_SPENT_COINS_FEATURE_ID);
         SyncLoop {
             network,
             events,
@@ -218,7 +229,15 @@ impl SyncLoop {
             loopback_discouraged: false,
             configured_services,
             initial_download: true,
+            serves_spent_coins,
+            spent_coins_fetch: None,
         }
+    }
+
+    /// Fetches the spent coins of blocks 1 to `terminal_height` from
+    /// serving peers for a fully validating SwiftSync plan (BIP 455).
+    pub fn fetch_spent_coins_to(&mut self, terminal_height: u32) {
+        self.spent_coins_fetch = Some(spent_coins_fetch::SpentCoinsFetch::new(terminal_height));
     }
 
     /// Runs until `stop` is raised, the engine stops or the network does.
@@ -296,6 +315,7 @@ impl SyncLoop {
                     state.download_permitted = permissions.contains(PeerPermissions::DOWNLOAD);
                     state.no_ban = permissions.contains(PeerPermissions::NO_BAN);
                     state.our_services = our_services;
+                    state.serves_spent_coins = version.serves_spent_coins;
                 }
                 if permissions.contains(PeerPermissions::NO_BAN) {
                     self.headers_sync.mark_no_ban(id);
@@ -311,6 +331,7 @@ impl SyncLoop {
                 self.headers_sync.peer_disconnected(id);
                 self.download.remove_peer(id);
                 self.peers.remove(&id);
+                self.spent_coins_peer_gone(id);
             }
             NetworkEvent::ConnectionClosed { .. } | NetworkEvent::MessageDropped { .. } => {
                 self.logger.log(&event.to_string())
@@ -367,6 +388,8 @@ impl SyncLoop {
             NetworkMessage::Block(bytes) => self.on_block_message(peer, bytes),
             NetworkMessage::GetHeaders(request) => self.on_get_headers(peer, request),
             NetworkMessage::GetData(inventory) => self.queue_serving(peer, inventory),
+            NetworkMessage::GetSpentCoins(request) => self.queue_spent_coins(peer, request),
+            NetworkMessage::SpentCoins(answer) => self.on_spent_coins(peer, answer),
             NetworkMessage::SendHeaders => {
                 if let Some(state) = self.peers.get_mut(&peer) {
                     state.wants_headers = true;
@@ -527,6 +550,10 @@ impl SyncLoop {
             EngineNotice::BlockOffered { source, hash, outcome } => {
                 self.on_block_outcome(source, hash, outcome)
             }
+            EngineNotice::SpentCoinsOffered { hash, taken, .. } => {
+                self.on_spent_coins_offered(hash, taken)
+            }
+            EngineNotice::SwiftSyncWaitEnded => {}
         }
     }
 

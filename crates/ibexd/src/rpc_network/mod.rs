@@ -27,7 +27,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ibex_chainstate::ChainReader;
 use ibex_p2p::addrman::{AddressBook, AddressNetwork, NetworkSet};
-use ibex_p2p::messages::version::PROTOCOL_VERSION;
 use ibex_p2p::net::NetworkHandle;
 use ibex_rpc::backend::{
     NetTotals, NetworkConnections, NetworkInfo, NetworkReachability, PeerRelay, UploadTarget,
@@ -124,7 +123,7 @@ impl NetworkRpc {
         NetworkInfo {
             version: client_version(),
             subversion: self.handle.user_agent(),
-            protocol_version: PROTOCOL_VERSION.unsigned_abs(),
+            protocol_version: self.handle.protocol_version().unsigned_abs(),
             connections: Some(NetworkConnections {
                 local_services: self.handle.local_services().bits(),
                 network_active: !self.handle.is_shut_down(),

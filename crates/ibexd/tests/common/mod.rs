@@ -13,6 +13,7 @@
 
 pub mod assumeutxo;
 pub mod rpc;
+pub mod swiftsync;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

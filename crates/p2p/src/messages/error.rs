@@ -49,6 +49,32 @@ pub enum MessageError {
         /// Core's limit.
         limit_bytes: usize,
     },
+    /// A byte string is shorter than its message allows (BIP 434's
+    /// `featureid`).
+    #[error(
+        "{command} message, {field}: {length_bytes} bytes is below the minimum of {minimum_bytes}"
+    )]
+    TooShort {
+        /// The message's command.
+        command: Command,
+        /// The field.
+        field: Field,
+        /// Bytes declared.
+        length_bytes: u64,
+        /// The least allowed.
+        minimum_bytes: usize,
+    },
+    /// A field holds a value its message does not allow (BIP 455: a script
+    /// form not defined, an amount beyond `MAX_MONEY`).
+    #[error("{command} message, {field}: value {value} is not allowed")]
+    InvalidValue {
+        /// The message's command.
+        command: Command,
+        /// The field.
+        field: Field,
+        /// The value read.
+        value: u64,
+    },
     /// A BIP155 address of a known network has the wrong length (Core's
     /// deserializer throws; the message is dropped).
     #[error("{command} message, network {network_id} address of {length_bytes} bytes, expected {expected_bytes}")]
@@ -80,6 +106,11 @@ pub enum CoreResponse {
 impl MessageError {
     /// What Core (net_processing.cpp) does when it meets this error.
     pub fn core_response(&self) -> CoreResponse {
+        // BIP 455: an answer that is not the coins asked for ends the
+        // connection (Core knows no `bspent`).
+        if self.command() == Command::SPENT_COINS {
+            return CoreResponse::Disconnect;
+        }
         let MessageError::TooMany { command, .. } = self else {
             return CoreResponse::IgnoreMessage;
         };
@@ -102,6 +133,8 @@ impl MessageError {
             MessageError::Malformed { command, .. }
             | MessageError::TooMany { command, .. }
             | MessageError::TooLong { command, .. }
+            | MessageError::TooShort { command, .. }
+            | MessageError::InvalidValue { command, .. }
             | MessageError::AddressLengthMismatch { command, .. } => *command,
         }
     }
@@ -157,6 +190,26 @@ pub enum Field {
     Port,
     /// `feefilter`: the fee rate.
     FeeRate,
+    /// `feature`: the feature's id.
+    FeatureId,
+    /// `feature`: the feature's data.
+    FeatureData,
+    /// `getbspent`, `bspent`: the block hash.
+    BlockHash,
+    /// `getbspent`: the cutoff height.
+    CutoffHeight,
+    /// `bspent`: the coins.
+    SpentCoins,
+    /// `bspent`: a coin's input index.
+    InputIndex,
+    /// `bspent`: a coin's height and coinbase flag.
+    HeightCode,
+    /// `bspent`: a script's form prefix.
+    ScriptForm,
+    /// `bspent`: a script.
+    Script,
+    /// `bspent`: an amount.
+    Amount,
 }
 
 impl fmt::Display for Field {
@@ -185,6 +238,16 @@ impl fmt::Display for Field {
             Field::AddressBytes => "address bytes",
             Field::Port => "port",
             Field::FeeRate => "fee rate",
+            Field::FeatureId => "feature id",
+            Field::FeatureData => "feature data",
+            Field::BlockHash => "block hash",
+            Field::CutoffHeight => "cutoff height",
+            Field::SpentCoins => "spent coins",
+            Field::InputIndex => "input index",
+            Field::HeightCode => "height code",
+            Field::ScriptForm => "script form",
+            Field::Script => "script",
+            Field::Amount => "amount",
         })
     }
 }

@@ -13,8 +13,10 @@
 
 pub mod address;
 pub mod error;
+pub mod feature;
 pub mod headers;
 pub mod inventory;
+pub mod spent_coins;
 pub mod version;
 mod wire;
 
@@ -28,8 +30,10 @@ use crate::framing::{
 };
 use address::{AddressEntry, AddressV2Entry, ADDRESS_LIST, ADDRESS_V2_LIST};
 use error::{Field, MessageError};
+use feature::FeatureMessage;
 use headers::{decode_header, encode_headers, LocatorRequest, HEADERS_LIST};
 use inventory::{Inventory, INVENTORY_LIST};
+use spent_coins::{GetSpentCoins, SpentCoins};
 use version::VersionMessage;
 use wire::PayloadReader;
 
@@ -97,6 +101,13 @@ pub enum NetworkMessage {
     },
     /// `mempool` (BIP35).
     Mempool,
+    /// `feature` (BIP 434, draft): a feature the peer supports, announced
+    /// before `verack`.
+    Feature(FeatureMessage),
+    /// `getbspent` (BIP 455, draft): the coins a block spent, asked for.
+    GetSpentCoins(GetSpentCoins),
+    /// `bspent` (BIP 455, draft): the coins a block spent.
+    SpentCoins(SpentCoins),
     /// A command this crate does not decode. Core ignores unknown commands;
     /// the payload is not kept (it encodes as empty).
     Unknown {
@@ -145,6 +156,9 @@ impl NetworkMessage {
             NetworkMessage::GetAddress => Command::GET_ADDRESS,
             NetworkMessage::FeeFilter { .. } => Command::FEE_FILTER,
             NetworkMessage::Mempool => Command::MEMPOOL,
+            NetworkMessage::Feature(_) => Command::FEATURE,
+            NetworkMessage::GetSpentCoins(_) => Command::GET_SPENT_COINS,
+            NetworkMessage::SpentCoins(_) => Command::SPENT_COINS,
             NetworkMessage::Unknown { command } => *command,
         }
     }
@@ -174,6 +188,9 @@ impl NetworkMessage {
             NetworkMessage::FeeFilter { fee_rate_sat_per_kvb } => {
                 out.extend_from_slice(&fee_rate_sat_per_kvb.to_le_bytes());
             }
+            NetworkMessage::Feature(feature) => feature.encode(out),
+            NetworkMessage::GetSpentCoins(request) => request.encode(out),
+            NetworkMessage::SpentCoins(answer) => answer.encode(out),
             NetworkMessage::Verack
             | NetworkMessage::WtxidRelay
             | NetworkMessage::SendAddressV2
@@ -263,6 +280,9 @@ fn decode_borrowed(command: Command, payload: &[u8]) -> Result<NetworkMessage, M
             NetworkMessage::FeeFilter { fee_rate_sat_per_kvb: reader.i64(Field::FeeRate)? }
         }
         Command::BLOCK => NetworkMessage::Block(payload.to_vec()),
+        Command::FEATURE => NetworkMessage::Feature(FeatureMessage::decode(reader)?),
+        Command::GET_SPENT_COINS => NetworkMessage::GetSpentCoins(GetSpentCoins::decode(reader)?),
+        Command::SPENT_COINS => NetworkMessage::SpentCoins(SpentCoins::decode(reader)?),
         _ => NetworkMessage::Unknown { command },
     };
     Ok(message)

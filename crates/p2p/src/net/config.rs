@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::addrman::{AddressBook, NetworkSet};
 use crate::framing::{FRAME_HEADER_BYTES, MAGIC_BYTES, MESSAGE_PAYLOAD_BYTES_MAX};
-use crate::messages::version::UserAgent;
+use crate::messages::feature::{FeatureMessage, FEATURE_NEGOTIATION_VERSION};
+use crate::messages::version::{UserAgent, PROTOCOL_VERSION};
 use crate::net::discovery::DiscoveryConfig;
 use crate::net::error::NetworkError;
 use crate::net::eviction::EvictionGrouping;
@@ -147,6 +148,15 @@ pub struct NetworkConfig {
     /// Where the layer's own lines go (discovery's, Core's `dnsseed` and
     /// `opencon` threads').
     pub log: LogSink,
+    /// BIP 434 `feature` messages sent to peers that announce version
+    /// 70017 or more (BIP 455's `blockspentcoinsv1` when we serve spent
+    /// coins). With any, we announce 70017 ourselves; with none, Core's
+    /// 70016, and nothing differs from Core.
+    pub features: Vec<FeatureMessage>,
+    /// We read peers' BIP 434 features (a fully validating SwiftSync
+    /// looks for peers serving spent coins): announce 70017 even with no
+    /// feature of our own, as peers send theirs only to such nodes.
+    pub reads_features: bool,
 }
 
 /// The address manager and what the layer does with it.
@@ -218,6 +228,18 @@ impl NetworkConfig {
             whitelist: crate::net::whitelist::Whitelist::default(),
             addresses: None,
             log: LogSink::default(),
+            features: Vec::new(),
+            reads_features: false,
+        }
+    }
+
+    /// The protocol version our `version` announces: BIP 434's 70017 when
+    /// we send or read `feature` messages, else Core's.
+    pub fn protocol_version(&self) -> i32 {
+        if self.features.is_empty() && !self.reads_features {
+            PROTOCOL_VERSION
+        } else {
+            FEATURE_NEGOTIATION_VERSION
         }
     }
 
@@ -312,6 +334,17 @@ mod tests {
         assert_eq!(config.receive_queue_bytes_max, 5_000_000);
         assert_eq!(config.announced_services().bits(), 1 | 8 | 1024 | 2048);
         assert_eq!(config.user_agent.as_bytes(), USER_AGENT.as_bytes());
+    }
+
+    #[test]
+    fn bip434_features_raise_the_protocol_version_only_when_used() {
+        let mut config = NetworkConfig::new([0; 4]);
+        assert_eq!(config.protocol_version(), 70_016, "Core's, without features");
+        config.reads_features = true;
+        assert_eq!(config.protocol_version(), 70_017);
+        config.reads_features = false;
+        config.features.push(FeatureMessage::new(b"blockspentcoinsv1", &[0]));
+        assert_eq!(config.protocol_version(), 70_017);
     }
 
     #[test]

@@ -264,6 +264,7 @@ mod tests {
             address_local: ServiceAddress::default(),
             wtxid_relay: true,
             wants_address_v2: true,
+            serves_spent_coins: false,
         };
         let address = SocketAddr::from(([127, 0, 0, 1], 18444));
         let connected = NetworkEvent::PeerConnected {

@@ -109,6 +109,17 @@ impl NetworkHandle {
         String::from_utf8_lossy(self.registry.config.user_agent.as_bytes()).into_owned()
     }
 
+    /// The protocol version announced in our `version` (Core's
+    /// `protocolversion`).
+    pub fn protocol_version(&self) -> i32 {
+        self.registry.config.protocol_version()
+    }
+
+    /// Whether we announce the BIP 434 feature `feature_id` to peers.
+    pub fn announces_feature(&self, feature_id: &[u8]) -> bool {
+        self.registry.config.features.iter().any(|feature| feature.feature_id == feature_id)
+    }
+
     /// Closes the connection to `id` for `reason`. A
     /// [`DisconnectReason::Misbehaving`] peer from a non-local address that
     /// is not a manual connection is also discouraged for

@@ -100,6 +100,8 @@ impl Connection {
             user_agent: config.user_agent.clone(),
             nonce: shared.identity.nonce,
             ping_nonce_seed: shared.identity.ping_nonce_seed,
+            protocol_version: config.protocol_version(),
+            features: config.features.clone(),
         };
         let connection = shared.identity.connection;
         let settings = ProtocolSettings {

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use crate::command::Command;
 use crate::messages::address::ServiceAddress;
 use crate::messages::error::{CoreResponse, MessageError};
-use crate::messages::version::{
-    UserAgent, VersionMessage, PEER_PROTOCOL_VERSION_MIN, PROTOCOL_VERSION,
-};
+use crate::messages::feature::{FeatureMessage, FEATURE_NEGOTIATION_VERSION};
+use crate::messages::spent_coins::{BLOCK_SPENT_COINS_FEATURE_DATA, BLOCK_SPENT_COINS_FEATURE_ID};
+use crate::messages::version::{UserAgent, VersionMessage, PEER_PROTOCOL_VERSION_MIN};
 use crate::messages::NetworkMessage;
 use crate::net::address::receiver_address;
 use crate::net::reason::DisconnectReason;
@@ -57,6 +57,10 @@ pub(crate) struct OurVersion {
     pub nonce: u64,
     /// The seed of our ping nonces: random, never sent.
     pub ping_nonce_seed: u64,
+    /// The protocol version we announce.
+    pub protocol_version: i32,
+    /// BIP 434 features we announce to peers at 70017 or above.
+    pub features: Vec<FeatureMessage>,
 }
 
 /// The timeouts and the service rule.
@@ -316,6 +320,7 @@ impl PeerProtocol {
             address_local: version.receiver,
             wtxid_relay: false,
             wants_address_v2: false,
+            serves_spent_coins: false,
         };
         let common_version = peer.common_version();
         if common_version >= WTXID_RELAY_VERSION {
@@ -323,6 +328,14 @@ impl PeerProtocol {
             // Core sends `sendaddrv2` from 70016 on, as a courtesy to older
             // implementations that reject unknown messages.
             self.outgoing.push(NetworkMessage::SendAddressV2);
+        }
+        // BIP 434: features go out between `version` and `verack`, and only
+        // to a peer that announced 70017 (as we then do).
+        if self.our.protocol_version >= FEATURE_NEGOTIATION_VERSION
+            && peer.protocol_version >= FEATURE_NEGOTIATION_VERSION
+        {
+            let features = self.our.features.iter().cloned().map(NetworkMessage::Feature);
+            self.outgoing.extend(features);
         }
         self.outgoing.push(NetworkMessage::Verack);
         self.phase = Phase::AwaitingVerack(peer.clone());
@@ -352,6 +365,12 @@ impl PeerProtocol {
                 peer.wtxid_relay = true
             }
             NetworkMessage::SendAddressV2 => peer.wants_address_v2 = true,
+            // BIP 434: unknown features are ignored.
+            NetworkMessage::Feature(feature)
+                if feature.is(BLOCK_SPENT_COINS_FEATURE_ID, BLOCK_SPENT_COINS_FEATURE_DATA) =>
+            {
+                peer.serves_spent_coins = true
+            }
             NetworkMessage::Verack => {
                 let peer = peer.clone();
                 self.phase = Phase::Connected(peer.clone());
@@ -385,8 +404,9 @@ impl PeerProtocol {
                 self.on_pong(nonce, now);
                 Ok(Received::Nothing)
             }
-            // Core ignores unknown commands ("Unknown command").
-            NetworkMessage::Unknown { .. } => Ok(Received::Nothing),
+            // Core ignores unknown commands ("Unknown command"); BIP 434
+            // lets a `feature` after `verack` be ignored.
+            NetworkMessage::Unknown { .. } | NetworkMessage::Feature(_) => Ok(Received::Nothing),
             message => Ok(Received::Forward(message)),
         }
     }
@@ -466,7 +486,7 @@ impl PeerProtocol {
         let services = context.local_services;
         self.announced_services = services;
         let version = VersionMessage {
-            protocol_version: PROTOCOL_VERSION,
+            protocol_version: self.our.protocol_version,
             services,
             timestamp_seconds: context.now_unix_seconds,
             receiver: receiver_address(self.address),

@@ -30,7 +30,8 @@ pub fn payload_bytes(message: &NetworkMessage) -> usize {
         NetworkMessage::Address(entries) => list(entries.len(), ADDRESS_ENTRY_BYTES),
         other => {
             // The rest are small (an `addrv2` of 1,000 entries is the
-            // largest, 531 kB) and rarely sent: measure by encoding.
+            // largest, 531 kB) or, as a `bspent` (a few hundred kB for a
+            // full block), sent once per request: measure by encoding.
             let mut payload = Vec::new();
             other.encode_payload(&mut payload);
             payload.len()

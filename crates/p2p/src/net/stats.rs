@@ -39,6 +39,9 @@ pub struct PeerVersion {
     pub wtxid_relay: bool,
     /// It sent `sendaddrv2` before `verack` (BIP155).
     pub wants_address_v2: bool,
+    /// It sent BIP 434's `feature blockspentcoinsv1` before `verack`: it
+    /// answers BIP 455's `getbspent`.
+    pub serves_spent_coins: bool,
 }
 
 impl PeerVersion {

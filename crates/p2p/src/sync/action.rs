@@ -105,6 +105,20 @@ pub enum DisconnectReason {
     /// (Core disconnects it so that it does not stall waiting).
     #[error("block request below the NODE_NETWORK_LIMITED threshold")]
     BlockRequestBelowLimitedThreshold,
+    /// It sent the spent coins of a block we did not ask it for (BIP 455:
+    /// the client must disconnect).
+    #[error("spent coins of block {hash} not requested")]
+    SpentCoinsNotRequested {
+        /// The block.
+        hash: BlockHash,
+    },
+    /// Its spent coins for a block skip or repeat inputs (BIP 455: missing
+    /// coins disconnect).
+    #[error("spent coins of block {hash} do not number the inputs in order")]
+    SpentCoinsIncomplete {
+        /// The block.
+        hash: BlockHash,
+    },
 }
 
 impl DisconnectReason {
@@ -125,6 +139,13 @@ impl DisconnectReason {
             }
             DisconnectReason::BlockRequestBelowLimitedThreshold => {
                 "Ignore block request below NODE_NETWORK_LIMITED threshold".to_owned()
+            }
+            // Core has no BIP 455: our own words.
+            DisconnectReason::SpentCoinsNotRequested { hash } => {
+                format!("Unrequested spent coins of block {hash}")
+            }
+            DisconnectReason::SpentCoinsIncomplete { hash } => {
+                format!("Spent coins of block {hash} skip or repeat inputs")
             }
         }
     }

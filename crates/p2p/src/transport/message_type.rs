@@ -5,7 +5,8 @@
 //! The table is Core's `V2_MESSAGE_IDS`: ids 1 to 28 name messages, 29 to
 //! 32 are assigned by BIP324 to messages Core does not implement, which
 //! Core reads as the empty message type (ignored as unknown); 33 and above
-//! are invalid. Core sends a message type with a short id with it and all
+//! are invalid, but for 37, BIP 434's `feature` ([`FEATURE_SHORT_ID`]).
+//! Core sends a message type with a short id with it and all
 //! others (`version`, `verack`, `sendheaders`, `getaddr`, `wtxidrelay`,
 //! `sendaddrv2`, ...) long.
 //!
@@ -63,6 +64,12 @@ pub const SHORT_MESSAGE_IDS: [Command; 33] = [
     Command::padded(b""),
 ];
 
+/// BIP 434's one-byte type for `feature`, outside BIP324's table: read as
+/// `feature` (the BIP requires it of a node that implements both); never
+/// sent, as a peer without BIP 434 would drop the message, while the long
+/// form reaches every peer.
+pub const FEATURE_SHORT_ID: u8 = 37;
+
 /// The short id Core sends `command` with, if it has one.
 pub fn short_message_id(command: Command) -> Option<u8> {
     SHORT_MESSAGE_IDS
@@ -90,6 +97,9 @@ pub(crate) fn read_message_type(contents: &[u8]) -> Result<(Command, usize), Tra
     let Some((&first_byte, rest)) = contents.split_first() else {
         return Err(TransportError::EmptyContents);
     };
+    if first_byte == FEATURE_SHORT_ID {
+        return Ok((Command::FEATURE, 1));
+    }
     if first_byte != 0 {
         return match SHORT_MESSAGE_IDS.get(usize::from(first_byte)) {
             Some(&command) => Ok((command, 1)),
@@ -162,5 +172,8 @@ mod tests {
         bad.extend_from_slice(b"pi\0ng\0\0\0\0\0\0\0");
         assert!(matches!(read_message_type(&bad), Err(TransportError::InvalidMessageType { .. })));
         assert!(!TransportError::UnknownShortId { id: 33 }.disconnects());
+        assert_eq!(read_message_type(&[36]), Err(TransportError::UnknownShortId { id: 36 }));
+        assert_eq!(read_message_type(&[37]), Ok((Command::FEATURE, 1)), "BIP 434");
+        assert_eq!(short_message_id(Command::FEATURE), None, "sent in the long form");
     }
 }

@@ -27,6 +27,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::encode::write_compact_size;
+use crate::spent_coin::SpentCoin;
 use crate::transaction::OutPoint;
 
 /// Bytes of the secret salt: one SHA-256 block.
@@ -59,15 +61,44 @@ impl OutpointHasher {
     pub fn hash(&self, outpoint_bytes: &[u8; 36]) -> [u64; 4] {
         let mut hasher = self.salted.clone();
         hasher.update(outpoint_bytes);
-        let digest: [u8; 32] = hasher.finalize().into();
-        let mut limbs = [0u64; 4];
-        for (limb, bytes) in limbs.iter_mut().zip(digest.chunks_exact(8)) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(bytes);
-            *limb = u64::from_le_bytes(word);
-        }
-        limbs
+        limbs_of(hasher.finalize().into())
     }
+}
+
+impl OutpointHasher {
+    /// A whole coin's hash, for the fully validating mode (BIP 457: the
+    /// element is the coin, so undo data from a peer that lies about any
+    /// field leaves the aggregate unbalanced): `SHA-256(salt ‖ outpoint ‖
+    /// height << 1 | coinbase as u32 LE ‖ value as i64 LE ‖ CompactSize
+    /// script length ‖ script)`. The draft orders the fields otherwise;
+    /// the hash never leaves the node, so only its injectivity matters,
+    /// and the length prefix gives that. Its message is at least 49 bytes,
+    /// an outpoint's 36, so the two kinds of element never collide.
+    #[inline]
+    pub fn hash_coin(&self, outpoint_bytes: &[u8; 36], coin: &SpentCoin<'_>) -> [u64; 4] {
+        let mut hasher = self.salted.clone();
+        hasher.update(outpoint_bytes);
+        let height_code = coin.height.to_u32() << 1 | u32::from(coin.is_coinbase);
+        hasher.update(height_code.to_le_bytes());
+        hasher.update(coin.value.to_sat().to_le_bytes());
+        let mut length = Vec::with_capacity(9);
+        write_compact_size(&mut length, coin.script_pubkey.len() as u64);
+        hasher.update(&length);
+        hasher.update(coin.script_pubkey);
+        limbs_of(hasher.finalize().into())
+    }
+}
+
+/// A digest as four little-endian 64-bit limbs.
+#[inline]
+fn limbs_of(digest: [u8; 32]) -> [u64; 4] {
+    let mut limbs = [0u64; 4];
+    for (limb, bytes) in limbs.iter_mut().zip(digest.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        *limb = u64::from_le_bytes(word);
+    }
+    limbs
 }
 
 /// A sum of outpoint hashes modulo 2^256.
@@ -90,6 +121,25 @@ impl OutpointAggregate {
     #[inline]
     pub fn subtract(&mut self, hasher: &OutpointHasher, outpoint_bytes: &[u8; 36]) {
         self.add_limbs(negate(hasher.hash(outpoint_bytes)));
+    }
+
+    /// Adds a created coin that is spent before the terminal height (the
+    /// fully validating mode).
+    #[inline]
+    pub fn add_coin(&mut self, hasher: &OutpointHasher, outpoint: &OutPoint, coin: &SpentCoin<'_>) {
+        self.add_limbs(hasher.hash_coin(&outpoint.to_bytes(), coin));
+    }
+
+    /// Subtracts the coin an input spends, as a peer's undo data claims
+    /// it (the fully validating mode).
+    #[inline]
+    pub fn subtract_coin(
+        &mut self,
+        hasher: &OutpointHasher,
+        outpoint_bytes: &[u8; 36],
+        coin: &SpentCoin<'_>,
+    ) {
+        self.add_limbs(negate(hasher.hash_coin(outpoint_bytes, coin)));
     }
 
     /// Adds another worker's sum.
@@ -211,6 +261,45 @@ mod tests {
         assert_eq!(limbs[0].to_le_bytes(), digest[..8]);
         assert_eq!(limbs[3].to_le_bytes(), digest[24..]);
         assert_ne!(OutpointHasher::new(&[8; AGGREGATE_SALT_BYTES]).hash(&point.to_bytes()), limbs);
+    }
+
+    #[test]
+    fn a_coin_cancels_only_against_the_same_coin() {
+        use crate::{Amount, Height};
+        let hasher = OutpointHasher::new(&[5; AGGREGATE_SALT_BYTES]);
+        let point = outpoint(4, 2);
+        let script = [0x51u8, 0x20, 7, 7];
+        let coin = SpentCoin {
+            value: Amount::from_sat(1_000).unwrap(),
+            script_pubkey: &script,
+            height: Height::new(300),
+            is_coinbase: false,
+        };
+        let mut sum = OutpointAggregate::ZERO;
+        sum.add_coin(&hasher, &point, &coin);
+        let mut balanced = sum;
+        balanced.subtract_coin(&hasher, &point.to_bytes(), &coin);
+        assert!(balanced.is_zero());
+        // A lie about any one field leaves the sum unbalanced.
+        let shorter = [0x51u8, 0x20, 7];
+        let lies = [
+            SpentCoin { value: Amount::from_sat(1_001).unwrap(), ..coin },
+            SpentCoin { script_pubkey: &shorter, ..coin },
+            SpentCoin { height: Height::new(299), ..coin },
+            SpentCoin { is_coinbase: true, ..coin },
+        ];
+        for lie in lies {
+            let mut unbalanced = sum;
+            unbalanced.subtract_coin(&hasher, &point.to_bytes(), &lie);
+            assert!(!unbalanced.is_zero(), "{lie:?}");
+        }
+        let mut other_outpoint = sum;
+        other_outpoint.subtract_coin(&hasher, &outpoint(4, 3).to_bytes(), &coin);
+        assert!(!other_outpoint.is_zero());
+        // A coin's element is not its outpoint's.
+        let mut mixed = sum;
+        mixed.subtract(&hasher, &point.to_bytes());
+        assert!(!mixed.is_zero());
     }
 
     #[test]

@@ -228,6 +228,7 @@ mod tests {
             },
             wtxid_relay: true,
             wants_address_v2: false,
+            serves_spent_coins: false,
         };
         let at = |seconds: u64| UNIX_EPOCH + Duration::from_secs(seconds);
         let connection = PeerInfo {

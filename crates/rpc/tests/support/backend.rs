@@ -408,6 +408,7 @@ impl NodeBackend for ChainBackend {
             },
             wtxid_relay: true,
             wants_address_v2: true,
+            serves_spent_coins: false,
         };
         let at = |seconds: u64| UNIX_EPOCH + Duration::from_secs(seconds);
         let connection = NetPeerInfo {

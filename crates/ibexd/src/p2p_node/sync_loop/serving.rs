@@ -1,7 +1,8 @@
 //! The loop's side of answering peers (`super::super::serve`): `getheaders`
-//! at once, `getdata` through each peer's queue of block requests, served
-//! one block per peer per pass while its send queue has room.
+//! at once, `getdata` and `getbspent` through each peer's queue of block
+//! requests, served one per peer per pass while its send queue has room.
 
+use ibex_p2p::messages::spent_coins::GetSpentCoins;
 use ibex_p2p::net::DisconnectReason as NetReason;
 use ibex_p2p::sync::{DisconnectReason as SyncReason, PeerId};
 use ibex_p2p::{Inventory, LocatorRequest};
@@ -33,6 +34,18 @@ impl SyncLoop {
         let Some(state) = self.peers.get_mut(&peer) else { return };
         let not_found = state.getdata.push(inventory);
         send_not_found(&self.network, peer, not_found);
+    }
+
+    /// A `getbspent` from `peer` (BIP 455): queued with its block requests
+    /// when we announced serving spent coins, else ignored, as a message
+    /// of a feature we never offered.
+    pub(super) fn queue_spent_coins(&mut self, peer: PeerId, request: GetSpentCoins) {
+        if !self.serves_spent_coins {
+            return;
+        }
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.getdata.push_spent_coins(request);
+        }
     }
 
     /// Serves at most one queued block request of each peer whose send

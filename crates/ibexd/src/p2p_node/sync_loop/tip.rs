@@ -93,6 +93,7 @@ impl SyncLoop {
             self.announced_height = height;
         }
         self.punish_senders_of_invalid_blocks();
+        self.fetch_spent_coins();
         let now = Instant::now();
         let actions = self.headers_sync.poll(now, unix_seconds(), &self.index);
         self.carry_out(actions);

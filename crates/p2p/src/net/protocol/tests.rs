@@ -21,6 +21,8 @@ fn our() -> OurVersion {
         user_agent: UserAgent::new(b"/Ibex:test/".to_vec()).unwrap_or_default(),
         nonce: 0x1234,
         ping_nonce_seed: 0x5678,
+        protocol_version: 70_016,
+        features: Vec::new(),
     }
 }
 
@@ -115,6 +117,72 @@ fn outbound_handshake_sends_what_core_sends_in_its_order() {
     );
     assert_eq!(sent.len(), 1);
     assert!(protocol.is_connected());
+}
+
+fn spent_coins_feature() -> FeatureMessage {
+    FeatureMessage::new(BLOCK_SPENT_COINS_FEATURE_ID, BLOCK_SPENT_COINS_FEATURE_DATA)
+}
+
+/// A node serving BIP 455 spent coins: 70017 and the feature.
+fn our_with_features() -> OurVersion {
+    OurVersion { protocol_version: 70_017, features: vec![spent_coins_feature()], ..our() }
+}
+
+#[test]
+fn features_go_out_before_verack_only_to_peers_at_70017() {
+    let start = Instant::now();
+    let now = context(start, &not_own);
+    for (their_protocol, expect_feature) in [(70_017, true), (70_016, false)] {
+        let mut protocol =
+            PeerProtocol::new(true, address(), our_with_features(), settings(), &now);
+        assert!(protocol.on_message(their_version(their_protocol, 9), &now).is_ok());
+        let sent = outgoing(&mut protocol);
+        let NetworkMessage::Version(version) = &sent[0] else { panic!("version first") };
+        assert_eq!(version.protocol_version, 70_017);
+        let mut expected =
+            vec![NetworkMessage::WtxidRelay, NetworkMessage::SendAddressV2, NetworkMessage::Verack];
+        if expect_feature {
+            expected.insert(2, NetworkMessage::Feature(spent_coins_feature()));
+        }
+        assert_eq!(sent[1..], expected, "peer at {their_protocol}");
+    }
+    // A node without features sends none, even to a peer at 70017.
+    let mut plain = PeerProtocol::new(true, address(), our(), settings(), &now);
+    assert!(plain.on_message(their_version(70_017, 9), &now).is_ok());
+    assert!(!outgoing(&mut plain)
+        .iter()
+        .any(|message| matches!(message, NetworkMessage::Feature(_))));
+}
+
+#[test]
+fn a_peers_spent_coins_feature_counts_only_before_verack() {
+    let start = Instant::now();
+    let now = context(start, &not_own);
+    let mut protocol = PeerProtocol::new(false, address(), our(), settings(), &now);
+    assert!(protocol.on_message(their_version(70_017, 9), &now).is_ok());
+    // Unknown ids and other data are ignored (BIP 434).
+    for ignored in [
+        FeatureMessage::new(b"BIP999", &[]),
+        FeatureMessage::new(BLOCK_SPENT_COINS_FEATURE_ID, &[1]),
+    ] {
+        let received = protocol.on_message(NetworkMessage::Feature(ignored), &now);
+        assert!(matches!(received, Ok(Received::Nothing)));
+    }
+    let Ok(Received::Connected(peer)) = protocol.on_message(NetworkMessage::Verack, &now) else {
+        panic!("connected");
+    };
+    assert!(!peer.serves_spent_coins);
+
+    let mut protocol = PeerProtocol::new(false, address(), our(), settings(), &now);
+    assert!(protocol.on_message(their_version(70_017, 9), &now).is_ok());
+    let feature = NetworkMessage::Feature(spent_coins_feature());
+    assert!(matches!(protocol.on_message(feature.clone(), &now), Ok(Received::Nothing)));
+    let Ok(Received::Connected(peer)) = protocol.on_message(NetworkMessage::Verack, &now) else {
+        panic!("connected");
+    };
+    assert!(peer.serves_spent_coins);
+    // After verack a feature is ignored, not forwarded and not punished.
+    assert!(matches!(protocol.on_message(feature, &now), Ok(Received::Nothing)));
 }
 
 #[test]

@@ -1,0 +1,289 @@
+//! Fetching the coins each block spent (BIP 455 `getbspent`) for a fully
+//! validating SwiftSync plan (`-swiftsync` with `-assumevalid=0`): the
+//! engine's pass accounts a block once it holds both the block (from the
+//! usual download) and its coins, so the coins are asked for along the
+//! same window, from the peers that announced `feature blockspentcoinsv1`.
+//!
+//! - What is asked: every block of the best header chain from the lowest
+//!   height whose coins the pass has not taken to the plan's terminal
+//!   height, at most [`SPENT_COINS_WINDOW_BLOCKS`] past the height the
+//!   plan's blocks are stored to (the download window's size, so the
+//!   coins held waiting for their blocks are bounded like the blocks),
+//!   with no cutoff (every coin), [`SPENT_COINS_REQUESTS_PER_PEER_MAX`]
+//!   requests at a time per peer, the least busy peer first.
+//! - An answer is taken only from the peer asked, for the block asked; it
+//!   must list one coin per input, numbered 0, 1, 2, ... (the draft: a
+//!   client receiving un-requested or missing coins must disconnect). The
+//!   coins go to the engine, which says whether the pass took them; one it
+//!   did not take (no pass yet) is asked again [`RETRY_AFTER`] later.
+//! - A request unanswered for [`SPENT_COINS_REQUEST_TIMEOUT`] is dropped
+//!   and asked again, of another peer when one serves; a peer's requests
+//!   go when it does.
+//! - With every block of the plan stored and no serving peer for
+//!   [`NO_SERVING_PEER_WAIT`], the engine is told no more coins come: the
+//!   plan is given up and the blocks are connected the usual way.
+//!
+//! The draft gives the asker no way to check an answer against the block
+//! before the block is there: a peer that lies about a coin makes the
+//! attempt fail at its end (the aggregate), one that sends the wrong
+//! number makes the block's accounting fail; either way the blocks are
+//! then connected the usual way, at the cost of the time spent.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use ibex_chainstate::{BlockSource, EngineCommand};
+use ibex_p2p::messages::spent_coins::{GetSpentCoins, SpentCoins};
+use ibex_p2p::net::DisconnectReason as NetReason;
+use ibex_p2p::sync::{DisconnectReason as SyncReason, PeerId};
+use ibex_p2p::NetworkMessage;
+use ibex_primitives::BlockHash;
+
+use super::SyncLoop;
+use crate::p2p_node::engine_view::QUERY_TIMEOUT;
+
+/// Heights past the stored ones whose coins may be asked for (the block
+/// download window's size).
+pub const SPENT_COINS_WINDOW_BLOCKS: u32 = 1024;
+/// Requests one peer answers at a time, at most.
+pub const SPENT_COINS_REQUESTS_PER_PEER_MAX: usize = 16;
+/// How long a request may go unanswered.
+pub const SPENT_COINS_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long coins the pass did not take wait before they are asked again.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+/// How long every block may be stored with no serving peer before the plan
+/// is given up.
+pub const NO_SERVING_PEER_WAIT: Duration = Duration::from_secs(60);
+
+/// One request out.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    peer: PeerId,
+    height: u32,
+    sent_at: Instant,
+}
+
+/// The fetch's state.
+#[derive(Debug)]
+pub struct SpentCoinsFetch {
+    terminal_height: u32,
+    /// The terminal block the heights below are counted for: another one
+    /// (the header chain moved) starts the count again.
+    terminal: Option<BlockHash>,
+    /// Whether the pass took the coins of height `h`, at `h - 1`.
+    taken: Vec<bool>,
+    /// Requests out, by block.
+    pending: HashMap<BlockHash, Request>,
+    /// Coins handed to the engine and not answered yet, by block.
+    offered: HashMap<BlockHash, u32>,
+    /// Heights whose coins the pass did not take, and when to ask again.
+    retry_at: HashMap<u32, Instant>,
+    /// Since when every block was stored with no serving peer.
+    unserved_since: Option<Instant>,
+    /// The engine was told no more coins come.
+    wait_ended: bool,
+}
+
+impl SpentCoinsFetch {
+    /// A fetch for a plan to `terminal_height`.
+    pub fn new(terminal_height: u32) -> SpentCoinsFetch {
+        SpentCoinsFetch {
+            terminal_height,
+            terminal: None,
+            taken: vec![false; terminal_height as usize],
+            pending: HashMap::new(),
+            offered: HashMap::new(),
+            retry_at: HashMap::new(),
+            unserved_since: None,
+            wait_ended: false,
+        }
+    }
+
+    fn first_untaken(&self) -> Option<u32> {
+        self.taken.iter().position(|taken| !taken).map(|at| at as u32 + 1)
+    }
+
+    fn requests_of(&self, peer: PeerId) -> usize {
+        self.pending.values().filter(|request| request.peer == peer).count()
+    }
+
+    fn is_wanted(&self, height: u32, hash: &BlockHash, now: Instant) -> bool {
+        let taken = height.checked_sub(1).and_then(|at| self.taken.get(at as usize));
+        taken == Some(&false)
+            && !self.pending.contains_key(hash)
+            && !self.offered.contains_key(hash)
+            && self.retry_at.get(&height).is_none_or(|at| now >= *at)
+    }
+}
+
+impl SyncLoop {
+    /// Asks serving peers for the coins of the next blocks (module docs);
+    /// ends the plan's wait when no peer serves.
+    pub(super) fn fetch_spent_coins(&mut self) {
+        let Some(fetch) = self.spent_coins_fetch.as_ref() else { return };
+        let snapshot = self.reader.snapshot();
+        let Some(stored_height) = snapshot.swiftsync_stored_height else {
+            // The plan is over (done, or given up).
+            self.spent_coins_fetch = None;
+            return;
+        };
+        let terminal_height = fetch.terminal_height;
+        let Some((best_hash, best_height)) = snapshot.best_header else { return };
+        if best_height < terminal_height || fetch.wait_ended {
+            return;
+        }
+        let now = Instant::now();
+        self.expire_spent_coins_requests(now);
+        let servers: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, state)| state.serves_spent_coins)
+            .map(|(peer, _)| *peer)
+            .collect();
+        if servers.is_empty() {
+            self.wait_for_serving_peers(stored_height >= terminal_height, now);
+            return;
+        }
+        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
+            fetch.unserved_since = None;
+        }
+        self.request_spent_coins(&servers, best_hash, stored_height, now);
+    }
+
+    /// Drops requests unanswered for too long.
+    fn expire_spent_coins_requests(&mut self, now: Instant) {
+        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
+            fetch.pending.retain(|_, request| {
+                now.duration_since(request.sent_at) < SPENT_COINS_REQUEST_TIMEOUT
+            });
+        }
+    }
+
+    /// No peer serves: once every block is stored and that lasted, the
+    /// engine is told no coins will come.
+    fn wait_for_serving_peers(&mut self, all_stored: bool, now: Instant) {
+        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        if !all_stored {
+            fetch.unserved_since = None;
+            return;
+        }
+        let since = *fetch.unserved_since.get_or_insert(now);
+        if now.duration_since(since) >= NO_SERVING_PEER_WAIT {
+            fetch.wait_ended = true;
+            self.logger.log(&format!(
+                "[swiftsync] no peer serves spent coins (BIP 455) for {} s: syncing without hints",
+                NO_SERVING_PEER_WAIT.as_secs()
+            ));
+            self.engine.push(EngineCommand::EndSwiftSyncWait);
+        }
+    }
+
+    /// Sends requests for the wanted blocks to the least busy servers.
+    fn request_spent_coins(
+        &mut self,
+        servers: &[PeerId],
+        best_hash: BlockHash,
+        stored_height: u32,
+        now: Instant,
+    ) {
+        let Some(fetch) = self.spent_coins_fetch.as_ref() else { return };
+        let Some(first) = fetch.first_untaken() else { return };
+        let room: usize = servers
+            .iter()
+            .map(|peer| SPENT_COINS_REQUESTS_PER_PEER_MAX.saturating_sub(fetch.requests_of(*peer)))
+            .sum();
+        if room == 0 {
+            return;
+        }
+        let last = fetch
+            .terminal_height
+            .min(stored_height.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
+            .max(first);
+        let view = self.reader.unsettled(QUERY_TIMEOUT);
+        let Some(chain) = view.best_chain_blocks(first - 1, last).ok().flatten() else { return };
+        let terminal = view.ancestor(&best_hash, fetch.terminal_height).ok().flatten();
+        let terminal_hash = terminal.map(|block| block.hash);
+        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        if terminal_hash.is_some() && terminal_hash != fetch.terminal {
+            // A new terminal block: what was taken was for another chain.
+            let terminal_height = fetch.terminal_height;
+            *fetch = SpentCoinsFetch::new(terminal_height);
+            fetch.terminal = terminal_hash;
+        }
+        let mut load: Vec<(usize, PeerId)> =
+            servers.iter().map(|peer| (fetch.requests_of(*peer), *peer)).collect();
+        let heights = (chain.first_height..).zip(&chain.blocks);
+        for (height, (hash, _)) in heights.take_while(|(height, _)| *height <= last) {
+            if !fetch.is_wanted(height, hash, now) {
+                continue;
+            }
+            load.sort_unstable();
+            let Some((count, peer)) = load.first_mut() else { break };
+            if *count >= SPENT_COINS_REQUESTS_PER_PEER_MAX {
+                break;
+            }
+            let request = GetSpentCoins { block_hash: *hash, cutoff_height: 0 };
+            if self.network.send(*peer, NetworkMessage::GetSpentCoins(request)).is_err() {
+                continue;
+            }
+            fetch.retry_at.remove(&height);
+            fetch.pending.insert(*hash, Request { peer: *peer, height, sent_at: now });
+            *count += 1;
+        }
+    }
+
+    /// A `bspent` from `peer`: taken when it answers a request of ours to
+    /// that peer with one coin per input in order; else the peer goes.
+    pub(super) fn on_spent_coins(&mut self, peer: PeerId, answer: SpentCoins) {
+        let hash = answer.block_hash;
+        let request = self
+            .spent_coins_fetch
+            .as_ref()
+            .and_then(|fetch| fetch.pending.get(&hash).copied())
+            .filter(|request| request.peer == peer);
+        let Some(request) = request else {
+            self.disconnect_for_spent_coins(peer, SyncReason::SpentCoinsNotRequested { hash });
+            return;
+        };
+        let numbered = answer.coins.iter().zip(0u32..).all(|(coin, at)| coin.input_index == at);
+        if !numbered {
+            self.disconnect_for_spent_coins(peer, SyncReason::SpentCoinsIncomplete { hash });
+            return;
+        }
+        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
+            fetch.pending.remove(&hash);
+            fetch.offered.insert(hash, request.height);
+        }
+        let coins = answer.coins.into_iter().map(|coin| coin.coin).collect();
+        let source = BlockSource::Peer(peer.0);
+        self.engine.push(EngineCommand::SpentCoins { hash, coins, source });
+        self.fetch_spent_coins();
+    }
+
+    /// The engine took (or did not take) the coins of `hash`.
+    pub(super) fn on_spent_coins_offered(&mut self, hash: BlockHash, taken: bool) {
+        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        let Some(height) = fetch.offered.remove(&hash) else { return };
+        if taken {
+            if let Some(slot) =
+                height.checked_sub(1).and_then(|at| fetch.taken.get_mut(at as usize))
+            {
+                *slot = true;
+            }
+        } else {
+            fetch.retry_at.insert(height, Instant::now() + RETRY_AFTER);
+        }
+    }
+
+    /// Forgets the requests of a peer that left.
+    pub(super) fn spent_coins_peer_gone(&mut self, peer: PeerId) {
+        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
+            fetch.pending.retain(|_, request| request.peer != peer);
+        }
+    }
+
+    fn disconnect_for_spent_coins(&mut self, peer: PeerId, reason: SyncReason) {
+        self.logger.log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
+        let _ = self.network.disconnect(peer, NetReason::Sync(reason));
+    }
+}

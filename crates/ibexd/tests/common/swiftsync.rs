@@ -1,0 +1,81 @@
+//! What the SwiftSync tests share: a node started with the tests' RPC
+//! credentials and waited for, its coin set, and waiting for a moment of a
+//! run in its log.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::assumeutxo::{rpc_options, start};
+use super::rpc::Endpoint;
+use super::{free_port, log_bytes, log_or_empty, wait_for_log_after, NodeProcess, NODE_WAIT};
+
+/// A node on `datadir` with RPC on a free port and `options`, once it has
+/// loaded.
+pub fn node(datadir: &Path, options: &[String]) -> (Endpoint, NodeProcess) {
+    let port = free_port();
+    let mut all = rpc_options(port);
+    all.extend_from_slice(options);
+    // Earlier runs on `datadir` logged the same line.
+    let offset = log_bytes(datadir);
+    let mut process = start(datadir, &all);
+    wait_for_log_after(datadir, "init message: Done loading", offset, &mut process);
+    (Endpoint { port }, process)
+}
+
+/// `gettxoutsetinfo`'s set hash and height.
+pub fn coin_set(endpoint: Endpoint) -> (Value, Value) {
+    let answer = endpoint.call("gettxoutsetinfo", json!([]));
+    (answer["hash_serialized_3"].clone(), answer["height"].clone())
+}
+
+/// Waits until the log written after `offset` bytes has `text`, or says
+/// the SwiftSync part is over already (an earlier run got past it).
+pub fn wait_for_moment(datadir: &Path, text: &str, offset: usize, process: &mut NodeProcess) {
+    let started = std::time::Instant::now();
+    loop {
+        let log = log_or_empty(datadir);
+        let new = log.get(offset..).unwrap_or_default();
+        if new.contains(text) || new.contains("[swiftsync] not used") {
+            return;
+        }
+        assert!(process.try_wait().unwrap().is_none(), "the node exited: {log}");
+        assert!(started.elapsed() < NODE_WAIT, "no {text:?} in {new}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Node A of the SwiftSync tests: a generated `small` chain imported,
+/// listening for peers, with its coin set.
+pub struct ServingNode {
+    /// Its RPC.
+    pub endpoint: Endpoint,
+    /// The process.
+    pub process: NodeProcess,
+    /// Its data directory.
+    pub datadir: std::path::PathBuf,
+    /// Its P2P port on 127.0.0.1.
+    pub p2p_port: u16,
+    /// `gettxoutsetinfo`'s set hash and height at the tip.
+    pub expected: (Value, Value),
+}
+
+/// Generates a `small` chain of `tip_height` blocks from `seed` under
+/// `root` and starts A on it with `extra` options, synced to the tip.
+pub fn serving_node(root: &Path, tip_height: u64, seed: &str, extra: &[String]) -> ServingNode {
+    let chain = root.join("chain");
+    super::generate_chain(&chain, "small", &tip_height.to_string(), seed, &[]);
+    let datadir = super::datadir_with_blocks(&root.join("a"), &chain);
+    let p2p_port = free_port();
+    let mut options = vec![
+        "-reindex".to_owned(),
+        "-listen=1".to_owned(),
+        "-bind=127.0.0.1".to_owned(),
+        format!("-port={p2p_port}"),
+    ];
+    options.extend_from_slice(extra);
+    let (endpoint, mut process) = node(&datadir, &options);
+    endpoint.wait_for_height(tip_height, &mut process);
+    let expected = coin_set(endpoint);
+    ServingNode { endpoint, process, datadir, p2p_port, expected }
+}

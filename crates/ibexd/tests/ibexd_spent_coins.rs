@@ -1,0 +1,204 @@
+//! BIP 455 serving, checked by a fake peer against a running `ibexd`:
+//!
+//! - with `-peerblockspentcoins` the node announces protocol 70017 and, to
+//!   a peer at 70017, BIP 434's `feature blockspentcoinsv1 0x00` between
+//!   `version` and `verack`; each `getbspent` gets the coins its block
+//!   spent, in input order with the coinbase left out, those below the
+//!   cutoff only when one is given; these equal what a replay of the
+//!   chain's blocks in the test finds (an oracle that shares no code with
+//!   the node's undo data);
+//! - a block the node does not hold gets no answer, and the peer stays;
+//! - without the option the node announces 70016, sends no `feature`, and
+//!   ignores `getbspent`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+mod hostile_peer;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hostile_peer::nodes::{Node, Setup};
+use hostile_peer::{ChainData, FakePeer};
+use ibex_p2p::messages::feature::FeatureMessage;
+use ibex_p2p::messages::spent_coins::{GetSpentCoins, IndexedSpentCoin, SpentCoins};
+use ibex_p2p::messages::version::VersionMessage;
+use ibex_p2p::NetworkMessage;
+use ibex_primitives::{Amount, Block, BlockHash, Height, OutPoint, SpentCoinBuf};
+
+/// How long an answer may take.
+const ANSWER_WAIT: Duration = Duration::from_secs(20);
+
+/// Starts `ibexd` on `datadir` with `options` and waits until it listens.
+fn start_node(datadir: PathBuf, port: u16, options: &[&str]) -> Node {
+    std::fs::create_dir_all(&datadir).unwrap();
+    // A restart on the same directory logged the same lines before.
+    let offset = common::log_bytes(&datadir);
+    let mut command = common::quiet_ibexd(&datadir, &common::REGTEST_QUIET, options);
+    let mut process = common::spawn_node(&mut command);
+    common::wait_for_log_after(&datadir, "Bound to 127.0.0.1", offset, &mut process);
+    Node { datadir, port, process }
+}
+
+/// The coins each block of the best chain spent, found by replaying the
+/// chain: for each block, its inputs' coins in order (coinbase left out).
+fn replay_spent_coins(chain: &ChainData) -> Vec<Vec<SpentCoinBuf>> {
+    let mut unspent: HashMap<OutPoint, SpentCoinBuf> = HashMap::new();
+    let mut spent_by_height = Vec::new();
+    for (height, hash) in chain.chain.iter().enumerate() {
+        let block = Block::decode(&chain.blocks[hash]).unwrap();
+        let mut spent = Vec::new();
+        for (position, transaction) in block.transactions.iter().enumerate() {
+            if position > 0 {
+                for input in &transaction.inputs {
+                    spent.push(unspent.remove(&input.previous_output).expect("a known coin"));
+                }
+            }
+            let txid = transaction.txid();
+            for (vout, output) in transaction.outputs.iter().enumerate() {
+                let coin = SpentCoinBuf {
+                    value: Amount::from_sat(output.value).unwrap(),
+                    script_pubkey: output.script_pubkey.clone(),
+                    height: Height::new(height as u32),
+                    is_coinbase: position == 0,
+                };
+                unspent.insert(OutPoint { txid, vout: vout as u32 }, coin);
+            }
+        }
+        spent_by_height.push(spent);
+    }
+    spent_by_height
+}
+
+/// Our `version` at `protocol_version`.
+fn version_at(protocol_version: i32, marker: i32) -> NetworkMessage {
+    let NetworkMessage::Version(version) = hostile_peer::version(marker) else { unreachable!() };
+    NetworkMessage::Version(VersionMessage { protocol_version, ..version })
+}
+
+/// Opens a connection at `protocol_version`: the node's `version` and
+/// the `feature` messages it sent before its `verack`.
+fn connect(port: u16, protocol_version: i32) -> (FakePeer, VersionMessage, Vec<FeatureMessage>) {
+    let mut peer = FakePeer::connect(port);
+    peer.send(&version_at(protocol_version, 7)).unwrap();
+    let (mut their_version, mut features) = (None, Vec::new());
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < ANSWER_WAIT, "no handshake");
+        match peer.receive().expect("the node keeps the connection") {
+            Some(NetworkMessage::Version(version)) => their_version = Some(version),
+            Some(NetworkMessage::Feature(feature)) => features.push(feature),
+            Some(NetworkMessage::Verack) => break,
+            _ => {}
+        }
+    }
+    peer.send(&NetworkMessage::Verack).unwrap();
+    (peer, their_version.expect("version before verack"), features)
+}
+
+/// The `bspent` that came before the pong for a ping sent after the
+/// request (none: the node answered nothing), pings answered.
+fn next_spent_coins(peer: &mut FakePeer, nonce: u64) -> Option<SpentCoins> {
+    peer.send(&NetworkMessage::Ping { nonce }).unwrap();
+    let started = Instant::now();
+    let mut answer = None;
+    loop {
+        assert!(started.elapsed() < ANSWER_WAIT, "no pong");
+        match peer.receive().expect("the node keeps the peer") {
+            Some(NetworkMessage::Ping { nonce }) => {
+                peer.send(&NetworkMessage::Pong { nonce: Some(nonce) }).unwrap();
+            }
+            Some(NetworkMessage::SpentCoins(coins)) => {
+                assert!(answer.is_none(), "one answer a request");
+                answer = Some(coins);
+            }
+            Some(NetworkMessage::Pong { nonce: echoed }) if echoed == Some(nonce) => return answer,
+            _ => {}
+        }
+    }
+}
+
+fn ask(peer: &mut FakePeer, block_hash: BlockHash, cutoff_height: u32) -> Option<SpentCoins> {
+    let request = GetSpentCoins { block_hash, cutoff_height };
+    peer.send(&NetworkMessage::GetSpentCoins(request)).unwrap();
+    // Served at the loop's next pass; the ping goes after, so the answer,
+    // if any, comes before the pong.
+    std::thread::sleep(Duration::from_millis(100));
+    next_spent_coins(peer, u64::from(cutoff_height) + 1)
+}
+
+/// `coins` with their input indices, those created below `cutoff` (any
+/// when 0).
+fn expected(coins: &[SpentCoinBuf], cutoff: u32) -> Vec<IndexedSpentCoin> {
+    coins
+        .iter()
+        .enumerate()
+        .filter(|(_, coin)| cutoff == 0 || coin.height.to_u32() < cutoff)
+        .map(|(index, coin)| IndexedSpentCoin { input_index: index as u32, coin: coin.clone() })
+        .collect()
+}
+
+#[test]
+fn spent_coins_are_served_as_the_chain_spent_them() {
+    let setup = Setup::generate(200, "455", &[]);
+    let spent = replay_spent_coins(&setup.chain);
+    let spending_heights: Vec<usize> =
+        (1..spent.len()).filter(|&height| !spent[height].is_empty()).collect();
+    assert!(spending_heights.len() >= 10, "the chain spends coins: {spending_heights:?}");
+
+    let datadir = common::datadir_with_blocks(&setup.root.path().join("a"), &setup.chain_directory);
+    let port = common::free_port();
+    let port_option = format!("-port={port}");
+    let listen = ["-listen=1", "-bind=127.0.0.1", &port_option, "-server=0", "-v2transport=0"];
+
+    // Without the option: Core's version, no feature, no answer.
+    let mut options = listen.to_vec();
+    options.push("-reindex");
+    let mut node = start_node(datadir.clone(), port, &options);
+    node.wait_for_log(&setup.tip_line());
+    let (mut peer, version, features) = connect(port, 70_017);
+    assert_eq!(version.protocol_version, 70_016);
+    assert!(features.is_empty(), "{features:?}");
+    let some_block = setup.chain.chain[spending_heights[0]];
+    assert_eq!(ask(&mut peer, some_block, 0), None, "getbspent is ignored");
+    drop(peer);
+    node.stop();
+
+    let mut options = listen.to_vec();
+    options.push("-peerblockspentcoins");
+    let offset = common::log_bytes(&datadir);
+    let mut node = start_node(datadir.clone(), port, &options);
+    // The chain is at its tip already: no new tip is logged.
+    common::wait_for_log_after(&datadir, "init message: Done loading", offset, &mut node.process);
+    // A peer below 70017 is sent no feature.
+    let (old_peer, version, features) = connect(port, 70_016);
+    assert_eq!(version.protocol_version, 70_017);
+    assert!(features.is_empty());
+    drop(old_peer);
+
+    let (mut peer, _, features) = connect(port, 70_017);
+    assert_eq!(features, [FeatureMessage::new(b"blockspentcoinsv1", &[0])]);
+    let mut coins_checked = 0;
+    for &height in &spending_heights {
+        let hash = setup.chain.chain[height];
+        let answer = ask(&mut peer, hash, 0).unwrap_or_else(|| panic!("no answer for {height}"));
+        assert_eq!(answer.block_hash, hash);
+        assert_eq!(answer.coins, expected(&spent[height], 0), "block {height}");
+        coins_checked += answer.coins.len();
+    }
+    eprintln!("{coins_checked} coins of {} blocks checked", spending_heights.len());
+    // A cutoff keeps the older coins only; in-block spends are the youngest.
+    let last = *spending_heights.last().unwrap();
+    let hash = setup.chain.chain[last];
+    for cutoff in [1, last as u32 / 2, last as u32, last as u32 + 1] {
+        let answer = ask(&mut peer, hash, cutoff).expect("an answer");
+        assert_eq!(answer.coins, expected(&spent[last], cutoff), "cutoff {cutoff}");
+    }
+    // A block without spends gets an empty answer; an unknown one none.
+    let genesis_child = setup.chain.chain[1];
+    assert_eq!(ask(&mut peer, genesis_child, 0).map(|answer| answer.coins), Some(Vec::new()));
+    assert_eq!(ask(&mut peer, BlockHash([0x5a; 32]), 0), None);
+    assert!(peer.ping_pong(99, ANSWER_WAIT), "the peer stays connected");
+    node.stop();
+}

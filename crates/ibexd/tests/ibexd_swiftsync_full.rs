@@ -1,0 +1,71 @@
+//! SwiftSync's fully validating mode end to end: node A imports a
+//! generated `small` chain, serves spent coins (`-peerblockspentcoins`,
+//! BIP 455) and writes the hints at height 250 (`dumphints`); node B syncs
+//! from A over P2P with the hints and `-assumevalid=0`: it fetches each
+//! block's spent coins from A, checks every block below 250 with them
+//! (scripts included) on every core, and ends on A's coin set. Killed with
+//! `kill -9` while it accounts and restarted, it ends on the same set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::assumeutxo::{rpc_options, start, stop};
+use common::swiftsync::{coin_set, node, serving_node, wait_for_moment, ServingNode};
+use common::{debug_log, free_port};
+use serde_json::json;
+
+const TIP_HEIGHT: u64 = 400;
+/// The hints' height: no `-assumevalid` margin is needed in this mode.
+const TERMINAL_HEIGHT: u32 = 250;
+
+#[test]
+fn a_fully_validating_swiftsync_fetches_spent_coins_and_ends_on_the_usual_set() {
+    let root = tempfile::tempdir().unwrap();
+    let serving = ["-peerblockspentcoins".to_owned()];
+    let ServingNode { endpoint: a, process: mut a_process, datadir: a_datadir, p2p_port, expected } =
+        serving_node(root.path(), TIP_HEIGHT, "457", &serving);
+    let answer = a.call("dumphints", json!(["hints.dat", TERMINAL_HEIGHT]));
+    let hints = PathBuf::from(answer["path"].as_str().unwrap());
+
+    let b_options = [
+        format!("-connect=127.0.0.1:{p2p_port}"),
+        "-listen=0".to_owned(),
+        format!("-swiftsync={}", hints.display()),
+        "-assumevalid=0".to_owned(),
+    ];
+    let b_datadir = root.path().join("b");
+    std::fs::create_dir_all(&b_datadir).unwrap();
+    let (b, mut b_process) = node(&b_datadir, &b_options);
+    b.wait_for_height(TIP_HEIGHT, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    stop(b, &mut b_process, &b_datadir);
+    let log = debug_log(&b_datadir);
+    assert!(log.contains("[swiftsync] fully validating"), "{log}");
+    let proven =
+        format!("[swiftsync] the aggregate is zero: chainstate at height {TERMINAL_HEIGHT}");
+    assert!(log.contains(&proven), "{log}");
+    assert!(!log.contains("given up"), "{log}");
+
+    // Killed while it accounts, and at its end; the last start finishes.
+    let d_datadir = root.path().join("d");
+    std::fs::create_dir_all(&d_datadir).unwrap();
+    for (text, delay_ms) in
+        [("[swiftsync] accounting", 0), ("[swiftsync] accounting", 150), ("UpdateTip", 0)]
+    {
+        let offset = common::log_bytes(&d_datadir);
+        let mut all = rpc_options(free_port());
+        all.extend_from_slice(&b_options);
+        let mut process = start(&d_datadir, &all);
+        wait_for_moment(&d_datadir, text, offset, &mut process);
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        process.kill().unwrap();
+        process.wait().unwrap();
+    }
+    let (d, mut d_process) = node(&d_datadir, &b_options);
+    d.wait_for_height(TIP_HEIGHT, &mut d_process);
+    assert_eq!(coin_set(d), expected, "{}", debug_log(&d_datadir));
+    stop(d, &mut d_process, &d_datadir);
+    stop(a, &mut a_process, &a_datadir);
+}
