@@ -9,9 +9,15 @@ times it from start to the `UpdateTip` line of `--height`, with the CPU
 seconds it used (/proc). Optionally a `bitcoind` client (Core v30 or
 master) syncs the same way in the same minutes.
 
+With `--full` every client runs with `-assumevalid=0` (every script
+checked) and the server serves spent coins (`-peerblockspentcoins`, BIP
+455), so `-swiftsync` runs its fully validating mode.
+
     scripts/bench-swiftsync.py --ibexd BIN/ibexd --server DATADIR --hints FILE \\
         --assumevalid HASH --height 4100 --dbcache 100 --rounds 1 --work DIR \\
         [--bitcoind CORE/bitcoind]
+    scripts/bench-swiftsync.py --full --ibexd BIN/ibexd --server DATADIR --hints FILE \\
+        --height 2000 --dbcache 450 --rounds 2 --work DIR
 
 Prints one JSON line per run and a summary with the ratios.
 """
@@ -71,7 +77,9 @@ def main() -> None:
     parser.add_argument("--ibexd", required=True)
     parser.add_argument("--server", required=True, help="synced regtest data directory to serve from")
     parser.add_argument("--hints", required=True)
-    parser.add_argument("--assumevalid", required=True)
+    parser.add_argument("--assumevalid", help="the clients' -assumevalid (not with --full)")
+    parser.add_argument("--full", action="store_true",
+                        help="-assumevalid=0 everywhere; the server serves spent coins")
     parser.add_argument("--height", type=int, required=True, help="the tip the clients sync to")
     parser.add_argument("--dbcache", type=int, default=450)
     parser.add_argument("--rounds", type=int, default=1)
@@ -79,12 +87,16 @@ def main() -> None:
     parser.add_argument("--bitcoind")
     parser.add_argument("--timeout", type=float, default=7200)
     arguments = parser.parse_args()
+    if arguments.full == (arguments.assumevalid is not None):
+        parser.error("give either --assumevalid or --full")
+    assume_valid = "0" if arguments.full else arguments.assumevalid
 
     os.makedirs(arguments.work, exist_ok=True)
     port = free_port()
     server = subprocess.Popen(
         [arguments.ibexd, "-regtest", f"-datadir={arguments.server}", "-printtoconsole=0",
-         "-server=0", "-connect=0", "-listen=1", "-bind=127.0.0.1", f"-port={port}"],
+         "-server=0", "-connect=0", "-listen=1", "-bind=127.0.0.1", f"-port={port}"]
+        + (["-peerblockspentcoins"] if arguments.full else []),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = []
     try:
@@ -102,7 +114,7 @@ def main() -> None:
                 os.makedirs(datadir)
                 common = ["-regtest", f"-datadir={datadir}", "-printtoconsole=0", "-server=0",
                           f"-connect=127.0.0.1:{port}", "-listen=0", f"-dbcache={arguments.dbcache}",
-                          f"-assumevalid={arguments.assumevalid}"]
+                          f"-assumevalid={assume_valid}"]
                 if kind == "bitcoind":
                     command = [arguments.bitcoind] + common
                 else:

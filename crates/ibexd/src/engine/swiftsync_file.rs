@@ -2,7 +2,10 @@
 //! the network's committed hash when it has one), and handed to the
 //! engine before any block is connected.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
 
 use ibex_chainstate::{Chainstate, SwiftSyncMode, SwiftSyncPlan};
 use ibex_primitives::hints::{HintsError, HintsFile};
@@ -41,6 +44,15 @@ pub enum SwiftSyncFileError {
         /// The hashes.
         source: HintsCommitmentMismatch,
     },
+    /// A gzip-compressed file does not decompress, or holds more than a
+    /// hints file may (4 GiB).
+    #[error("the SwiftSync hints file {path} does not decompress: {source}")]
+    Gzip {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Pruning deletes blocks the sync must read.
     #[error("-swiftsync cannot be used with -prune: the sync reads every block up to the hints' height before pruning could start")]
     Pruned,
@@ -57,9 +69,34 @@ pub fn read_plan(path: &Path, params: &Params) -> Result<SwiftSyncPlan, SwiftSyn
             source,
         })?;
     }
+    let bytes = decompressed(bytes)
+        .map_err(|source| SwiftSyncFileError::Gzip { path: path.to_path_buf(), source })?;
     let hints = HintsFile::parse(bytes, expected_height)
         .map_err(|source| SwiftSyncFileError::Hints { path: path.to_path_buf(), source })?;
     Ok(SwiftSyncPlan::new(hints))
+}
+
+/// gzip's magic bytes.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// The most bytes a hints file may take once decompressed (the reader's
+/// own limit).
+const HINTS_BYTES_MAX: u64 = u32::MAX as u64;
+
+/// `bytes` decompressed when they are gzip (btcd's shipped files are;
+/// members after the first are read too, as `gzip -d` does), else as they
+/// are. The network's commitment covers the file as distributed, so it is
+/// checked before this.
+fn decompressed(bytes: Vec<u8>) -> Result<Vec<u8>, std::io::Error> {
+    if !bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(bytes);
+    }
+    let mut out = Vec::new();
+    // One byte past the limit tells a file that is too large.
+    MultiGzDecoder::new(bytes.as_slice()).take(HINTS_BYTES_MAX + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > HINTS_BYTES_MAX {
+        return Err(std::io::Error::other("more than 4 GiB decompressed"));
+    }
+    Ok(out)
 }
 
 /// Hands `-swiftsync`'s plan to `chainstate`, when the option is given.
@@ -133,5 +170,30 @@ mod tests {
         std::fs::write(&path, &other).unwrap();
         let error = read_plan(&path, &params).unwrap_err();
         assert!(matches!(error, SwiftSyncFileError::Commitment { .. }), "{error}");
+    }
+
+    #[test]
+    fn a_gzip_file_is_read_decompressed_and_committed_as_shipped() {
+        use std::io::Write;
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("hints.dat.gz");
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&file_bytes(7)).unwrap();
+        let compressed = encoder.finish().unwrap();
+        std::fs::write(&path, &compressed).unwrap();
+        let mut params = Params::regtest();
+        let plan = read_plan(&path, &params).unwrap();
+        assert_eq!(plan.terminal_height(), 7);
+        assert_eq!(plan.hints().unspent_count(), 7);
+        params.swiftsync_hints = Some(SwiftSyncHintsEntry {
+            terminal_height: 7,
+            file_sha256: Hash256(sha256(&compressed)),
+        });
+        assert_eq!(read_plan(&path, &params).unwrap().terminal_height(), 7);
+        params.swiftsync_hints = None;
+        // A stream cut short is an error of its own, not a broken hints file.
+        std::fs::write(&path, &compressed[..compressed.len() - 9]).unwrap();
+        let error = read_plan(&path, &params).unwrap_err();
+        assert!(matches!(error, SwiftSyncFileError::Gzip { .. }), "{error}");
     }
 }
