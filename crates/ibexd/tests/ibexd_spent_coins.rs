@@ -9,7 +9,11 @@
 //!   the node's undo data);
 //! - a block the node does not hold gets no answer, and the peer stays;
 //! - without the option the node announces 70016, sends no `feature`, and
-//!   ignores `getbspent`.
+//!   ignores `getbspent`;
+//! - a node syncing in SwiftSync's fully validating mode from a peer that
+//!   lies about the coins (a height one too low, one coin short) gives the
+//!   attempt up (the aggregate, the block's accounting) and ends on the
+//!   coin set of a node that imported the chain.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -19,10 +23,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::swiftsync::{coin_set, node};
 use hostile_peer::nodes::{Node, Setup};
-use hostile_peer::{ChainData, FakePeer};
+use hostile_peer::{ChainData, FakePeer, GetData, Serving};
 use ibex_p2p::messages::feature::FeatureMessage;
 use ibex_p2p::messages::spent_coins::{GetSpentCoins, IndexedSpentCoin, SpentCoins};
+use ibex_p2p::messages::spent_coins::{
+    BLOCK_SPENT_COINS_FEATURE_DATA, BLOCK_SPENT_COINS_FEATURE_ID,
+};
 use ibex_p2p::messages::version::VersionMessage;
 use ibex_p2p::NetworkMessage;
 use ibex_primitives::{Amount, Block, BlockHash, Height, OutPoint, SpentCoinBuf};
@@ -201,4 +209,104 @@ fn spent_coins_are_served_as_the_chain_spent_them() {
     assert_eq!(ask(&mut peer, BlockHash([0x5a; 32]), 0), None);
     assert!(peer.ping_pong(99, ANSWER_WAIT), "the peer stays connected");
     node.stop();
+}
+
+/// The coins blocks 1 to `terminal_height` spent, as `bspent` answers,
+/// by block.
+fn answers(chain: &ChainData, terminal_height: u32) -> HashMap<BlockHash, SpentCoins> {
+    let spent = replay_spent_coins(chain);
+    (1..=terminal_height as usize)
+        .map(|height| {
+            let block_hash = chain.chain[height];
+            (block_hash, SpentCoins { block_hash, coins: expected(&spent[height], 0) })
+        })
+        .collect()
+}
+
+/// Serves the chain to a node that connected to `listener`, as a peer at
+/// 70017 that announces `blockspentcoinsv1` and answers with `spent`.
+fn serve_with_coins(
+    listener: &std::net::TcpListener,
+    chain: &ChainData,
+    spent: HashMap<BlockHash, SpentCoins>,
+) -> Serving {
+    let mut peer = FakePeer::accept(listener);
+    let started = Instant::now();
+    loop {
+        assert!(started.elapsed() < ANSWER_WAIT, "no version from the node");
+        if let Some(NetworkMessage::Version(version)) = peer.receive().unwrap() {
+            assert_eq!(version.protocol_version, 70_017, "a node reading features says so");
+            break;
+        }
+    }
+    peer.send(&version_at(70_017, 9)).unwrap();
+    let feature = FeatureMessage::new(BLOCK_SPENT_COINS_FEATURE_ID, BLOCK_SPENT_COINS_FEATURE_DATA);
+    peer.send(&NetworkMessage::Feature(feature)).unwrap();
+    peer.send(&NetworkMessage::Verack).unwrap();
+    Serving::start_with_spent_coins(
+        peer,
+        chain.headers(),
+        chain.blocks.clone(),
+        GetData::Answer,
+        spent,
+    )
+}
+
+#[test]
+fn a_peer_lying_about_spent_coins_costs_the_attempt_not_the_chain() {
+    const TERMINAL_HEIGHT: u32 = 150;
+    let setup = Setup::generate(220, "4552", &[]);
+    let tip_height = u64::from(setup.chain.tip_height());
+    let a_datadir =
+        common::datadir_with_blocks(&setup.root.path().join("a"), &setup.chain_directory);
+    let import = ["-reindex".to_owned(), "-connect=0".to_owned(), "-listen=0".to_owned()];
+    let (a, mut a_process) = node(&a_datadir, &import);
+    a.wait_for_height(tip_height, &mut a_process);
+    let expected = coin_set(a);
+    let answer = a.call("dumphints", serde_json::json!(["hints.dat", TERMINAL_HEIGHT]));
+    let hints = answer["path"].as_str().unwrap().to_owned();
+    common::assumeutxo::stop(a, &mut a_process, &a_datadir);
+
+    let honest = answers(&setup.chain, TERMINAL_HEIGHT);
+    let (block, input) = (1..=TERMINAL_HEIGHT as usize)
+        .find_map(|height| {
+            let coins = &honest[&setup.chain.chain[height]].coins;
+            let input = coins
+                .iter()
+                .position(|coin| !coin.coin.is_coinbase && coin.coin.height.to_u32() > 1)?;
+            Some((setup.chain.chain[height], input))
+        })
+        .unwrap();
+    let mut lower = honest.clone();
+    let coin = &mut lower.get_mut(&block).unwrap().coins[input].coin;
+    coin.height = Height::new(coin.height.to_u32() - 1);
+    let mut short = honest.clone();
+    short.get_mut(&block).unwrap().coins.pop();
+    let lies = [
+        (lower, format!("the aggregate is not zero at height {TERMINAL_HEIGHT}")),
+        (short, "spent coins were given".to_owned()),
+    ];
+    for (number, (spent, failure)) in lies.into_iter().enumerate() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let b_datadir = setup.root.path().join(format!("b{number}"));
+        std::fs::create_dir_all(&b_datadir).unwrap();
+        let options = [
+            format!("-connect=127.0.0.1:{port}"),
+            "-listen=0".to_owned(),
+            // The fake peer speaks v1.
+            "-v2transport=0".to_owned(),
+            format!("-swiftsync={hints}"),
+            "-assumevalid=0".to_owned(),
+        ];
+        let (b, mut b_process) = node(&b_datadir, &options);
+        let serving = serve_with_coins(&listener, &setup.chain, spent);
+        b.wait_for_height(tip_height, &mut b_process);
+        assert_eq!(coin_set(b), expected);
+        common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+        serving.stop();
+        let log = common::debug_log(&b_datadir);
+        assert!(log.contains("[swiftsync] given up"), "{log}");
+        assert!(log.contains(&failure), "{failure}: {log}");
+    }
 }

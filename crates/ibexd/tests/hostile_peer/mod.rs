@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ibex_p2p::messages::address::ServiceAddress;
+use ibex_p2p::messages::spent_coins::SpentCoins;
 use ibex_p2p::{
     encode_message, FrameDecoder, NetworkMessage, ServiceFlags, UserAgent, VersionMessage,
     HEADERS_PER_MESSAGE_MAX,
@@ -315,10 +316,21 @@ pub struct Serving {
 impl Serving {
     /// Starts serving over `peer`.
     pub fn start(
+        peer: FakePeer,
+        headers: Vec<Header>,
+        blocks: HashMap<BlockHash, Vec<u8>>,
+        get_data: GetData,
+    ) -> Serving {
+        Serving::start_with_spent_coins(peer, headers, blocks, get_data, HashMap::new())
+    }
+
+    /// [`Serving::start`], answering `getbspent` (BIP 455) with `spent`.
+    pub fn start_with_spent_coins(
         mut peer: FakePeer,
         headers: Vec<Header>,
         blocks: HashMap<BlockHash, Vec<u8>>,
         get_data: GetData,
+        spent: HashMap<BlockHash, SpentCoins>,
     ) -> Serving {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -330,6 +342,11 @@ impl Serving {
                     Err(Closed) => {
                         report.closed_by_node = true;
                         break;
+                    }
+                    Ok(Some(NetworkMessage::GetSpentCoins(request))) => {
+                        if let Some(coins) = spent.get(&request.block_hash) {
+                            let _ = peer.send(&NetworkMessage::SpentCoins(coins.clone()));
+                        }
                     }
                     Ok(Some(message)) => {
                         answer(&mut peer, message, &headers, &blocks, get_data, &mut report)
