@@ -62,6 +62,8 @@ impl Chainstate {
             live: None,
             started: None,
         });
+        // Readers (the network side) see the plan pending from now on.
+        self.shared.reads.publish_swiftsync(Some(0));
     }
 
     /// Whether a SwiftSync plan still waits for its blocks.
