@@ -69,3 +69,38 @@ fn a_fully_validating_swiftsync_fetches_spent_coins_and_ends_on_the_usual_set() 
     stop(d, &mut d_process, &d_datadir);
     stop(a, &mut a_process, &a_datadir);
 }
+
+/// With no peer serving spent coins, a fully validating plan waits for
+/// them a minute once every block is stored, then is given up, and the
+/// blocks are connected the usual way.
+#[test]
+fn without_a_serving_peer_the_plan_is_given_up_and_the_chain_synced() {
+    let root = tempfile::tempdir().unwrap();
+    let ServingNode { endpoint: a, process: mut a_process, datadir: a_datadir, p2p_port, expected } =
+        serving_node(root.path(), TIP_HEIGHT, "458", &[]);
+    let answer = a.call("dumphints", json!(["hints.dat", TERMINAL_HEIGHT]));
+    let hints = PathBuf::from(answer["path"].as_str().unwrap());
+    let b_datadir = root.path().join("b");
+    std::fs::create_dir_all(&b_datadir).unwrap();
+    let b_options = [
+        format!("-connect=127.0.0.1:{p2p_port}"),
+        "-listen=0".to_owned(),
+        format!("-swiftsync={}", hints.display()),
+        "-assumevalid=0".to_owned(),
+    ];
+    let started = std::time::Instant::now();
+    let (b, mut b_process) = node(&b_datadir, &b_options);
+    b.wait_for_height(TIP_HEIGHT, &mut b_process);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(60), "it waited for coins first");
+    assert_eq!(coin_set(b), expected);
+    stop(b, &mut b_process, &b_datadir);
+    stop(a, &mut a_process, &a_datadir);
+    let log = debug_log(&b_datadir);
+    assert!(log.contains("no peer serves spent coins (BIP 455) for 60 s"), "{log}");
+    assert!(
+        log.contains(
+            "[swiftsync] given up, syncing without hints: no spent coins came for block 1"
+        ),
+        "{log}"
+    );
+}
