@@ -186,10 +186,37 @@ pub fn debug_log(datadir: &Path) -> String {
 /// Longest wait for a long-running node to get where a test needs it.
 pub const NODE_WAIT: Duration = Duration::from_secs(120);
 
-/// A TCP port free on loopback a moment ago.
+/// Ports [`free_port`] draws from: below Linux's ephemeral range
+/// (32768-60999), which the kernel hands out as the source port of every
+/// outbound connection, so a node's or a test's `connect` cannot take a
+/// port between the moment it is found free and the node binding it.
+const TEST_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A TCP port free on loopback a moment ago, outside the ephemeral range
+/// (a pseudo-random draw seeded by the process and the clock, so tests
+/// running at once rarely draw the same one).
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    let mut state =
+        clock ^ u64::from(std::process::id()) << 32 ^ DRAWS.fetch_add(1, Ordering::Relaxed);
+    let span = u64::from(TEST_PORTS.end - TEST_PORTS.start);
+    for _ in 0..1_000 {
+        // SplitMix64.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut mixed = state;
+        mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        mixed ^= mixed >> 31;
+        let port = TEST_PORTS.start + (mixed % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {TEST_PORTS:?}");
 }
 
 /// The regtest log of `datadir`, or nothing if it does not exist yet.
