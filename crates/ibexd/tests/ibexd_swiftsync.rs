@@ -13,7 +13,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::assumeutxo::{rpc_options, start, stop};
-use common::swiftsync::{coin_set, node, serving_node, wait_for_moment, ServingNode};
+use common::swiftsync::{
+    client_options, coin_set, node, serving_node, wait_for_moment, ServingNode,
+};
 use common::{datadir_with_blocks, debug_log, free_port};
 use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
 use serde_json::{json, Value};
@@ -131,12 +133,7 @@ fn swiftsync_ends_on_the_usual_coin_set_or_gives_up_for_wrong_hints() {
     // B: an IBD over P2P with the hints.
     let b_datadir = root.path().join("b");
     std::fs::create_dir_all(&b_datadir).unwrap();
-    let b_options = [
-        format!("-connect=127.0.0.1:{p2p_port}"),
-        "-listen=0".to_owned(),
-        format!("-swiftsync={}", hints.display()),
-        format!("-assumevalid={tip_hash}"),
-    ];
+    let b_options = client_options(p2p_port, &hints, &tip_hash);
     let (b, mut b_process) = node(&b_datadir, &b_options);
     b.wait_for_height(TIP_HEIGHT, &mut b_process);
     assert_eq!(coin_set(b), expected);

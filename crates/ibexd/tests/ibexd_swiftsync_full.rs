@@ -9,12 +9,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::assumeutxo::{rpc_options, start, stop};
-use common::swiftsync::{coin_set, node, serving_node, wait_for_moment, ServingNode};
+use common::swiftsync::{
+    client_options, coin_set, hints_at, node, serving_node, wait_for_moment, ServingNode,
+};
 use common::{debug_log, free_port};
-use serde_json::json;
 
 const TIP_HEIGHT: u64 = 400;
 /// The hints' height: no `-assumevalid` margin is needed in this mode.
@@ -26,15 +25,9 @@ fn a_fully_validating_swiftsync_fetches_spent_coins_and_ends_on_the_usual_set() 
     let serving = ["-peerblockspentcoins".to_owned()];
     let ServingNode { endpoint: a, process: mut a_process, datadir: a_datadir, p2p_port, expected } =
         serving_node(root.path(), TIP_HEIGHT, "457", &serving);
-    let answer = a.call("dumphints", json!(["hints.dat", TERMINAL_HEIGHT]));
-    let hints = PathBuf::from(answer["path"].as_str().unwrap());
+    let hints = hints_at(a, TERMINAL_HEIGHT);
 
-    let b_options = [
-        format!("-connect=127.0.0.1:{p2p_port}"),
-        "-listen=0".to_owned(),
-        format!("-swiftsync={}", hints.display()),
-        "-assumevalid=0".to_owned(),
-    ];
+    let b_options = client_options(p2p_port, &hints, "0");
     let b_datadir = root.path().join("b");
     std::fs::create_dir_all(&b_datadir).unwrap();
     let (b, mut b_process) = node(&b_datadir, &b_options);
@@ -78,16 +71,10 @@ fn without_a_serving_peer_the_plan_is_given_up_and_the_chain_synced() {
     let root = tempfile::tempdir().unwrap();
     let ServingNode { endpoint: a, process: mut a_process, datadir: a_datadir, p2p_port, expected } =
         serving_node(root.path(), TIP_HEIGHT, "458", &[]);
-    let answer = a.call("dumphints", json!(["hints.dat", TERMINAL_HEIGHT]));
-    let hints = PathBuf::from(answer["path"].as_str().unwrap());
+    let hints = hints_at(a, TERMINAL_HEIGHT);
     let b_datadir = root.path().join("b");
     std::fs::create_dir_all(&b_datadir).unwrap();
-    let b_options = [
-        format!("-connect=127.0.0.1:{p2p_port}"),
-        "-listen=0".to_owned(),
-        format!("-swiftsync={}", hints.display()),
-        "-assumevalid=0".to_owned(),
-    ];
+    let b_options = client_options(p2p_port, &hints, "0");
     let started = std::time::Instant::now();
     let (b, mut b_process) = node(&b_datadir, &b_options);
     b.wait_for_height(TIP_HEIGHT, &mut b_process);

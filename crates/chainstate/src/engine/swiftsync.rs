@@ -361,9 +361,8 @@ impl Chainstate {
     /// came. Whether they were taken (not when no such pass runs, the
     /// block is not one of it, or it was accounted already). Claims are
     /// not trusted: a wrong one fails the block's checks or the aggregate,
-    /// and the attempt is given up.
-    /// When they complete the pass, it ends here (the chain jumps to `H`,
-    /// or the attempt is given up).
+    /// and the attempt is given up. When they complete the pass, it ends
+    /// here (the chain jumps to `H`, or the attempt is given up).
     pub fn swiftsync_spent_coins(
         &mut self,
         hash: &BlockHash,

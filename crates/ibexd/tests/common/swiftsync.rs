@@ -79,3 +79,20 @@ pub fn serving_node(root: &Path, tip_height: u64, seed: &str, extra: &[String]) 
     let expected = coin_set(endpoint);
     ServingNode { endpoint, process, datadir, p2p_port, expected }
 }
+
+/// A's `dumphints` file at `height`.
+pub fn hints_at(endpoint: Endpoint, height: u32) -> std::path::PathBuf {
+    let answer = endpoint.call("dumphints", json!(["hints.dat", height]));
+    std::path::PathBuf::from(answer["path"].as_str().unwrap())
+}
+
+/// B's options: syncing from A's `p2p_port` only, not listening, with the
+/// hints at `hints` and `-assumevalid=<assume_valid>`.
+pub fn client_options(p2p_port: u16, hints: &Path, assume_valid: &str) -> Vec<String> {
+    vec![
+        format!("-connect=127.0.0.1:{p2p_port}"),
+        "-listen=0".to_owned(),
+        format!("-swiftsync={}", hints.display()),
+        format!("-assumevalid={assume_valid}"),
+    ]
+}

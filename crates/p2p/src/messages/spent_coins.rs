@@ -29,7 +29,7 @@
 //! `MAX_MONEY`, and an unknown script prefix is refused.
 
 use ibex_primitives::amount::{compress_amount, decompress_amount};
-use ibex_primitives::encode::{write_compact_size, write_var_bytes};
+use ibex_primitives::encode::{compact_size_len, write_compact_size, write_var_bytes};
 use ibex_primitives::limits::SCRIPT_BYTES_MAX;
 use ibex_primitives::{Amount, BlockHash, Height, SpentCoin, SpentCoinBuf};
 
@@ -132,6 +132,21 @@ impl SpentCoins {
         }
     }
 
+    /// Bytes [`SpentCoins::encode`] appends, counted without encoding (a
+    /// send queue measures every message it takes).
+    pub fn encoded_bytes(&self) -> usize {
+        let coins: usize = self
+            .coins
+            .iter()
+            .map(|coin| {
+                let value = coin.coin.value.to_sat().unsigned_abs();
+                8 + reconstructable_script_bytes(&coin.coin.script_pubkey)
+                    + compact_size_len(compress_amount(value))
+            })
+            .sum();
+        32 + compact_size_len(self.coins.len() as u64) + coins
+    }
+
     pub(crate) fn decode(reader: &mut PayloadReader<'_>) -> Result<SpentCoins, MessageError> {
         let block_hash = BlockHash(reader.array(Field::BlockHash)?);
         let coins = reader.list(SPENT_COINS_LIST, decode_spent_coin)?;
@@ -171,9 +186,10 @@ fn decode_spent_coin(reader: &mut PayloadReader<'_>) -> Result<IndexedSpentCoin,
     Ok(IndexedSpentCoin { input_index, coin })
 }
 
-/// Appends `script` in BIP 455's reconstructable form.
-pub fn encode_reconstructable_script(script: &[u8], out: &mut Vec<u8>) {
-    let (form, payload): (u8, &[u8]) = match script {
+/// The short form of `script` (its prefix and the bytes kept), or `None`
+/// when it fits no template and goes whole.
+fn short_form(script: &[u8]) -> Option<(u8, &[u8])> {
+    let form = match script {
         [OP_DUP, OP_HASH160, 20, hash @ .., OP_EQUALVERIFY, OP_CHECKSIG] if hash.len() == 20 => {
             (FORM_P2PKH, hash)
         }
@@ -183,14 +199,31 @@ pub fn encode_reconstructable_script(script: &[u8], out: &mut Vec<u8>) {
         [OP_0, 32, program @ ..] if program.len() == 32 => (FORM_P2WSH, program),
         [OP_0, 20, program @ ..] if program.len() == 20 => (FORM_P2WPKH, program),
         [OP_1, 32, key @ ..] if key.len() == 32 => (FORM_P2TR, key),
-        _ => {
+        _ => return None,
+    };
+    Some(form)
+}
+
+/// Appends `script` in BIP 455's reconstructable form.
+pub fn encode_reconstructable_script(script: &[u8], out: &mut Vec<u8>) {
+    match short_form(script) {
+        Some((form, payload)) => {
+            out.push(form);
+            out.extend_from_slice(payload);
+        }
+        None => {
             out.push(FORM_UNKNOWN);
             write_var_bytes(out, script);
-            return;
         }
-    };
-    out.push(form);
-    out.extend_from_slice(payload);
+    }
+}
+
+/// Bytes [`encode_reconstructable_script`] appends for `script`.
+fn reconstructable_script_bytes(script: &[u8]) -> usize {
+    match short_form(script) {
+        Some((_, payload)) => 1 + payload.len(),
+        None => 1 + compact_size_len(script.len() as u64) + script.len(),
+    }
 }
 
 /// Reads a script in the reconstructable form and expands it.

@@ -28,10 +28,11 @@ pub fn payload_bytes(message: &NetworkMessage) -> usize {
         | NetworkMessage::Inventory(entries)
         | NetworkMessage::NotFound(entries) => list(entries.len(), INVENTORY_ENTRY_BYTES),
         NetworkMessage::Address(entries) => list(entries.len(), ADDRESS_ENTRY_BYTES),
+        // Up to a few MB for a full block: counted, not encoded twice.
+        NetworkMessage::SpentCoins(answer) => answer.encoded_bytes(),
         other => {
             // The rest are small (an `addrv2` of 1,000 entries is the
-            // largest, 531 kB) or, as a `bspent` (a few hundred kB for a
-            // full block), sent once per request: measure by encoding.
+            // largest, 531 kB) and rarely sent: measure by encoding.
             let mut payload = Vec::new();
             other.encode_payload(&mut payload);
             payload.len()
@@ -109,6 +110,21 @@ mod tests {
             NetworkMessage::Inventory(vec![]),
             NetworkMessage::Ping { nonce: 1 },
             NetworkMessage::Verack,
+            NetworkMessage::SpentCoins(crate::messages::spent_coins::SpentCoins {
+                block_hash: ibex_primitives::BlockHash([3; 32]),
+                coins: (0..300u32)
+                    .map(|index| crate::messages::spent_coins::IndexedSpentCoin {
+                        input_index: index,
+                        coin: ibex_primitives::SpentCoinBuf {
+                            value: ibex_primitives::Amount::from_sat(i64::from(index) * 977)
+                                .unwrap(),
+                            script_pubkey: vec![0x51; index as usize % 40],
+                            height: ibex_primitives::Height::new(index),
+                            is_coinbase: index % 7 == 0,
+                        },
+                    })
+                    .collect(),
+            }),
         ];
         for message in &messages {
             assert_eq!(

@@ -112,6 +112,15 @@ pub enum DisconnectReason {
         /// The block.
         hash: BlockHash,
     },
+    /// It did not answer a `getbspent` in time (as
+    /// [`DisconnectReason::BlockDownloadTimeout`] for a block).
+    #[error("spent coins of block {hash} not delivered within {timeout_ms} ms")]
+    SpentCoinsTimeout {
+        /// The block asked for.
+        hash: BlockHash,
+        /// The timeout that expired.
+        timeout_ms: u64,
+    },
     /// Its spent coins for a block skip or repeat inputs (BIP 455: missing
     /// coins disconnect).
     #[error("spent coins of block {hash} do not number the inputs in order")]
@@ -143,6 +152,9 @@ impl DisconnectReason {
             // Core has no BIP 455: our own words.
             DisconnectReason::SpentCoinsNotRequested { hash } => {
                 format!("Unrequested spent coins of block {hash}")
+            }
+            DisconnectReason::SpentCoinsTimeout { hash, .. } => {
+                format!("Timeout downloading spent coins of block {hash}")
             }
             DisconnectReason::SpentCoinsIncomplete { hash } => {
                 format!("Spent coins of block {hash} skip or repeat inputs")

@@ -16,9 +16,9 @@
 //!   client receiving un-requested or missing coins must disconnect). The
 //!   coins go to the engine, which says whether the pass took them; one it
 //!   did not take (no pass yet) is asked again [`RETRY_AFTER`] later.
-//! - A request unanswered for [`SPENT_COINS_REQUEST_TIMEOUT`] is dropped
-//!   and asked again, of another peer when one serves; a peer's requests
-//!   go when it does.
+//! - A request unanswered for [`SPENT_COINS_REQUEST_TIMEOUT`] disconnects
+//!   the peer (as Core's block download timeout does) and is asked again
+//!   of another; a peer's requests go when it does.
 //! - With every block of the plan stored and no serving peer for
 //!   [`NO_SERVING_PEER_WAIT`], the engine is told no more coins come: the
 //!   plan is given up and the blocks are connected the usual way.
@@ -150,12 +150,29 @@ impl SyncLoop {
         self.request_spent_coins(&servers, best_hash, stored_height, now);
     }
 
-    /// Drops requests unanswered for too long.
+    /// Drops requests unanswered for too long and disconnects the peers
+    /// asked, as Core disconnects a peer that does not deliver a block in
+    /// time ("Timeout downloading block"): their other requests go to
+    /// other peers.
     fn expire_spent_coins_requests(&mut self, now: Instant) {
-        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
-            fetch.pending.retain(|_, request| {
-                now.duration_since(request.sent_at) < SPENT_COINS_REQUEST_TIMEOUT
-            });
+        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        let mut late = Vec::new();
+        fetch.pending.retain(|hash, request| {
+            let in_time = now.duration_since(request.sent_at) < SPENT_COINS_REQUEST_TIMEOUT;
+            if !in_time {
+                late.push((request.peer, *hash));
+            }
+            in_time
+        });
+        late.sort_unstable_by_key(|(peer, _)| *peer);
+        late.dedup_by_key(|(peer, _)| *peer);
+        for (peer, hash) in late {
+            self.spent_coins_peer_gone(peer);
+            let timeout_ms = SPENT_COINS_REQUEST_TIMEOUT.as_millis() as u64;
+            self.disconnect_for_spent_coins(
+                peer,
+                SyncReason::SpentCoinsTimeout { hash, timeout_ms },
+            );
         }
     }
 
@@ -195,9 +212,13 @@ impl SyncLoop {
         if room == 0 {
             return;
         }
+        // At most a window past the first height still wanted too: after a
+        // restart every block is stored, and the coins held waiting stay
+        // bounded, as does this read of the chain's hashes.
         let last = fetch
             .terminal_height
             .min(stored_height.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
+            .min(first.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
             .max(first);
         let view = self.reader.unsettled(QUERY_TIMEOUT);
         let Some(chain) = view.best_chain_blocks(first - 1, last).ok().flatten() else { return };

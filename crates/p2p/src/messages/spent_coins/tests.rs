@@ -37,6 +37,7 @@ fn each_template_takes_its_short_form_and_expands_back() {
     ];
     for (script, form, payload) in cases {
         let bytes = encoded(&script);
+        assert_eq!(reconstructable_script_bytes(&script), bytes.len());
         assert_eq!(bytes[0], form, "{script:02x?}");
         assert_eq!(&bytes[1..], payload);
         assert_eq!(decoded(&bytes), Ok(script));
@@ -61,6 +62,7 @@ fn scripts_off_the_templates_are_sent_whole() {
     ];
     for script in near_misses {
         let bytes = encoded(&script);
+        assert_eq!(reconstructable_script_bytes(&script), bytes.len());
         assert_eq!(bytes[0], 0x00);
         assert_eq!(decoded(&bytes), Ok(script));
     }
@@ -106,6 +108,7 @@ fn bspent_and_getbspent_round_trip() {
     let message = sample();
     let mut payload = Vec::new();
     message.encode(&mut payload);
+    assert_eq!(message.encoded_bytes(), payload.len(), "counted as written");
     // The first coin: index 0, height 1 from a coinbase (code 3), the
     // P2WPKH form, 50 BTC compressed to 50.
     assert_eq!(payload[32], 3, "three coins");
