@@ -118,9 +118,8 @@ impl CoinsDatabase {
         Ok(self.raw().get_pinned(STAGING_KEY)?.is_some())
     }
 
-    /// Writes `entries` (key, value; in key order) as one table and
-    /// ingests it.
-    fn ingest_sorted(&self, entries: &[(&[u8], &[u8])]) -> Result<(), ChainstateError> {
+    /// Writes `entries` (in key order) as one table and ingests it.
+    fn ingest_sorted(&self, entries: &[SortedCoin<'_>]) -> Result<(), ChainstateError> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -128,8 +127,8 @@ impl CoinsDatabase {
         let path = self.tables_directory().join(format!("staged-{number}.sst"));
         let whole_keys = self.whole_key_filters.load(Ordering::Relaxed);
         let mut table = TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?;
-        for (key, value) in entries {
-            table.put(key, value)?;
+        for entry in entries {
+            table.put(entry.key, entry.value)?;
         }
         let (path, file_bytes) = table.finish()?;
         let mut options = IngestExternalFileOptions::default();
@@ -180,6 +179,31 @@ fn remove_directory(path: &Path) -> Result<(), ChainstateError> {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(source) => Err(ChainstateError::TableDirectory { path: path.to_path_buf(), source }),
+    }
+}
+
+/// A staged coin read back from its bucket, to be sorted: the eight key
+/// bytes after `'C'` (the transaction id's first) held inline, so that
+/// sorting compares integers and reads a key's bytes only for outputs of
+/// one transaction (comparing the slices made `memcmp` a quarter of the
+/// pass's CPU on the `utxo-heavy` chain: each comparison two cache misses).
+#[derive(Debug, Clone, Copy)]
+struct SortedCoin<'a> {
+    prefix: u64,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl<'a> SortedCoin<'a> {
+    /// `None` for a key too short to be a coin's.
+    fn new(key: &'a [u8], value: &'a [u8]) -> Option<SortedCoin<'a>> {
+        let prefix = u64::from_be_bytes(key.get(1..9)?.try_into().ok()?);
+        Some(SortedCoin { prefix, key, value })
+    }
+
+    /// The keys' byte order (the big-endian prefix orders as its bytes).
+    fn key_order(left: &SortedCoin<'_>, right: &SortedCoin<'_>) -> std::cmp::Ordering {
+        left.prefix.cmp(&right.prefix).then_with(|| left.key.cmp(right.key))
     }
 }
 
@@ -319,7 +343,7 @@ impl CoinBuckets {
         File::open(&path).map_err(io)?.read_to_end(&mut bytes).map_err(io)?;
         let corrupt =
             || ChainstateError::CorruptRecord { record: "staged coin", length_bytes: bytes.len() };
-        let mut entries: Vec<(&[u8], &[u8])> = Vec::new();
+        let mut entries: Vec<SortedCoin<'_>> = Vec::new();
         let mut rest = &bytes[..];
         while let Some((&key_length, after)) = rest.split_first() {
             let (key, after) =
@@ -327,10 +351,10 @@ impl CoinBuckets {
             let (length, after) = after.split_at_checked(2).ok_or_else(corrupt)?;
             let value_length = usize::from(u16::from_le_bytes([length[0], length[1]]));
             let (value, after) = after.split_at_checked(value_length).ok_or_else(corrupt)?;
-            entries.push((key, value));
+            entries.push(SortedCoin::new(key, value).ok_or_else(corrupt)?);
             rest = after;
         }
-        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+        entries.sort_unstable_by(SortedCoin::key_order);
         // A table of at most a bulk load's coins each.
         for chunk in entries.chunks(super::bulk::BULK_TABLE_COINS_MAX as usize) {
             database.ingest_sorted(chunk)?;
@@ -399,6 +423,40 @@ mod tests {
         assert!(!database.buckets_directory().exists());
         assert_eq!(database.iter_coins().count(), 0);
         assert_eq!(database.best_block().unwrap(), Some(best));
+    }
+
+    #[test]
+    fn coins_sharing_the_inline_prefix_sort_by_their_whole_keys() {
+        let directory = tempfile::tempdir().unwrap();
+        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+        database.begin_staging().unwrap();
+        let buckets = CoinBuckets::create(&database, 1, 1 << 20).unwrap();
+        // Transaction ids equal in their first eight bytes, and outputs
+        // whose index encodings differ in length (127, 128, 300).
+        let txid = |ninth: u8, last: u8| {
+            let mut bytes = [0x33u8; 32];
+            bytes[8] = ninth;
+            bytes[31] = last;
+            Txid(bytes)
+        };
+        let mut outpoints = Vec::new();
+        for (ninth, last) in [(0xff, 0), (0x00, 9), (0x00, 1), (0x80, 0)] {
+            for vout in [300, 0, 128, 127, 1] {
+                outpoints.push(OutPoint { txid: txid(ninth, last), vout });
+            }
+        }
+        let mut run = CoinRun::default();
+        for outpoint in &outpoints {
+            run.push(outpoint, &coin(outpoint.vout));
+        }
+        buckets.append(&mut run).unwrap();
+        assert_eq!(buckets.write_into(&database, 1).unwrap(), outpoints.len() as u64);
+        let read: Vec<OutPoint> = database.iter_coins().map(|item| item.unwrap().0).collect();
+        let mut expected = outpoints.clone();
+        expected
+            .sort_by(|left, right| CoinKey::new(left).as_ref().cmp(CoinKey::new(right).as_ref()));
+        assert_eq!(read, expected);
+        assert_eq!(database.coin(&outpoints[0]).unwrap(), Some(coin(300)));
     }
 
     #[test]
