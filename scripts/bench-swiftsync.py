@@ -122,7 +122,10 @@ def main() -> None:
                     if kind == "swiftsync":
                         command.append(f"-swiftsync={arguments.hints}")
                 log = os.path.join(datadir, "regtest/debug.log")
+                server_cpu = cpu_seconds(server.pid)
                 result = run_client(kind, command, log, needle, arguments.timeout)
+                # The server shares the machine: its CPU counts against the client's.
+                result["server_cpu_s"] = round(cpu_seconds(server.pid) - server_cpu, 1)
                 result.update({"round": round_number, "dbcache": arguments.dbcache})
                 if kind == "swiftsync":
                     with open(log, errors="replace") as file:

@@ -52,13 +52,20 @@ impl CoinsDatabase {
     /// tables are ingested below everything).
     pub fn bulk_coin_writer(&self) -> Result<BulkCoinWriter<'_>, ChainstateError> {
         self.prepare_tables_directory()?;
-        Ok(BulkCoinWriter {
+        Ok(self.table_sequence())
+    }
+
+    /// A bulk writer into the tables directory as it is (prepared once
+    /// by the caller): several may write at once, each into its own key
+    /// range.
+    pub(crate) fn table_sequence(&self) -> BulkCoinWriter<'_> {
+        BulkCoinWriter {
             database: self,
             table: None,
             table_coins: 0,
             coins_written: 0,
             value: Vec::with_capacity(64),
-        })
+        }
     }
 }
 
@@ -66,6 +73,17 @@ impl BulkCoinWriter<'_> {
     /// Adds `coin` at `outpoint`, after every coin added before it in key
     /// order (RocksDB refuses a table whose keys do not increase).
     pub fn put(&mut self, outpoint: &OutPoint, coin: &Coin) -> Result<(), ChainstateError> {
+        let mut value = std::mem::take(&mut self.value);
+        value.clear();
+        coin.encode_into(&mut value);
+        let written = self.put_encoded(CoinKey::new(outpoint).as_ref(), &value);
+        self.value = value;
+        written
+    }
+
+    /// Adds a coin as its key and encoded value, after every coin added
+    /// before it in key order.
+    pub(crate) fn put_encoded(&mut self, key: &[u8], value: &[u8]) -> Result<(), ChainstateError> {
         if self.table_coins == BULK_TABLE_COINS_MAX {
             self.ingest_table()?;
         }
@@ -78,9 +96,7 @@ impl BulkCoinWriter<'_> {
                 self.table.insert(TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?)
             }
         };
-        self.value.clear();
-        coin.encode_into(&mut self.value);
-        table.put(CoinKey::new(outpoint).as_ref(), &self.value)?;
+        table.put(key, value)?;
         self.table_coins += 1;
         self.coins_written += 1;
         Ok(())

@@ -9,11 +9,15 @@
 //! whose key ranges overlap, and RocksDB's compactions then rewrite every
 //! coin once more: measured on the `utxo-heavy` chain (26 M coins), the
 //! compactions took 70 CPU-seconds of a 32-second pass, half its CPU.
-//! Instead each run is split by the first bits of its transaction ids
-//! (uniform: they are hashes) and appended to one file per bucket
-//! ([`CoinBuckets`]); once the proof holds, each bucket is read back whole,
-//! sorted and written as tables that no other table overlaps, so RocksDB
-//! puts them in its last level and never compacts them. The buckets are
+//! Instead each run is sorted, split by the first bits of its transaction
+//! ids (uniform: they are hashes) and appended as a chunk to one file per
+//! bucket ([`CoinBuckets`]); once the proof holds, each bucket is read back
+//! whole, its chunks merged and written as tables that no other table
+//! overlaps, so RocksDB puts them in its last level and never compacts
+//! them. Sorting the runs while blocks are accounted, not the buckets after
+//! the last one, moves that work off the serial end of the pass (where
+//! every core waits for the tables) into the download, which leaves
+//! cores idle. The buckets are
 //! as many as needed for one to fit a worker's share of `-dbcache` (from
 //! the hints' count of coins), at most [`BUCKET_COUNT_MAX`]. No coin key
 //! is written twice (every outpoint is created once: the two mainnet
@@ -29,6 +33,7 @@
 //! ([`CoinsDatabase::commit_staged`]), made durable before the chain moves.
 //! No write uses the WAL (the [module docs](super)).
 
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -36,13 +41,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use ibex_primitives::{BlockHash, OutPoint};
-use rocksdb::{IngestExternalFileOptions, WriteBatch, WriteOptions};
+use rocksdb::{WriteBatch, WriteOptions};
 
-use super::options::COIN_TXID_PREFIX_BYTES;
 use super::store::BEST_BLOCK_KEY;
-use super::table_writer::TableWriter;
 use super::CoinsDatabase;
-use crate::coins::coin::{Coin, CoinKey, COIN_KEY_PREFIX};
+use crate::coins::coin::{Coin, CoinKey, COIN_KEY_BYTES_MAX, COIN_KEY_PREFIX};
 use crate::error::ChainstateError;
 
 /// The record that says the database holds a SwiftSync attempt's coins.
@@ -118,26 +121,6 @@ impl CoinsDatabase {
         Ok(self.raw().get_pinned(STAGING_KEY)?.is_some())
     }
 
-    /// Writes `entries` (in key order) as one table and ingests it.
-    fn ingest_sorted(&self, entries: &[SortedCoin<'_>]) -> Result<(), ChainstateError> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let number = self.next_table_number();
-        let path = self.tables_directory().join(format!("staged-{number}.sst"));
-        let whole_keys = self.whole_key_filters.load(Ordering::Relaxed);
-        let mut table = TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?;
-        for entry in entries {
-            table.put(entry.key, entry.value)?;
-        }
-        let (path, file_bytes) = table.finish()?;
-        let mut options = IngestExternalFileOptions::default();
-        options.set_move_files(true);
-        self.raw().ingest_external_file_opts(&options, vec![path])?;
-        self.add_written_bytes(file_bytes);
-        Ok(())
-    }
-
     /// The bucket files' directory.
     pub(crate) fn buckets_directory(&self) -> PathBuf {
         self.path().join(BUCKETS_DIRECTORY)
@@ -179,47 +162,6 @@ fn remove_directory(path: &Path) -> Result<(), ChainstateError> {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(source) => Err(ChainstateError::TableDirectory { path: path.to_path_buf(), source }),
-    }
-}
-
-/// A staged coin read back from its bucket, to be sorted: its key held
-/// inline as five big-endian integers (the transaction id's 32 bytes
-/// after `'C'`, then the output index's encoding, zero-padded), so that
-/// sorting compares integers and never follows a pointer. Comparing the
-/// key slices made `memcmp` a quarter of the pass's CPU on the
-/// `utxo-heavy` chain; comparing only the first eight bytes inline still
-/// left an eighth (its transactions have many unspent outputs each).
-/// Core's output-index encoding (`VARINT`) is prefix-free, so zero padding
-/// keeps the byte order of keys of one transaction.
-#[derive(Debug, Clone, Copy)]
-struct SortedCoin<'a> {
-    order: [u64; 5],
-    key: &'a [u8],
-    value: &'a [u8],
-}
-
-/// Bytes of a coin key before the output index: `'C'` and the txid.
-const KEY_TXID_END: usize = 33;
-
-impl<'a> SortedCoin<'a> {
-    /// `None` for a key that is not a coin's (too short, or an index
-    /// encoding longer than a 32-bit index takes).
-    fn new(key: &'a [u8], value: &'a [u8]) -> Option<SortedCoin<'a>> {
-        let txid = key.get(1..KEY_TXID_END)?;
-        let index = key.get(KEY_TXID_END..).filter(|index| (1..=5).contains(&index.len()))?;
-        let mut order = [0u64; 5];
-        for (word, bytes) in order.iter_mut().zip(txid.chunks_exact(8)) {
-            *word = u64::from_be_bytes(bytes.try_into().ok()?);
-        }
-        let mut padded = [0u8; 8];
-        padded[..index.len()].copy_from_slice(index);
-        order[4] = u64::from_be_bytes(padded);
-        Some(SortedCoin { order, key, value })
-    }
-
-    /// The keys' byte order.
-    fn key_order(left: &SortedCoin<'_>, right: &SortedCoin<'_>) -> std::cmp::Ordering {
-        left.order.cmp(&right.order)
     }
 }
 
@@ -272,18 +214,26 @@ impl CoinBuckets {
     }
 
     /// Appends `run`'s coins to their buckets and empties it (keeping its
-    /// memory). Each record: key length (1 byte), key, value length (2
-    /// bytes, little-endian: a script is at most 10,000 bytes), value.
+    /// memory): the run is sorted by key, so each bucket gets one chunk in
+    /// key order, a `u64` (little-endian) of its bytes, then its records.
+    /// Each record: key length (1 byte), key, value length (2 bytes,
+    /// little-endian: a script is at most 10,000 bytes), value.
     pub(crate) fn append(&self, run: &mut CoinRun) -> Result<(), ChainstateError> {
-        let bucket_of = |entry: &(CoinKey, u32, u32)| self.bucket_of(entry.0.as_ref());
-        run.entries.sort_unstable_by_key(bucket_of);
+        run.entries.sort_unstable_by(|left, right| key_order(&left.0, &right.0));
+        let io = |source| ChainstateError::TableDirectory { path: self.directory.clone(), source };
         let mut rest = &run.entries[..];
         while let Some(first) = rest.first() {
-            let bucket = bucket_of(first);
-            let length = rest.iter().take_while(|entry| bucket_of(entry) == bucket).count();
+            let bucket = self.bucket_of(first.0.as_ref());
+            let length =
+                rest.iter().take_while(|entry| self.bucket_of(entry.0.as_ref()) == bucket).count();
             let (same, after) = rest.split_at(length);
+            let record_bytes = |(key, start, end): &(CoinKey, u32, u32)| {
+                (1 + key.as_ref().len() + 2 + (end - start) as usize) as u64
+            };
+            let records_bytes: u64 = same.iter().map(record_bytes).sum();
             let mut file =
                 self.files[bucket].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            file.write_all(&records_bytes.to_le_bytes()).map_err(io)?;
             for (key, start, end) in same {
                 let value = &run.values[*start as usize..*end as usize];
                 let key = key.as_ref();
@@ -292,10 +242,6 @@ impl CoinBuckets {
                         record: "staged coin",
                         length_bytes: value.len(),
                     })?;
-                let io = |source| ChainstateError::TableDirectory {
-                    path: self.directory.clone(),
-                    source,
-                };
                 file.write_all(&[key.len() as u8]).map_err(io)?;
                 file.write_all(key).map_err(io)?;
                 file.write_all(&value_length.to_le_bytes()).map_err(io)?;
@@ -347,7 +293,8 @@ impl CoinBuckets {
         Ok(written.into_inner() as u64)
     }
 
-    /// One bucket read back, sorted and ingested; its coin count.
+    /// One bucket read back, its chunks merged into tables; its coin
+    /// count.
     fn write_bucket(
         &self,
         database: &CoinsDatabase,
@@ -359,24 +306,111 @@ impl CoinBuckets {
         File::open(&path).map_err(io)?.read_to_end(&mut bytes).map_err(io)?;
         let corrupt =
             || ChainstateError::CorruptRecord { record: "staged coin", length_bytes: bytes.len() };
-        let mut entries: Vec<SortedCoin<'_>> = Vec::new();
+        let mut heads = BinaryHeap::new();
         let mut rest = &bytes[..];
-        while let Some((&key_length, after)) = rest.split_first() {
-            let (key, after) =
-                after.split_at_checked(usize::from(key_length)).ok_or_else(corrupt)?;
-            let (length, after) = after.split_at_checked(2).ok_or_else(corrupt)?;
-            let value_length = usize::from(u16::from_le_bytes([length[0], length[1]]));
-            let (value, after) = after.split_at_checked(value_length).ok_or_else(corrupt)?;
-            entries.push(SortedCoin::new(key, value).ok_or_else(corrupt)?);
+        while !rest.is_empty() {
+            let (header, after) = rest.split_at_checked(CHUNK_HEADER_BYTES).ok_or_else(corrupt)?;
+            let records_bytes = u64::from_le_bytes(header.try_into().map_err(|_| corrupt())?);
+            let records_bytes = usize::try_from(records_bytes).map_err(|_| corrupt())?;
+            let (records, after) = after.split_at_checked(records_bytes).ok_or_else(corrupt)?;
+            if let Some(head) = ChunkHead::first(records).ok_or_else(corrupt)? {
+                heads.push(head);
+            }
             rest = after;
         }
-        entries.sort_unstable_by(SortedCoin::key_order);
-        // A table of at most a bulk load's coins each.
-        for chunk in entries.chunks(super::bulk::BULK_TABLE_COINS_MAX as usize) {
-            database.ingest_sorted(chunk)?;
+        let mut tables = database.table_sequence();
+        let mut count = 0;
+        // The smallest head of all chunks next, each chunk's next record
+        // taking its place (a k-way merge: chunks are sorted already).
+        while let Some(mut head) = heads.peek_mut() {
+            tables.put_encoded(head.key, head.value)?;
+            count += 1;
+            match ChunkHead::first(head.rest).ok_or_else(corrupt)? {
+                Some(next) => *head = next,
+                None => {
+                    PeekMut::pop(head);
+                }
+            }
         }
+        tables.finish()?;
         std::fs::remove_file(&path).map_err(io)?;
-        Ok(entries.len())
+        Ok(count)
+    }
+}
+
+/// Bytes of a chunk's header in a bucket file: its records' length.
+const CHUNK_HEADER_BYTES: usize = 8;
+
+/// Bytes of a coin key before the output index: `'C'` and the txid.
+const KEY_TXID_END: usize = 33;
+
+/// A coin key as five big-endian integers (the transaction id after
+/// `'C'`, then the output index's encoding zero-padded), compared in
+/// registers: comparing key slices made `memcmp` a quarter of the pass's
+/// CPU on the `utxo-heavy` chain. Core's output-index encoding (`VARINT`)
+/// is prefix-free, so zero padding keeps the byte order of one
+/// transaction's keys. `padded` holds the key then zeros.
+fn key_words(padded: &[u8; COIN_KEY_BYTES_MAX]) -> [u64; 5] {
+    let word = |at: usize| {
+        let mut bytes = [0u8; 8];
+        let end = (at + 8).min(COIN_KEY_BYTES_MAX);
+        bytes[..end - at].copy_from_slice(&padded[at..end]);
+        u64::from_be_bytes(bytes)
+    };
+    [word(1), word(9), word(17), word(25), word(KEY_TXID_END)]
+}
+
+/// Two coin keys in byte order.
+fn key_order(left: &CoinKey, right: &CoinKey) -> std::cmp::Ordering {
+    key_words(left.padded_bytes()).cmp(&key_words(right.padded_bytes()))
+}
+
+/// A chunk's next record in a bucket being merged: its key as integers
+/// (the heap's order, smallest first), its key and value, and the records
+/// after it.
+struct ChunkHead<'a> {
+    words: [u64; 5],
+    key: &'a [u8],
+    value: &'a [u8],
+    rest: &'a [u8],
+}
+
+impl<'a> ChunkHead<'a> {
+    /// The first record of `records`: `Some(None)` when there is none,
+    /// `None` when it is cut short or its key is no coin's.
+    fn first(records: &'a [u8]) -> Option<Option<ChunkHead<'a>>> {
+        let Some((&key_length, after)) = records.split_first() else { return Some(None) };
+        let (key, after) = after.split_at_checked(usize::from(key_length))?;
+        let (length, after) = after.split_at_checked(2)?;
+        let value_length = usize::from(u16::from_le_bytes([length[0], length[1]]));
+        let (value, rest) = after.split_at_checked(value_length)?;
+        if !(KEY_TXID_END + 1..=COIN_KEY_BYTES_MAX).contains(&key.len()) {
+            return None;
+        }
+        let mut padded = [0u8; COIN_KEY_BYTES_MAX];
+        padded[..key.len()].copy_from_slice(key);
+        Some(Some(ChunkHead { words: key_words(&padded), key, value, rest }))
+    }
+}
+
+impl PartialEq for ChunkHead<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.words == other.words
+    }
+}
+
+impl Eq for ChunkHead<'_> {}
+
+impl PartialOrd for ChunkHead<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ChunkHead<'_> {
+    /// Reversed: `BinaryHeap` is a max-heap, the merge wants the smallest.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.words.cmp(&self.words)
     }
 }
 
@@ -442,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    fn coins_sharing_the_inline_prefix_sort_by_their_whole_keys() {
+    fn chunks_merge_in_the_byte_order_of_whole_keys() {
         let directory = tempfile::tempdir().unwrap();
         let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
         database.begin_staging().unwrap();
@@ -461,11 +495,15 @@ mod tests {
                 outpoints.push(OutPoint { txid: txid(ninth, last), vout });
             }
         }
+        // Three runs, each a chunk of the one bucket, the merge
+        // interleaving them.
         let mut run = CoinRun::default();
-        for outpoint in &outpoints {
-            run.push(outpoint, &coin(outpoint.vout));
+        for first in 0..3 {
+            for outpoint in outpoints.iter().skip(first).step_by(3) {
+                run.push(outpoint, &coin(outpoint.vout));
+            }
+            buckets.append(&mut run).unwrap();
         }
-        buckets.append(&mut run).unwrap();
         assert_eq!(buckets.write_into(&database, 1).unwrap(), outpoints.len() as u64);
         let read: Vec<OutPoint> = database.iter_coins().map(|item| item.unwrap().0).collect();
         let mut expected = outpoints.clone();
@@ -473,6 +511,24 @@ mod tests {
             .sort_by(|left, right| CoinKey::new(left).as_ref().cmp(CoinKey::new(right).as_ref()));
         assert_eq!(read, expected);
         assert_eq!(database.coin(&outpoints[0]).unwrap(), Some(coin(300)));
+    }
+
+    #[test]
+    fn a_bucket_cut_short_is_an_error() {
+        let directory = tempfile::tempdir().unwrap();
+        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
+        database.begin_staging().unwrap();
+        let buckets = CoinBuckets::create(&database, 1, 1 << 20).unwrap();
+        let mut run = CoinRun::default();
+        run.push(&outpoint(7, 0), &coin(7));
+        run.push(&outpoint(8, 0), &coin(8));
+        buckets.append(&mut run).unwrap();
+        buckets.files[0].lock().unwrap().flush().unwrap();
+        let path = database.buckets_directory().join("bucket-0");
+        let length = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(length - 3).unwrap();
+        let error = buckets.write_into(&database, 1).unwrap_err();
+        assert!(matches!(error, ChainstateError::CorruptRecord { record: "staged coin", .. }));
     }
 
     #[test]
