@@ -172,7 +172,9 @@ pub(crate) struct CoinBuckets {
     directory: PathBuf,
     /// log2 of the bucket count.
     bits: u32,
-    files: Vec<Mutex<BufWriter<File>>>,
+    /// Each bucket's file, open for appending until the buckets are
+    /// written (closed then, so that removing it frees its pages).
+    files: Vec<Mutex<Option<BufWriter<File>>>>,
 }
 
 impl std::fmt::Debug for CoinBuckets {
@@ -199,7 +201,7 @@ impl CoinBuckets {
         let mut files = Vec::with_capacity(count);
         for bucket in 0..count {
             let file = File::create(directory.join(format!("bucket-{bucket}"))).map_err(error)?;
-            files.push(Mutex::new(BufWriter::with_capacity(64 << 10, file)));
+            files.push(Mutex::new(Some(BufWriter::with_capacity(64 << 10, file))));
         }
         Ok(CoinBuckets { directory, bits, files })
     }
@@ -233,6 +235,11 @@ impl CoinBuckets {
             let records_bytes: u64 = same.iter().map(record_bytes).sum();
             let mut file =
                 self.files[bucket].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let closed = || ChainstateError::TableDirectory {
+                path: self.directory.clone(),
+                source: std::io::Error::other("bucket appended to after its tables were written"),
+            };
+            let file = file.as_mut().ok_or_else(closed)?;
             file.write_all(&records_bytes.to_le_bytes()).map_err(io)?;
             for (key, start, end) in same {
                 let value = &run.values[*start as usize..*end as usize];
@@ -264,20 +271,28 @@ impl CoinBuckets {
     ) -> Result<u64, ChainstateError> {
         let io = |source| ChainstateError::TableDirectory { path: self.directory.clone(), source };
         for file in &self.files {
-            file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).flush().map_err(io)?;
+            let taken = file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            if let Some(mut file) = taken {
+                file.flush().map_err(io)?;
+            }
         }
         let next = AtomicUsize::new(0);
         let written = AtomicUsize::new(0);
         let results: Vec<Result<(), ChainstateError>> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..thread_count.max(1))
                 .map(|_| {
-                    scope.spawn(|| loop {
-                        let bucket = next.fetch_add(1, Ordering::Relaxed);
-                        if bucket >= self.files.len() {
-                            return Ok(());
+                    scope.spawn(|| {
+                        // One buffer a thread, reused: a fresh one a bucket
+                        // would fault its pages in anew each time.
+                        let mut bytes = Vec::new();
+                        loop {
+                            let bucket = next.fetch_add(1, Ordering::Relaxed);
+                            if bucket >= self.files.len() {
+                                return Ok(());
+                            }
+                            let count = self.write_bucket(database, bucket, &mut bytes)?;
+                            written.fetch_add(count, Ordering::Relaxed);
                         }
-                        let count = self.write_bucket(database, bucket)?;
-                        written.fetch_add(count, Ordering::Relaxed);
                     })
                 })
                 .collect();
@@ -295,15 +310,22 @@ impl CoinBuckets {
 
     /// One bucket read back, its chunks merged into tables; its coin
     /// count.
+    /// The file is removed once read, before any table is written: the
+    /// page cache it held then takes the tables, where pages never used
+    /// before cost a fault each (on the VMs measured, writing 1.2 GB into
+    /// fresh page cache took 3.0 s, into pages just freed 0.2 s).
     fn write_bucket(
         &self,
         database: &CoinsDatabase,
         bucket: usize,
+        bytes: &mut Vec<u8>,
     ) -> Result<usize, ChainstateError> {
         let path = self.directory.join(format!("bucket-{bucket}"));
         let io = |source| ChainstateError::TableDirectory { path: path.clone(), source };
-        let mut bytes = Vec::new();
-        File::open(&path).map_err(io)?.read_to_end(&mut bytes).map_err(io)?;
+        bytes.clear();
+        File::open(&path).map_err(io)?.read_to_end(bytes).map_err(io)?;
+        std::fs::remove_file(&path).map_err(io)?;
+        let bytes = &bytes[..];
         let corrupt =
             || ChainstateError::CorruptRecord { record: "staged coin", length_bytes: bytes.len() };
         let mut heads = BinaryHeap::new();
@@ -333,7 +355,6 @@ impl CoinBuckets {
             }
         }
         tables.finish()?;
-        std::fs::remove_file(&path).map_err(io)?;
         Ok(count)
     }
 }
@@ -523,7 +544,7 @@ mod tests {
         run.push(&outpoint(7, 0), &coin(7));
         run.push(&outpoint(8, 0), &coin(8));
         buckets.append(&mut run).unwrap();
-        buckets.files[0].lock().unwrap().flush().unwrap();
+        buckets.files[0].lock().unwrap().as_mut().unwrap().flush().unwrap();
         let path = database.buckets_directory().join("bucket-0");
         let length = std::fs::metadata(&path).unwrap().len();
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(length - 3).unwrap();
