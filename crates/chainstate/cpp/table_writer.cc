@@ -56,11 +56,14 @@ extern "C" {
 // Opens a writer of a table at `path` with the coins database's table
 // format: bloom filters of `bloom_bits_per_key` (whole keys when
 // `whole_key_filtering`, and fixed prefixes of `prefix_bytes`), no
-// compression. Null with `*error` set on failure.
+// compression. With `direct_writes`, the file is written with O_DIRECT,
+// past the page cache (refused where the file system cannot). Null with
+// `*error` set on failure.
 ibex_table_writer* ibex_table_writer_open(const char* path, std::size_t path_bytes,
                                           double bloom_bits_per_key,
                                           int whole_key_filtering,
-                                          std::size_t prefix_bytes, char** error) {
+                                          std::size_t prefix_bytes, int direct_writes,
+                                          char** error) {
   try {
     rocksdb::BlockBasedTableOptions table;
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(bloom_bits_per_key));
@@ -71,8 +74,10 @@ ibex_table_writer* ibex_table_writer_open(const char* path, std::size_t path_byt
     options.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(prefix_bytes));
     options.compression = rocksdb::kNoCompression;
     auto handle = std::make_unique<ibex_table_writer>();
+    rocksdb::EnvOptions env_options;
+    env_options.use_direct_writes = direct_writes != 0;
     handle->writer = std::make_unique<rocksdb::SstFileWriter>(
-        rocksdb::EnvOptions(), options, nullptr, /*invalidate_page_cache=*/false);
+        env_options, options, nullptr, /*invalidate_page_cache=*/false);
     if (!report(handle->writer->Open(std::string(path, path_bytes)), error)) {
       return nullptr;
     }

@@ -36,6 +36,8 @@ pub struct BulkCoinWriter<'a> {
     table_coins: u64,
     coins_written: u64,
     value: Vec<u8>,
+    /// Tables written past the page cache ([`TableWriter::create_direct`]).
+    direct_writes: bool,
 }
 
 impl std::fmt::Debug for BulkCoinWriter<'_> {
@@ -52,19 +54,20 @@ impl CoinsDatabase {
     /// tables are ingested below everything).
     pub fn bulk_coin_writer(&self) -> Result<BulkCoinWriter<'_>, ChainstateError> {
         self.prepare_tables_directory()?;
-        Ok(self.table_sequence())
+        Ok(self.table_sequence(false))
     }
 
     /// A bulk writer into the tables directory as it is (prepared once
     /// by the caller): several may write at once, each into its own key
-    /// range.
-    pub(crate) fn table_sequence(&self) -> BulkCoinWriter<'_> {
+    /// range. With `direct_writes`, its tables go past the page cache.
+    pub(crate) fn table_sequence(&self, direct_writes: bool) -> BulkCoinWriter<'_> {
         BulkCoinWriter {
             database: self,
             table: None,
             table_coins: 0,
             coins_written: 0,
             value: Vec::with_capacity(64),
+            direct_writes,
         }
     }
 }
@@ -93,7 +96,12 @@ impl BulkCoinWriter<'_> {
                 let number = self.database.next_table_number();
                 let path = self.database.tables_directory().join(format!("bulk-{number}.sst"));
                 let whole_keys = self.database.whole_key_filters.load(Ordering::Relaxed);
-                self.table.insert(TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?)
+                let table = if self.direct_writes {
+                    TableWriter::create_direct(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?
+                } else {
+                    TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?
+                };
+                self.table.insert(table)
             }
         };
         table.put(key, value)?;

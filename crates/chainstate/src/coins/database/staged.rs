@@ -340,7 +340,9 @@ impl CoinBuckets {
             }
             rest = after;
         }
-        let mut tables = database.table_sequence();
+        // Past the page cache: the tables are written once and read only
+        // as the chain spends their coins.
+        let mut tables = database.table_sequence(true);
         let mut count = 0;
         // The smallest head of all chunks next, each chunk's next record
         // taking its place (a k-way merge: chunks are sorted already).

@@ -38,6 +38,7 @@ extern "C" {
         bloom_bits_per_key: f64,
         whole_key_filtering: c_int,
         prefix_bytes: usize,
+        direct_writes: c_int,
         error: *mut *mut c_char,
     ) -> *mut RawTableWriter;
     fn ibex_table_writer_put(
@@ -83,6 +84,30 @@ impl TableWriter {
         whole_key_filtering: bool,
         prefix_bytes: usize,
     ) -> Result<TableWriter, ChainstateError> {
+        TableWriter::open(path, whole_key_filtering, prefix_bytes, false)
+    }
+
+    /// As [`TableWriter::create`], the file written past the page cache
+    /// (`O_DIRECT`) where the file system allows it, through the page
+    /// cache where it does not (tmpfs, for one). For tables written once
+    /// and not read soon: a page-cache write of memory the machine has not
+    /// used lately costs a fault a page (module docs of
+    /// [`crate::coins::database::staged`]).
+    pub fn create_direct(
+        path: &Path,
+        whole_key_filtering: bool,
+        prefix_bytes: usize,
+    ) -> Result<TableWriter, ChainstateError> {
+        TableWriter::open(path, whole_key_filtering, prefix_bytes, true)
+            .or_else(|_| TableWriter::open(path, whole_key_filtering, prefix_bytes, false))
+    }
+
+    fn open(
+        path: &Path,
+        whole_key_filtering: bool,
+        prefix_bytes: usize,
+        direct_writes: bool,
+    ) -> Result<TableWriter, ChainstateError> {
         let bytes = path.as_os_str().as_bytes();
         let mut error = std::ptr::null_mut();
         // SAFETY: `bytes` outlives the call; `error` is a valid out pointer.
@@ -93,6 +118,7 @@ impl TableWriter {
                 BLOOM_BITS_PER_KEY,
                 c_int::from(whole_key_filtering),
                 prefix_bytes,
+                c_int::from(direct_writes),
                 &mut error,
             )
         };
