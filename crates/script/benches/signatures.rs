@@ -102,6 +102,61 @@ fn verification_on_every_core(criterion: &mut Criterion) {
     });
 }
 
+/// Distinct signatures a core cycles through in [`distinct_signatures`].
+const DISTINCT_SIGNATURES: usize = 4_096;
+
+/// As [`verification_on_every_core`], each verification of a different
+/// key, message and signature, as a chain's are: the same one over and
+/// over keeps the few entries of libsecp256k1's precomputed tables it
+/// reads (~1 MB in all) in the core's first caches, which a chain's
+/// verifications do not.
+fn distinct_signatures(criterion: &mut Criterion) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let context = Secp256k1::new();
+    let mut ecdsa = Vec::with_capacity(DISTINCT_SIGNATURES);
+    let mut schnorr = Vec::with_capacity(DISTINCT_SIGNATURES);
+    for index in 0..DISTINCT_SIGNATURES {
+        let mut seed = [0x11u8; 32];
+        seed[..8].copy_from_slice(&(index as u64 + 1).to_be_bytes());
+        let secret = SecretKey::from_byte_array(seed).unwrap();
+        let digest: [u8; 32] = Sha256::digest(seed).into();
+        let message = Message::from_digest(digest);
+        let public = secret.public_key(&context).serialize();
+        ecdsa.push((public, message, context.sign_ecdsa(message, &secret)));
+        let keypair = Keypair::from_secret_key(&context, &secret);
+        let x_only = keypair.x_only_public_key().0.serialize();
+        schnorr.push((x_only, digest, context.sign_schnorr_no_aux_rand(&digest, &keypair)));
+    }
+    let verifier = Secp256k1::verification_only();
+    let ecdsa_at = |at: usize| {
+        let (public, message, signature) = &ecdsa[at % DISTINCT_SIGNATURES];
+        let key = secp256k1::PublicKey::from_byte_array_compressed(*black_box(public)).unwrap();
+        verifier.verify_ecdsa(*message, signature, &key).unwrap();
+    };
+    let schnorr_at = |at: usize| {
+        let (x_only, digest, signature) = &schnorr[at % DISTINCT_SIGNATURES];
+        let key = secp256k1::XOnlyPublicKey::from_byte_array(*black_box(x_only)).unwrap();
+        verifier.verify_schnorr(signature, digest, &key).unwrap();
+    };
+    let on_every_core = |iterations: u64, at: &(dyn Fn(usize) + Sync)| {
+        let started = std::time::Instant::now();
+        std::thread::scope(|scope| {
+            for core in 0..cores {
+                let first = core * DISTINCT_SIGNATURES / cores;
+                scope.spawn(move || (0..iterations as usize).for_each(|step| at(first + step)));
+            }
+        });
+        started.elapsed()
+    };
+    let name = |kind: &str| format!("{kind} parse + verify, distinct signatures, {cores} cores");
+    criterion.bench_function(&name("ecdsa"), |bench| {
+        bench.iter_custom(|iterations| on_every_core(iterations, &ecdsa_at))
+    });
+    criterion.bench_function(&name("schnorr"), |bench| {
+        bench.iter_custom(|iterations| on_every_core(iterations, &schnorr_at))
+    });
+}
+
 fn input_verification(criterion: &mut Criterion) {
     let context = Secp256k1::new();
     let secret = SecretKey::from_byte_array([0x5a; 32]).unwrap();
@@ -288,6 +343,7 @@ criterion_group!(
     benches,
     bare_verification,
     verification_on_every_core,
+    distinct_signatures,
     input_verification,
     full_input_verification,
     thousand_input_sighashes

@@ -63,8 +63,31 @@ pub struct ServingNode {
 /// Generates a `small` chain of `tip_height` blocks from `seed` under
 /// `root` and starts A on it with `extra` options, synced to the tip.
 pub fn serving_node(root: &Path, tip_height: u64, seed: &str, extra: &[String]) -> ServingNode {
+    let chain = ChainToServe { profile: "small", tip_height, seed, generator_options: &[] };
+    serving_node_on(root, &chain, extra)
+}
+
+/// The chain a serving node imports: `ibex gen --profile <profile>
+/// --blocks <tip_height> --seed <seed> <generator_options>`.
+#[derive(Debug, Clone, Copy)]
+pub struct ChainToServe<'a> {
+    /// The generator's profile.
+    pub profile: &'a str,
+    /// Blocks above genesis.
+    pub tip_height: u64,
+    /// The generator's seed.
+    pub seed: &'a str,
+    /// More generator options.
+    pub generator_options: &'a [&'a str],
+}
+
+/// Generates `chain` under `root` and starts A on it with `extra`
+/// options, synced to the tip.
+pub fn serving_node_on(root: &Path, chain: &ChainToServe<'_>, extra: &[String]) -> ServingNode {
+    let tip_height = chain.tip_height;
+    let (profile, seed, generator_options) = (chain.profile, chain.seed, chain.generator_options);
     let chain = root.join("chain");
-    super::generate_chain(&chain, "small", &tip_height.to_string(), seed, &[]);
+    super::generate_chain(&chain, profile, &tip_height.to_string(), seed, generator_options);
     let datadir = super::datadir_with_blocks(&root.join("a"), &chain);
     let p2p_port = free_port();
     let mut options = vec![
@@ -80,9 +103,10 @@ pub fn serving_node(root: &Path, tip_height: u64, seed: &str, extra: &[String]) 
     ServingNode { endpoint, process, datadir, p2p_port, expected }
 }
 
-/// A's `dumphints` file at `height`.
+/// A's `dumphints` file at `height` (one a height: `dumphints` refuses
+/// a path that exists).
 pub fn hints_at(endpoint: Endpoint, height: u32) -> std::path::PathBuf {
-    let answer = endpoint.call("dumphints", json!(["hints.dat", height]));
+    let answer = endpoint.call("dumphints", json!([format!("hints-{height}.dat"), height]));
     std::path::PathBuf::from(answer["path"].as_str().unwrap())
 }
 
