@@ -329,7 +329,7 @@ impl CoinBuckets {
         let corrupt =
             || ChainstateError::CorruptRecord { record: "staged coin", length_bytes: bytes.len() };
         let mut heads = BinaryHeap::new();
-        let mut rest = &bytes[..];
+        let mut rest = bytes;
         while !rest.is_empty() {
             let (header, after) = rest.split_at_checked(CHUNK_HEADER_BYTES).ok_or_else(corrupt)?;
             let records_bytes = u64::from_le_bytes(header.try_into().map_err(|_| corrupt())?);
