@@ -460,8 +460,10 @@ fn account_one(
             }
         }
         None if setup.mode == SwiftSyncMode::FullyValidating => {
-            // Blocks are handed with their coins in this mode.
-            unreachable!("a block of the fully validating pass without its coins")
+            // `LivePass::hand` holds back a block without its coins in this
+            // mode; one that got through anyway fails the attempt (never an
+            // accounting without the coins' checks).
+            return Ok(Err(SwiftSyncFailure::SpentCoinsMissing { height, hash }));
         }
         None => match account_block(&to_account, &context.hasher) {
             Ok(account) => account,

@@ -99,6 +99,18 @@ impl SpentCoinsFetch {
         }
     }
 
+    /// Counts again for a new terminal block (the header chain moved):
+    /// what was taken was for another chain. Requests out stay known, so
+    /// that their answers, already on their way, are not taken for
+    /// unrequested ones (which would disconnect honest peers); the engine
+    /// drops coins of blocks off its chain.
+    fn restart_for(&mut self, terminal: Option<BlockHash>) {
+        let pending = std::mem::take(&mut self.pending);
+        *self = SpentCoinsFetch::new(self.terminal_height);
+        self.pending = pending;
+        self.terminal = terminal;
+    }
+
     fn first_untaken(&self) -> Option<u32> {
         self.taken.iter().position(|taken| !taken).map(|at| at as u32 + 1)
     }
@@ -226,10 +238,7 @@ impl SyncLoop {
         let terminal_hash = terminal.map(|block| block.hash);
         let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
         if terminal_hash.is_some() && terminal_hash != fetch.terminal {
-            // A new terminal block: what was taken was for another chain.
-            let terminal_height = fetch.terminal_height;
-            *fetch = SpentCoinsFetch::new(terminal_height);
-            fetch.terminal = terminal_hash;
+            fetch.restart_for(terminal_hash);
         }
         let mut load: Vec<(usize, PeerId)> =
             servers.iter().map(|peer| (fetch.requests_of(*peer), *peer)).collect();
@@ -306,5 +315,31 @@ impl SyncLoop {
     fn disconnect_for_spent_coins(&mut self, peer: PeerId, reason: SyncReason) {
         self.logger.log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
         let _ = self.network.disconnect(peer, NetReason::Sync(reason));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_terminal_block_keeps_the_requests_out_and_forgets_what_was_taken() {
+        let mut fetch = SpentCoinsFetch::new(10);
+        let now = Instant::now();
+        let (asked, offered) = (BlockHash([1; 32]), BlockHash([2; 32]));
+        fetch.pending.insert(asked, Request { peer: PeerId(7), height: 3, sent_at: now });
+        fetch.offered.insert(offered, 4);
+        fetch.taken[0] = true;
+        fetch.retry_at.insert(5, now);
+        let terminal = Some(BlockHash([9; 32]));
+        fetch.restart_for(terminal);
+        assert_eq!(fetch.terminal, terminal);
+        assert_eq!(fetch.pending.get(&asked).map(|request| request.peer), Some(PeerId(7)));
+        assert!(fetch.offered.is_empty() && fetch.retry_at.is_empty());
+        assert_eq!(fetch.first_untaken(), Some(1));
+        assert_eq!(fetch.requests_of(PeerId(7)), 1);
+        // Still asked: another block at height 3 is wanted, the one asked is not.
+        assert!(!fetch.is_wanted(3, &asked, now));
+        assert!(fetch.is_wanted(3, &BlockHash([3; 32]), now));
     }
 }
