@@ -92,7 +92,10 @@ impl TableWriter {
     /// cache where it does not (tmpfs, for one). For tables written once
     /// and not read soon: a page-cache write of memory the machine has not
     /// used lately costs a fault a page (module docs of
-    /// [`crate::coins::database::staged`]).
+    /// [`crate::coins::database::staged`]). Direct writes go in whole
+    /// pages: RocksDB's writer truncates the last one's padding and syncs
+    /// the file again when it closes it, so a finished table is as
+    /// durable as a buffered one.
     pub fn create_direct(
         path: &Path,
         whole_key_filtering: bool,
