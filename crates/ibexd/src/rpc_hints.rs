@@ -3,7 +3,7 @@
 //! to the height with the undo data when it is below the tip, then the
 //! file built on this (the RPC worker's) thread and written through
 //! `<path>.incomplete` ([`ibex_chainstate::hints_writer`]), as
-//! `dumptxoutset` writes.
+//! `dumptxoutset` writes; gzip-compressed when the path ends in `.gz`.
 
 use std::path::Path;
 
@@ -14,6 +14,7 @@ use ibex_primitives::hints::HintsVersion;
 use ibex_rpc::backend::{BackendError, DumpedHints};
 use sha2::{Digest, Sha256};
 
+use crate::engine::swiftsync_file::shipped_hints_bytes;
 use crate::rpc_backend::unanswered;
 
 /// Writes the hints of the active chain at `height` (the tip when `None`)
@@ -41,12 +42,14 @@ pub fn dump_hints(
     let built = (|| {
         roll_back_to_target(reader, &mut source.at)?;
         let written = build_hints(reader, &source.at.view, &source.blocks, version)?;
-        write_hints_file(path, &written.bytes).map_err(|source| {
+        let io = |source| {
             ChainstateError::Snapshot(ibex_chainstate::snapshot::SnapshotError::Io { source })
-        })?;
-        Ok::<_, ChainstateError>(written)
+        };
+        let shipped = shipped_hints_bytes(path, written.bytes.clone()).map_err(io)?;
+        write_hints_file(path, &shipped).map_err(io)?;
+        Ok::<_, ChainstateError>((written, shipped))
     })();
-    let written = match built {
+    let (written, shipped) = match built {
         Ok(written) => written,
         Err(error) => {
             // Nothing half-written is left where a user could use it.
@@ -68,8 +71,8 @@ pub fn dump_hints(
         version: version.byte(),
         outputs: written.outputs_numbered,
         unspent: written.unspent_count,
-        bytes: written.bytes.len() as u64,
-        sha256: Sha256::digest(&written.bytes).into(),
+        bytes: shipped.len() as u64,
+        sha256: Sha256::digest(&shipped).into(),
     })
 }
 

@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::rpc::Endpoint;
@@ -94,6 +95,19 @@ fn dumphints_names_as_many_unspent_outputs_as_core_counts_coins() {
     assert_eq!(answer["unspent"], at_800["txouts"]);
     let file = read_hints(&chain_directory(&datadir).join("hints-800.dat"), 800, &answer);
     assert_eq!(file.version(), HintsVersion::GapList);
+    // A name ending in .gz: gzip, as btcd ships its files; the answer's
+    // size and hash are the compressed file's.
+    let answer = ibex.call("dumphints", json!(["hints-800.dat.gz", 800, "btcd"]));
+    let compressed = std::fs::read(chain_directory(&datadir).join("hints-800.dat.gz")).unwrap();
+    assert_eq!(compressed[..2], [0x1f, 0x8b]);
+    assert_eq!(answer["bytes"], compressed.len() as u64);
+    let digest: [u8; 32] = Sha256::digest(&compressed).into();
+    assert_eq!(answer["sha256"], ibex_primitives::hex::encode(&digest));
+    let mut decompressed = Vec::new();
+    flate2::read::GzDecoder::new(compressed.as_slice()).read_to_end(&mut decompressed).unwrap();
+    let plain = std::fs::read(chain_directory(&datadir).join("hints-800.dat")).unwrap();
+    assert_eq!(decompressed, plain);
+    assert!(compressed.len() < plain.len());
     // The same hints in the other coding.
     let answer = ibex.call("dumphints", json!({"path": "hints-800-bip456.dat", "height": 800}));
     let other = read_hints(&chain_directory(&datadir).join("hints-800-bip456.dat"), 800, &answer);
@@ -124,6 +138,11 @@ fn dumphints_names_as_many_unspent_outputs_as_core_counts_coins() {
     assert_eq!(answer["height"], 800);
     let rpc_bytes = std::fs::read(chain_directory(&datadir).join("hints-800.dat")).unwrap();
     assert_eq!(std::fs::read(&tool_out).unwrap(), rpc_bytes);
+    let tool_gzip = root.path().join("tool-800.dat.gz");
+    let stopped = hints_tool(&datadir, &tool_gzip, &["-height=800", "-format=btcd"]);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let rpc_gzip = std::fs::read(chain_directory(&datadir).join("hints-800.dat.gz")).unwrap();
+    assert_eq!(std::fs::read(&tool_gzip).unwrap(), rpc_gzip);
     let at_tip = root.path().join("tool-tip.dat");
     let stopped = hints_tool(&datadir, &at_tip, &[]);
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));

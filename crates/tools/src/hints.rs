@@ -1,7 +1,8 @@
 //! `ibex hints -datadir=DIR [-regtest|-chain=NAME] -out=FILE [-height=H]
 //! [-format=bip456|btcd]`: the SwiftSync hints file of a stopped node's
-//! active chain at a height (the tip by default), the same file
-//! `dumphints` writes on a running node
+//! active chain at a height (the tip by default; gzip-compressed when
+//! `FILE` ends in `.gz`), the same file `dumphints` writes on a running
+//! node
 //! ([`ibex_chainstate::hints_writer`]), with the same answer printed.
 //!
 //! Like `txoutsetinfo`, it takes the node's directory locks for its run:
@@ -87,9 +88,14 @@ pub fn run(arguments: &[String]) -> Result<String, HintsToolError> {
     let reader = chainstate.reader();
     roll_back_to_target(&reader, &mut source.at)?;
     let written = build_hints(&reader, &source.at.view, &source.blocks, request.version)?;
-    write_hints_file(&request.out, &written.bytes)
-        .map_err(|source| HintsToolError::Write { path: request.out.clone(), source })?;
-    let digest: [u8; 32] = Sha256::digest(&written.bytes).into();
+    let write_error = |source| HintsToolError::Write { path: request.out.clone(), source };
+    let shipped = ibex_daemon::engine::swiftsync_file::shipped_hints_bytes(
+        &request.out,
+        written.bytes.clone(),
+    )
+    .map_err(write_error)?;
+    write_hints_file(&request.out, &shipped).map_err(write_error)?;
+    let digest: [u8; 32] = Sha256::digest(&shipped).into();
     let answer = serde_json::json!({
         "path": request.out.display().to_string(),
         "height": source.at.target.height,
@@ -97,7 +103,7 @@ pub fn run(arguments: &[String]) -> Result<String, HintsToolError> {
         "version": request.version.byte(),
         "outputs": written.outputs_numbered,
         "unspent": written.unspent_count,
-        "bytes": written.bytes.len(),
+        "bytes": shipped.len(),
         "sha256": ibex_primitives::hex::encode(&digest),
     });
     Ok(serde_json::to_string_pretty(&answer).unwrap_or_default())

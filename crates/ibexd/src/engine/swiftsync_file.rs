@@ -99,6 +99,24 @@ fn decompressed(bytes: Vec<u8>) -> Result<Vec<u8>, std::io::Error> {
     Ok(out)
 }
 
+/// The bytes of a hints file to write at `path`: gzip-compressed when
+/// its name ends in `.gz` (as btcd ships its files, and as `-swiftsync`
+/// reads them), else `bytes` as they are. A network's commitment and the
+/// writers' answers (`sha256`, `bytes`) are over these bytes, the file as
+/// shipped.
+pub fn shipped_hints_bytes(path: &Path, bytes: Vec<u8>) -> Result<Vec<u8>, std::io::Error> {
+    use std::io::Write;
+    if path.extension().is_none_or(|extension| extension != "gz") {
+        return Ok(bytes);
+    }
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 2),
+        flate2::Compression::best(),
+    );
+    encoder.write_all(&bytes)?;
+    encoder.finish()
+}
+
 /// Hands `-swiftsync`'s plan to `chainstate`, when the option is given.
 pub fn set_plan(
     chainstate: &mut Chainstate,

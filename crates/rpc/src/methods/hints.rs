@@ -16,7 +16,7 @@ pub(super) const DUMPHINTS: Method = Method {
     name: "dumphints",
     category: "blockchain",
     args: &[
-        arg("path", ArgType::String, false, "the output file; relative paths are under the data directory"),
+        arg("path", ArgType::String, false, "the output file; relative paths are under the data directory; a name ending in .gz is written gzip-compressed"),
         arg("height", ArgType::Number, true, "the terminal height, the last block the hints cover (default: the tip)"),
         arg("format", ArgType::String, true, "\"bip456\" (default: version 0, Elias-Fano records) or \"btcd\" (version 1, btcd's gap lists)"),
     ],

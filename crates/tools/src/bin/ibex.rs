@@ -8,7 +8,7 @@ use std::process::ExitCode;
 #[command(
     name = "ibex",
     version,
-    about = "Ibex tools: inspect blocks, generate chains, plot IBD logs, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads.\n\nAlso: ibex hints -datadir=DIR [-regtest|-chain=NAME] -out=FILE [-height=H] [-format=bip456|btcd] writes the SwiftSync hints file of a stopped node's active chain at a height (the tip by default), as the dumphints RPC does on a running node."
+    about = "Ibex tools: inspect blocks, generate chains, plot IBD logs, benchmark.\n\nAlso: ibex txoutsetinfo -datadir=DIR [-regtest|-chain=NAME] [-hash_type=hash_serialized_3|muhash|none] prints gettxoutsetinfo for a stopped node; it takes the node's data directory lock for its run, so it refuses (naming the directory) while ibexd or bitcoind runs on it, and no node starts while it reads.\n\nAlso: ibex hints -datadir=DIR [-regtest|-chain=NAME] -out=FILE [-height=H] [-format=bip456|btcd] writes the SwiftSync hints file of a stopped node's active chain at a height (the tip by default; gzip-compressed when FILE ends in .gz), as the dumphints RPC does on a running node."
 )]
 struct Cli {
     #[command(subcommand)]
