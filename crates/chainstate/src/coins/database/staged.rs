@@ -44,6 +44,7 @@ use ibex_primitives::{BlockHash, OutPoint};
 use rocksdb::{WriteBatch, WriteOptions};
 
 use super::store::BEST_BLOCK_KEY;
+use super::table_writer::TableWriter;
 use super::CoinsDatabase;
 use crate::coins::coin::{Coin, CoinKey, COIN_KEY_BYTES_MAX, COIN_KEY_PREFIX};
 use crate::error::ChainstateError;
@@ -276,6 +277,9 @@ impl CoinBuckets {
                 file.flush().map_err(io)?;
             }
         }
+        // Past the page cache (the tables are written once and read only
+        // as the chain spends their coins) where the file system allows it.
+        let direct_writes = TableWriter::direct_writes_work(&database.tables_directory());
         let next = AtomicUsize::new(0);
         let written = AtomicUsize::new(0);
         let results: Vec<Result<(), ChainstateError>> = std::thread::scope(|scope| {
@@ -290,7 +294,8 @@ impl CoinBuckets {
                             if bucket >= self.files.len() {
                                 return Ok(());
                             }
-                            let count = self.write_bucket(database, bucket, &mut bytes)?;
+                            let count =
+                                self.write_bucket(database, bucket, &mut bytes, direct_writes)?;
                             written.fetch_add(count, Ordering::Relaxed);
                         }
                     })
@@ -319,6 +324,7 @@ impl CoinBuckets {
         database: &CoinsDatabase,
         bucket: usize,
         bytes: &mut Vec<u8>,
+        direct_writes: bool,
     ) -> Result<usize, ChainstateError> {
         let path = self.directory.join(format!("bucket-{bucket}"));
         let io = |source| ChainstateError::TableDirectory { path: path.clone(), source };
@@ -340,9 +346,7 @@ impl CoinBuckets {
             }
             rest = after;
         }
-        // Past the page cache: the tables are written once and read only
-        // as the chain spends their coins.
-        let mut tables = database.table_sequence(true);
+        let mut tables = database.table_sequence(direct_writes);
         let mut count = 0;
         // The smallest head of all chunks next, each chunk's next record
         // taking its place (a k-way merge: chunks are sorted already).

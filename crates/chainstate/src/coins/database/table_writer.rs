@@ -105,6 +105,20 @@ impl TableWriter {
             .or_else(|_| TableWriter::open(path, whole_key_filtering, prefix_bytes, false))
     }
 
+    /// Whether tables written past the page cache work in `directory`:
+    /// one written, finished and removed. Some file systems open files
+    /// with `O_DIRECT` and fail the writes; a writer that fell back only on
+    /// opening would fail there mid-table.
+    pub fn direct_writes_work(directory: &Path) -> bool {
+        let path = directory.join("ibex-direct-write-probe.sst");
+        let written = TableWriter::open(&path, true, 1, true).and_then(|mut table| {
+            table.put(b"probe", b"probe")?;
+            table.finish()
+        });
+        let _ = std::fs::remove_file(&path);
+        written.is_ok()
+    }
+
     fn open(
         path: &Path,
         whole_key_filtering: bool,
@@ -196,4 +210,29 @@ fn table_error(path: &Path, error: *mut c_char) -> ChainstateError {
         text
     };
     ChainstateError::TableWrite { path: path.to_path_buf(), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_direct_write_probe_leaves_nothing_and_fails_where_no_table_can_be_written() {
+        let directory = tempfile::tempdir().unwrap();
+        // Whether the temporary directory's file system takes O_DIRECT
+        // varies; the probe answers without leaving its table behind.
+        let _ = TableWriter::direct_writes_work(directory.path());
+        assert_eq!(std::fs::read_dir(directory.path()).unwrap().count(), 0);
+        assert!(!TableWriter::direct_writes_work(&directory.path().join("missing")));
+        // A table written either way is a table RocksDB reads back.
+        let path = directory.path().join("direct.sst");
+        let mut table = TableWriter::create_direct(&path, true, 1).unwrap();
+        table.put(b"a", b"1").unwrap();
+        table.put(b"b", b"2").unwrap();
+        let (written, file_bytes) = table.finish().unwrap();
+        assert_eq!(std::fs::metadata(&written).unwrap().len(), file_bytes);
+        let database = rocksdb::DB::open_default(directory.path().join("database")).unwrap();
+        database.ingest_external_file(vec![written]).unwrap();
+        assert_eq!(database.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    }
 }
