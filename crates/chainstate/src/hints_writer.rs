@@ -15,9 +15,10 @@
 //! Each block is read and parsed once, and its numbered outputs are looked
 //! up in one RocksDB `MultiGet` (whole-key bloom filters answer most
 //! absent keys without a data block read). Mainnet to 930,000: ~3.2
-//! billion lookups, of which ~165 million hit. Measured rates are in
-//! `docs/swiftsync.md`; the work is one pass on the calling thread (the
-//! engine goes on meanwhile, as for `dumptxoutset`).
+//! billion lookups, of which ~165 million hit, ~3.3 us an output on one
+//! thread (`docs/benchmarks.md`): ~3 hours. The blocks are spread over
+//! every core, in batches whose records are then written in block order;
+//! the engine goes on meanwhile, as for `dumptxoutset`.
 
 use ibex_primitives::hints::{HintNumbering, HintsVersion, HintsWriter};
 use ibex_primitives::{BlockBuffers, OutPoint, ParsedBlock};
@@ -38,46 +39,132 @@ pub struct WrittenHints {
     pub unspent_count: u64,
 }
 
+/// Blocks handed out to the threads at a time: their unspent indices wait
+/// in memory until written in block order (a few MB on mainnet).
+const BATCH_BLOCKS: usize = 256;
+
+/// One block's hints: the numbers of its outputs unspent at `H`, and how
+/// many outputs it numbers.
+struct BlockHints {
+    unspent: Vec<u32>,
+    numbered: usize,
+}
+
 /// Builds the hints file of `blocks` (the active chain from height 1 to
 /// the terminal height, in order) against `view`, the coin set at the
-/// terminal height.
+/// terminal height, on every core.
 pub fn build_hints(
     reader: &ChainReader,
     view: &CoinSetView,
     blocks: &[ChainBlock],
     version: HintsVersion,
 ) -> Result<WrittenHints, ChainstateError> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    build_hints_on(reader, view, blocks, version, Spread { threads, batch_blocks: BATCH_BLOCKS })
+}
+
+/// How the blocks are spread over threads.
+#[derive(Debug, Clone, Copy)]
+struct Spread {
+    threads: usize,
+    batch_blocks: usize,
+}
+
+/// As [`build_hints`], the blocks of each batch of `spread.batch_blocks`
+/// spread over `spread.threads` threads, each reading and looking up its
+/// own blocks.
+fn build_hints_on(
+    reader: &ChainReader,
+    view: &CoinSetView,
+    blocks: &[ChainBlock],
+    version: HintsVersion,
+    spread: Spread,
+) -> Result<WrittenHints, ChainstateError> {
+    let batch_blocks = spread.batch_blocks.max(1);
     let terminal_height = u32::try_from(blocks.len()).unwrap_or(u32::MAX);
     let mut writer = HintsWriter::new(version, terminal_height);
-    let mut buffers = BlockBuffers::default();
-    let mut outpoints = Vec::new();
-    let mut indices = Vec::new();
     let (mut outputs_numbered, mut unspent_count) = (0u64, 0u64);
-    for (expected_height, block) in (1u32..).zip(blocks) {
-        // A broken invariant of the caller's list, never a file to trust.
-        assert_eq!(block.height, expected_height, "hints need the chain's blocks in order");
-        let position =
-            block.position.ok_or(ChainstateError::MissingBlockData { hash: block.hash })?;
-        let bytes = reader.read_stored_block(position, &block.hash)?;
-        let parsed = ParsedBlock::parse(bytes, &mut buffers)
-            .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
-        numbered_outpoints(&parsed, block, &mut outpoints);
-        let coins = view.coins_at(&outpoints)?;
-        indices.clear();
-        for (number, coin) in (0u32..).zip(&coins) {
-            if coin.as_ref().is_some_and(|coin| coin.height() == block.height) {
-                indices.push(number);
-            }
+    for (batch_number, batch) in blocks.chunks(batch_blocks).enumerate() {
+        let first_height = (batch_number * batch_blocks + 1) as u32;
+        for (expected_height, block) in (first_height..).zip(batch) {
+            // A broken invariant of the caller's list, never a file to trust.
+            assert_eq!(block.height, expected_height, "hints need the chain's blocks in order");
         }
-        outputs_numbered += outpoints.len() as u64;
-        unspent_count += indices.len() as u64;
-        writer.push_block(&indices);
-        buffers = parsed.into_parts().1;
+        for hints in hints_of_batch(reader, view, batch, spread.threads)? {
+            outputs_numbered += hints.numbered as u64;
+            unspent_count += hints.unspent.len() as u64;
+            writer.push_block(&hints.unspent);
+        }
     }
     let bytes = writer.finish();
     assert!(bytes.is_some(), "one record was written for each block");
     let bytes = bytes.unwrap_or_default();
     Ok(WrittenHints { bytes, outputs_numbered, unspent_count })
+}
+
+/// The hints of `batch`'s blocks, in order, worked out on `threads`
+/// threads taking the next block as they go.
+fn hints_of_batch(
+    reader: &ChainReader,
+    view: &CoinSetView,
+    batch: &[ChainBlock],
+    threads: usize,
+) -> Result<Vec<BlockHints>, ChainstateError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut buffers = BlockBuffers::default();
+        let mut outpoints = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(block) = batch.get(at) else { return Ok(done) };
+            let hints = block_hints(reader, view, block, &mut buffers, &mut outpoints)?;
+            done.push((at, hints));
+        }
+    };
+    let per_thread: Vec<Result<Vec<(usize, BlockHints)>, ChainstateError>> =
+        std::thread::scope(|scope| {
+            let workers: Vec<_> =
+                (1..threads.min(batch.len())).map(|_| scope.spawn(work)).collect();
+            let mut results = vec![work()];
+            for worker in workers {
+                results
+                    .push(worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
+            results
+        });
+    let mut all = Vec::with_capacity(batch.len());
+    for done in per_thread {
+        all.extend(done?);
+    }
+    all.sort_unstable_by_key(|(at, _)| *at);
+    Ok(all.into_iter().map(|(_, hints)| hints).collect())
+}
+
+/// One block read, parsed and its numbered outputs looked up: an output
+/// is unspent at `H` when the set holds a coin at its outpoint created at
+/// its block's height (module docs).
+fn block_hints(
+    reader: &ChainReader,
+    view: &CoinSetView,
+    block: &ChainBlock,
+    buffers: &mut BlockBuffers,
+    outpoints: &mut Vec<OutPoint>,
+) -> Result<BlockHints, ChainstateError> {
+    let position = block.position.ok_or(ChainstateError::MissingBlockData { hash: block.hash })?;
+    let bytes = reader.read_stored_block(position, &block.hash)?;
+    let parsed = ParsedBlock::parse(bytes, buffers)
+        .map_err(|reason| ChainstateError::CorruptBlock { hash: block.hash, reason })?;
+    numbered_outpoints(&parsed, block, outpoints);
+    let coins = view.coins_at(outpoints)?;
+    let mut unspent = Vec::new();
+    for (number, coin) in (0u32..).zip(&coins) {
+        if coin.as_ref().is_some_and(|coin| coin.height() == block.height) {
+            unspent.push(number);
+        }
+    }
+    *buffers = parsed.into_parts().1;
+    Ok(BlockHints { unspent, numbered: outpoints.len() })
 }
 
 /// The outpoints of `parsed`'s numbered outputs, in hint order, into

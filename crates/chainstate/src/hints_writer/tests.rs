@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use ibex_primitives::hints::{HintNumbering, HintsFile, HintsVersion};
 use ibex_primitives::{BlockBuffers, OutPoint, ParsedBlock};
 
-use super::build_hints;
+use super::{build_hints, build_hints_on, Spread};
 use crate::engine::read_api::coin_set::chain_to_height;
 use crate::engine::read_api::CoinSetTargetError;
 use crate::snapshot::roll_back_to_target;
@@ -75,6 +75,14 @@ fn hints_at_the_tip_and_below_it_match_a_replay_of_the_chain() {
             assert_eq!(written.unspent_count, expected_unspent as u64);
             // The chain spends: the test would prove little otherwise.
             assert!(written.unspent_count + 100 < written.outputs_numbered, "{written:?}");
+            // Any spread over threads and batches writes the same file.
+            for (threads, batch_blocks) in [(1, 130), (3, 7), (2, 1)] {
+                let spread = Spread { threads, batch_blocks };
+                let reader = chainstate.reader();
+                let other =
+                    build_hints_on(&reader, &source.at.view, &source.blocks, version, spread);
+                assert_eq!(other.unwrap(), written, "{threads} threads, batches of {batch_blocks}");
+            }
             let file = HintsFile::parse(written.bytes, Some(terminal_height)).unwrap();
             assert_eq!(file.version(), version);
             let mut indices = Vec::new();
