@@ -41,11 +41,13 @@ pub fn dump_hints(
     })?;
     let built = (|| {
         roll_back_to_target(reader, &mut source.at)?;
-        let written = build_hints(reader, &source.at.view, &source.blocks, version)?;
+        let mut written = build_hints(reader, &source.at.view, &source.blocks, version)?;
         let io = |source| {
             ChainstateError::Snapshot(ibex_chainstate::snapshot::SnapshotError::Io { source })
         };
-        let shipped = shipped_hints_bytes(path, written.bytes.clone()).map_err(io)?;
+        // The file is its shipped bytes: the plain ones are not kept.
+        let plain = std::mem::take(&mut written.bytes);
+        let shipped = shipped_hints_bytes(path, plain).map_err(io)?;
         write_hints_file(path, &shipped).map_err(io)?;
         Ok::<_, ChainstateError>((written, shipped))
     })();

@@ -87,11 +87,11 @@ pub fn run(arguments: &[String]) -> Result<String, HintsToolError> {
     let mut source = chainstate.chain_to_height(request.height)?;
     let reader = chainstate.reader();
     roll_back_to_target(&reader, &mut source.at)?;
-    let written = build_hints(&reader, &source.at.view, &source.blocks, request.version)?;
+    let mut written = build_hints(&reader, &source.at.view, &source.blocks, request.version)?;
     let write_error = |source| HintsToolError::Write { path: request.out.clone(), source };
     let shipped = ibex_daemon::engine::swiftsync_file::shipped_hints_bytes(
         &request.out,
-        written.bytes.clone(),
+        std::mem::take(&mut written.bytes),
     )
     .map_err(write_error)?;
     write_hints_file(&request.out, &shipped).map_err(write_error)?;

@@ -21,7 +21,7 @@ use ibex_primitives::OutPoint;
 use rocksdb::IngestExternalFileOptions;
 
 use super::options::COIN_TXID_PREFIX_BYTES;
-use super::table_writer::TableWriter;
+use super::table_writer::{TableWriter, TableWrites};
 use super::CoinsDatabase;
 use crate::coins::coin::{Coin, CoinKey};
 use crate::error::ChainstateError;
@@ -36,8 +36,8 @@ pub struct BulkCoinWriter<'a> {
     table_coins: u64,
     coins_written: u64,
     value: Vec<u8>,
-    /// Tables written past the page cache ([`TableWriter::create_direct`]).
-    direct_writes: bool,
+    /// How its tables are written.
+    writes: TableWrites,
 }
 
 impl std::fmt::Debug for BulkCoinWriter<'_> {
@@ -54,20 +54,20 @@ impl CoinsDatabase {
     /// tables are ingested below everything).
     pub fn bulk_coin_writer(&self) -> Result<BulkCoinWriter<'_>, ChainstateError> {
         self.prepare_tables_directory()?;
-        Ok(self.table_sequence(false))
+        Ok(self.table_sequence(TableWrites::PageCache))
     }
 
     /// A bulk writer into the tables directory as it is (prepared once
     /// by the caller): several may write at once, each into its own key
-    /// range. With `direct_writes`, its tables go past the page cache.
-    pub(crate) fn table_sequence(&self, direct_writes: bool) -> BulkCoinWriter<'_> {
+    /// range, its tables written as `writes` says.
+    pub(crate) fn table_sequence(&self, writes: TableWrites) -> BulkCoinWriter<'_> {
         BulkCoinWriter {
             database: self,
             table: None,
             table_coins: 0,
             coins_written: 0,
             value: Vec::with_capacity(64),
-            direct_writes,
+            writes,
         }
     }
 }
@@ -96,11 +96,8 @@ impl BulkCoinWriter<'_> {
                 let number = self.database.next_table_number();
                 let path = self.database.tables_directory().join(format!("bulk-{number}.sst"));
                 let whole_keys = self.database.whole_key_filters.load(Ordering::Relaxed);
-                let table = if self.direct_writes {
-                    TableWriter::create_direct(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?
-                } else {
-                    TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES)?
-                };
+                let table =
+                    TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES, self.writes)?;
                 self.table.insert(table)
             }
         };

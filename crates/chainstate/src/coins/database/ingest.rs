@@ -41,7 +41,7 @@ use super::options::COIN_TXID_PREFIX_BYTES;
 use super::store::{
     head_blocks_record, CoinsDatabase, FlushStats, BEST_BLOCK_KEY, HEAD_BLOCKS_KEY,
 };
-use super::table_writer::TableWriter;
+use super::table_writer::{TableWriter, TableWrites};
 use crate::coins::coin::{Coin, CoinKey};
 use crate::error::ChainstateError;
 
@@ -110,6 +110,7 @@ impl CoinsDatabase {
             &path,
             self.whole_key_filters.load(Ordering::Relaxed),
             COIN_TXID_PREFIX_BYTES,
+            TableWrites::PageCache,
         )?;
         // Keys in order: 'B' < 'C' || txid || VARINT(vout) < 'H'.
         edges.best_block.write(&mut table, BEST_BLOCK_KEY)?;

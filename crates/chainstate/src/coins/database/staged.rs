@@ -44,7 +44,7 @@ use ibex_primitives::{BlockHash, OutPoint};
 use rocksdb::{WriteBatch, WriteOptions};
 
 use super::store::BEST_BLOCK_KEY;
-use super::table_writer::TableWriter;
+use super::table_writer::{TableWriter, TableWrites};
 use super::CoinsDatabase;
 use crate::coins::coin::{Coin, CoinKey, COIN_KEY_BYTES_MAX, COIN_KEY_PREFIX};
 use crate::error::ChainstateError;
@@ -279,7 +279,11 @@ impl CoinBuckets {
         }
         // Past the page cache (the tables are written once and read only
         // as the chain spends their coins) where the file system allows it.
-        let direct_writes = TableWriter::direct_writes_work(&database.tables_directory());
+        let writes = if TableWriter::direct_writes_work(&database.tables_directory()) {
+            TableWrites::Direct
+        } else {
+            TableWrites::PageCache
+        };
         let next = AtomicUsize::new(0);
         let written = AtomicUsize::new(0);
         let results: Vec<Result<(), ChainstateError>> = std::thread::scope(|scope| {
@@ -294,8 +298,7 @@ impl CoinBuckets {
                             if bucket >= self.files.len() {
                                 return Ok(());
                             }
-                            let count =
-                                self.write_bucket(database, bucket, &mut bytes, direct_writes)?;
+                            let count = self.write_bucket(database, bucket, &mut bytes, writes)?;
                             written.fetch_add(count, Ordering::Relaxed);
                         }
                     })
@@ -325,7 +328,7 @@ impl CoinBuckets {
         database: &CoinsDatabase,
         bucket: usize,
         bytes: &mut Vec<u8>,
-        direct_writes: bool,
+        writes: TableWrites,
     ) -> Result<usize, ChainstateError> {
         let path = self.directory.join(format!("bucket-{bucket}"));
         let io = |source| ChainstateError::TableDirectory { path: path.clone(), source };
@@ -347,7 +350,7 @@ impl CoinBuckets {
             }
             rest = after;
         }
-        let mut tables = database.table_sequence(direct_writes);
+        let mut tables = database.table_sequence(writes);
         let mut count = 0;
         // The smallest head of all chunks next, each chunk's next record
         // taking its place (a k-way merge: chunks are sorted already).
@@ -457,11 +460,17 @@ mod tests {
         OutPoint { txid: Txid([seed; 32]), vout }
     }
 
-    #[test]
-    fn buckets_become_tables_in_key_order_then_commit_and_discard() {
+    /// An empty database in a temporary directory, marked as staging.
+    fn staging_database() -> (tempfile::TempDir, CoinsDatabase) {
         let directory = tempfile::tempdir().unwrap();
         let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
         database.begin_staging().unwrap();
+        (directory, database)
+    }
+
+    #[test]
+    fn buckets_become_tables_in_key_order_then_commit_and_discard() {
+        let (_directory, database) = staging_database();
         assert!(database.holds_staged().unwrap());
         // Four buckets: 200 coins of ~70 bytes, 4 KB each.
         let buckets = CoinBuckets::create(&database, 200, 4_000).unwrap();
@@ -505,9 +514,7 @@ mod tests {
 
     #[test]
     fn chunks_merge_in_the_byte_order_of_whole_keys() {
-        let directory = tempfile::tempdir().unwrap();
-        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-        database.begin_staging().unwrap();
+        let (_directory, database) = staging_database();
         let buckets = CoinBuckets::create(&database, 1, 1 << 20).unwrap();
         // Transaction ids equal in their first eight bytes, and outputs
         // whose index encodings differ in length (127, 128, 300).
@@ -543,9 +550,7 @@ mod tests {
 
     #[test]
     fn a_bucket_cut_short_is_an_error() {
-        let directory = tempfile::tempdir().unwrap();
-        let database = CoinsDatabase::open(directory.path(), &DatabaseOptions::default()).unwrap();
-        database.begin_staging().unwrap();
+        let (_directory, database) = staging_database();
         let buckets = CoinBuckets::create(&database, 1, 1 << 20).unwrap();
         let mut run = CoinRun::default();
         run.push(&outpoint(7, 0), &coin(7));

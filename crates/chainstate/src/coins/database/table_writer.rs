@@ -64,6 +64,23 @@ extern "C" {
     fn ibex_table_writer_free_error(error: *mut c_char);
 }
 
+/// How a table's file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableWrites {
+    /// Through the page cache: tables whose keys are read again soon (a
+    /// flush's young coins).
+    PageCache,
+    /// Past it (`O_DIRECT`), for tables written once and not read soon: on
+    /// the VMs measured, a page-cache write into memory the machine has not
+    /// used for a few seconds costs a fault a page (module docs of
+    /// [`crate::coins::database::staged`]). The file system must take it
+    /// ([`TableWriter::direct_writes_work`]). Direct writes go in whole
+    /// pages: RocksDB's writer truncates the last one's padding and syncs
+    /// the file again when it closes it, so a finished table is as durable
+    /// as a buffered one.
+    Direct,
+}
+
 /// A table being written: keys must be added in increasing byte order
 /// (RocksDB checks, and a key out of order is an error, not a crash).
 pub struct TableWriter {
@@ -78,52 +95,12 @@ unsafe impl Send for TableWriter {}
 impl TableWriter {
     /// Creates the table file at `path` (replacing one there), with
     /// whole-key filters or not and prefix filters over the first
-    /// `prefix_bytes` of each key.
+    /// `prefix_bytes` of each key, written the way `writes` says.
     pub fn create(
         path: &Path,
         whole_key_filtering: bool,
         prefix_bytes: usize,
-    ) -> Result<TableWriter, ChainstateError> {
-        TableWriter::open(path, whole_key_filtering, prefix_bytes, false)
-    }
-
-    /// As [`TableWriter::create`], the file written past the page cache
-    /// (`O_DIRECT`) where the file system allows it, through the page
-    /// cache where it does not (tmpfs, for one). For tables written once
-    /// and not read soon: a page-cache write of memory the machine has not
-    /// used lately costs a fault a page (module docs of
-    /// [`crate::coins::database::staged`]). Direct writes go in whole
-    /// pages: RocksDB's writer truncates the last one's padding and syncs
-    /// the file again when it closes it, so a finished table is as
-    /// durable as a buffered one.
-    pub fn create_direct(
-        path: &Path,
-        whole_key_filtering: bool,
-        prefix_bytes: usize,
-    ) -> Result<TableWriter, ChainstateError> {
-        TableWriter::open(path, whole_key_filtering, prefix_bytes, true)
-            .or_else(|_| TableWriter::open(path, whole_key_filtering, prefix_bytes, false))
-    }
-
-    /// Whether tables written past the page cache work in `directory`:
-    /// one written, finished and removed. Some file systems open files
-    /// with `O_DIRECT` and fail the writes; a writer that fell back only on
-    /// opening would fail there mid-table.
-    pub fn direct_writes_work(directory: &Path) -> bool {
-        let path = directory.join("ibex-direct-write-probe.sst");
-        let written = TableWriter::open(&path, true, 1, true).and_then(|mut table| {
-            table.put(b"probe", b"probe")?;
-            table.finish()
-        });
-        let _ = std::fs::remove_file(&path);
-        written.is_ok()
-    }
-
-    fn open(
-        path: &Path,
-        whole_key_filtering: bool,
-        prefix_bytes: usize,
-        direct_writes: bool,
+        writes: TableWrites,
     ) -> Result<TableWriter, ChainstateError> {
         let bytes = path.as_os_str().as_bytes();
         let mut error = std::ptr::null_mut();
@@ -135,7 +112,7 @@ impl TableWriter {
                 BLOOM_BITS_PER_KEY,
                 c_int::from(whole_key_filtering),
                 prefix_bytes,
-                c_int::from(direct_writes),
+                c_int::from(writes == TableWrites::Direct),
                 &mut error,
             )
         };
@@ -143,6 +120,21 @@ impl TableWriter {
             return Err(table_error(path, error));
         }
         Ok(TableWriter { raw, path: path.to_path_buf() })
+    }
+
+    /// Whether tables written past the page cache work in `directory`:
+    /// one written, finished and removed (tmpfs may refuse `O_DIRECT`, and
+    /// some file systems open such files and fail the writes: a whole table
+    /// tells).
+    pub fn direct_writes_work(directory: &Path) -> bool {
+        let path = directory.join("ibex-direct-write-probe.sst");
+        let written =
+            TableWriter::create(&path, true, 1, TableWrites::Direct).and_then(|mut table| {
+                table.put(b"probe", b"probe")?;
+                table.finish()
+            });
+        let _ = std::fs::remove_file(&path);
+        written.is_ok()
     }
 
     /// Adds `key` -> `value`.
@@ -226,7 +218,12 @@ mod tests {
         assert!(!TableWriter::direct_writes_work(&directory.path().join("missing")));
         // A table written either way is a table RocksDB reads back.
         let path = directory.path().join("direct.sst");
-        let mut table = TableWriter::create_direct(&path, true, 1).unwrap();
+        let writes = if TableWriter::direct_writes_work(directory.path()) {
+            TableWrites::Direct
+        } else {
+            TableWrites::PageCache
+        };
+        let mut table = TableWriter::create(&path, true, 1, writes).unwrap();
         table.put(b"a", b"1").unwrap();
         table.put(b"b", b"2").unwrap();
         let (written, file_bytes) = table.finish().unwrap();
