@@ -107,5 +107,8 @@ pub use metrics::{
 };
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
-pub use swiftsync::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPlan};
+pub use swiftsync::{
+    SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPlan,
+    SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX,
+};
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

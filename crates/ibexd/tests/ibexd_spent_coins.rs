@@ -11,9 +11,16 @@
 //! - without the option the node announces 70016, sends no `feature`, and
 //!   ignores `getbspent`;
 //! - a node syncing in SwiftSync's fully validating mode from a peer that
-//!   lies about the coins (a height one too low, one coin short) gives the
-//!   attempt up (the aggregate, the block's accounting) and ends on the
-//!   coin set of a node that imported the chain.
+//!   lies about a coin's height (one block too low, which no rule catches)
+//!   gives the attempt up at the end (the aggregate) and ends on the coin
+//!   set of a node that imported the chain;
+//! - one syncing from a liar (one coin short for every block that spends)
+//!   and an honest peer refuses the liar's coins block by block, punishes
+//!   it, asks the honest peer instead, and completes the proof; from the
+//!   liar alone, it waits a minute for another serving peer, then gives
+//!   the attempt up and ends on the same set;
+//! - a serving peer that never answers `getbspent` is disconnected after
+//!   60 s and its blocks' coins are asked of another: the proof holds.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -223,6 +230,78 @@ fn answers(chain: &ChainData, terminal_height: u32) -> HashMap<BlockHash, SpentC
         .collect()
 }
 
+/// The terminal height of the hints the fully validating nodes sync with.
+const TERMINAL_HEIGHT: u32 = 150;
+
+/// A generated chain, the coin set of a node that imported it, hints at
+/// [`TERMINAL_HEIGHT`] that node wrote, and honest `bspent` answers.
+struct Prepared {
+    setup: Setup,
+    tip_height: u64,
+    expected: (serde_json::Value, serde_json::Value),
+    hints: String,
+    honest: HashMap<BlockHash, SpentCoins>,
+}
+
+fn prepared(seed: &str) -> Prepared {
+    let setup = Setup::generate(220, seed, &[]);
+    let tip_height = u64::from(setup.chain.tip_height());
+    let a_datadir =
+        common::datadir_with_blocks(&setup.root.path().join("a"), &setup.chain_directory);
+    let import = ["-reindex".to_owned(), "-connect=0".to_owned(), "-listen=0".to_owned()];
+    let (a, mut a_process) = node(&a_datadir, &import);
+    a.wait_for_height(tip_height, &mut a_process);
+    let expected = coin_set(a);
+    let answer = a.call("dumphints", serde_json::json!(["hints.dat", TERMINAL_HEIGHT]));
+    let hints = answer["path"].as_str().unwrap().to_owned();
+    common::assumeutxo::stop(a, &mut a_process, &a_datadir);
+    let honest = answers(&setup.chain, TERMINAL_HEIGHT);
+    Prepared { setup, tip_height, expected, hints, honest }
+}
+
+#[test]
+fn a_peer_that_does_not_answer_is_disconnected_and_its_blocks_asked_elsewhere() {
+    let Prepared { setup, tip_height, expected, hints, honest } = prepared("4553");
+    let (silent, truthful) = (bind_loopback(), bind_loopback());
+    let b_datadir = setup.root.path().join("b-silent");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&silent, &truthful]);
+    // Serves headers and blocks, and never a `bspent`.
+    let quiet = serve_with_coins(&silent, &setup.chain, HashMap::new());
+    let serving = serve_with_coins(&truthful, &setup.chain, honest);
+    b.wait_for_height(tip_height, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    assert!(quiet.stop().closed_by_node, "the peer that never answered was disconnected");
+    serving.stop();
+    let log = common::debug_log(&b_datadir);
+    assert!(log.contains("Timeout downloading spent coins of block"), "{log}");
+    assert!(log.contains("[swiftsync] the aggregate is zero"), "{log}");
+    assert!(!log.contains("[swiftsync] given up"), "{log}");
+}
+
+#[test]
+fn coins_refused_by_every_serving_peer_end_the_attempt_after_a_minute() {
+    let Prepared { setup, tip_height, expected, hints, mut honest } = prepared("4554");
+    for answer in honest.values_mut() {
+        answer.coins.pop();
+    }
+    let liar = bind_loopback();
+    let b_datadir = setup.root.path().join("b-only-liar");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&liar]);
+    let lying = serve_with_coins(&liar, &setup.chain, honest);
+    b.wait_for_height(tip_height, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    lying.stop();
+    let log = common::debug_log(&b_datadir);
+    assert!(log.contains("refused, asking another peer"), "{log}");
+    assert!(log.contains("refused, for 60 s: syncing without hints"), "{log}");
+    assert!(
+        log.contains("[swiftsync] given up, syncing without hints: no spent coins came"),
+        "{log}"
+    );
+}
+
 /// Serves the chain to a node that connected to `listener`, as a peer at
 /// 70017 that announces `blockspentcoinsv1` and answers with `spent`.
 fn serve_with_coins(
@@ -253,21 +332,8 @@ fn serve_with_coins(
 }
 
 #[test]
-fn a_peer_lying_about_spent_coins_costs_the_attempt_not_the_chain() {
-    const TERMINAL_HEIGHT: u32 = 150;
-    let setup = Setup::generate(220, "4552", &[]);
-    let tip_height = u64::from(setup.chain.tip_height());
-    let a_datadir =
-        common::datadir_with_blocks(&setup.root.path().join("a"), &setup.chain_directory);
-    let import = ["-reindex".to_owned(), "-connect=0".to_owned(), "-listen=0".to_owned()];
-    let (a, mut a_process) = node(&a_datadir, &import);
-    a.wait_for_height(tip_height, &mut a_process);
-    let expected = coin_set(a);
-    let answer = a.call("dumphints", serde_json::json!(["hints.dat", TERMINAL_HEIGHT]));
-    let hints = answer["path"].as_str().unwrap().to_owned();
-    common::assumeutxo::stop(a, &mut a_process, &a_datadir);
-
-    let honest = answers(&setup.chain, TERMINAL_HEIGHT);
+fn a_lie_a_rule_catches_is_refused_and_asked_elsewhere_one_none_catches_costs_the_attempt() {
+    let Prepared { setup, tip_height, expected, hints, honest } = prepared("4552");
     let (block, input) = (1..=TERMINAL_HEIGHT as usize)
         .find_map(|height| {
             let coins = &honest[&setup.chain.chain[height]].coins;
@@ -280,33 +346,70 @@ fn a_peer_lying_about_spent_coins_costs_the_attempt_not_the_chain() {
     let mut lower = honest.clone();
     let coin = &mut lower.get_mut(&block).unwrap().coins[input].coin;
     coin.height = Height::new(coin.height.to_u32() - 1);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b_datadir = setup.root.path().join("b-lower");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&listener]);
+    let serving = serve_with_coins(&listener, &setup.chain, lower);
+    b.wait_for_height(tip_height, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    serving.stop();
+    let log = common::debug_log(&b_datadir);
+    let failure = format!("the aggregate is not zero at height {TERMINAL_HEIGHT}");
+    assert!(log.contains("[swiftsync] given up"), "{log}");
+    assert!(log.contains(&failure), "{failure}: {log}");
+
+    // One coin short for every block that spends, from a liar, beside an
+    // honest peer: each block the liar answers is refused and asked of the
+    // honest peer, and the proof holds.
     let mut short = honest.clone();
-    short.get_mut(&block).unwrap().coins.pop();
-    let lies = [
-        (lower, format!("the aggregate is not zero at height {TERMINAL_HEIGHT}")),
-        (short, "spent coins were given".to_owned()),
-    ];
-    for (number, (spent, failure)) in lies.into_iter().enumerate() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let b_datadir = setup.root.path().join(format!("b{number}"));
-        std::fs::create_dir_all(&b_datadir).unwrap();
-        let options = [
-            format!("-connect=127.0.0.1:{port}"),
-            "-listen=0".to_owned(),
-            // The fake peer speaks v1.
-            "-v2transport=0".to_owned(),
-            format!("-swiftsync={hints}"),
-            "-assumevalid=0".to_owned(),
-        ];
-        let (b, mut b_process) = node(&b_datadir, &options);
-        let serving = serve_with_coins(&listener, &setup.chain, spent);
-        b.wait_for_height(tip_height, &mut b_process);
-        assert_eq!(coin_set(b), expected);
-        common::assumeutxo::stop(b, &mut b_process, &b_datadir);
-        serving.stop();
-        let log = common::debug_log(&b_datadir);
-        assert!(log.contains("[swiftsync] given up"), "{log}");
-        assert!(log.contains(&failure), "{failure}: {log}");
+    for answer in short.values_mut() {
+        answer.coins.pop();
     }
+    let (liar, truthful) = (bind_loopback(), bind_loopback());
+    let b_datadir = setup.root.path().join("b-short");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&liar, &truthful]);
+    let lying = serve_with_coins(&liar, &setup.chain, short);
+    let serving = serve_with_coins(&truthful, &setup.chain, honest);
+    b.wait_for_height(tip_height, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    lying.stop();
+    serving.stop();
+    let log = common::debug_log(&b_datadir);
+    assert!(!log.contains("[swiftsync] given up"), "{log}");
+    assert!(log.contains("[swiftsync] the aggregate is zero"), "{log}");
+    let refused = log.lines().filter(|line| line.contains("refused, asking another peer")).count();
+    assert!(refused > 0, "the liar was asked for some blocks: {log}");
+    assert!(log.contains("spent coins were given"), "the refusal says why: {log}");
+    // `-connect` peers are spared the disconnect (as Core spares manual
+    // connections), but the punishment is logged.
+    assert!(log.contains("fail its checks"), "{log}");
+    assert!(log.contains("Not punishing manually connected peer"), "{log}");
+}
+
+fn bind_loopback() -> std::net::TcpListener {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap()
+}
+
+/// A node syncing in the fully validating mode with `hints` from the fake
+/// peers listening on `listeners`.
+fn fully_validating_node(
+    datadir: &std::path::Path,
+    hints: &str,
+    listeners: &[&std::net::TcpListener],
+) -> (common::rpc::Endpoint, common::NodeProcess) {
+    std::fs::create_dir_all(datadir).unwrap();
+    let mut options: Vec<String> = listeners
+        .iter()
+        .map(|listener| format!("-connect=127.0.0.1:{}", listener.local_addr().unwrap().port()))
+        .collect();
+    options.extend([
+        "-listen=0".to_owned(),
+        // The fake peers speak v1.
+        "-v2transport=0".to_owned(),
+        format!("-swiftsync={hints}"),
+        "-assumevalid=0".to_owned(),
+    ]);
+    node(datadir, &options)
 }

@@ -96,6 +96,12 @@ pub struct ChainSnapshot {
     /// every block of its chain is stored (a download window starts there,
     /// not at the tip, which stays at genesis meanwhile).
     pub swiftsync_stored_height: Option<u32>,
+    /// Spent coins a fully validating SwiftSync pass refused (BIP 455
+    /// answers its blocks' checks failed), oldest first, at most
+    /// [`crate::SPENT_COINS_REFUSALS_PER_PASS_MAX`]: the network side
+    /// punishes each sender and asks another peer. Emptied when the plan
+    /// ends.
+    pub swiftsync_refusals: Arc<[crate::SpentCoinsRefusal]>,
     /// How many times the engine has published (a reader can tell whether
     /// anything changed).
     pub sequence: u64,
@@ -273,6 +279,8 @@ pub(crate) struct ReadService {
     assumeutxo: Option<AssumeUtxoSummary>,
     /// What [`ChainSnapshot::swiftsync_stored_height`] says.
     swiftsync_stored_height: Option<u32>,
+    /// What [`ChainSnapshot::swiftsync_refusals`] says.
+    swiftsync_refusals: Arc<[crate::SpentCoinsRefusal]>,
 }
 
 impl ReadService {
@@ -288,6 +296,7 @@ impl ReadService {
             sequence: 0,
             assumeutxo: None,
             swiftsync_stored_height: None,
+            swiftsync_refusals: Arc::default(),
         }
     }
 
@@ -321,6 +330,21 @@ impl ReadService {
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
         let mut snapshot = ChainSnapshot::clone(&published.snapshot);
         snapshot.swiftsync_stored_height = stored_height;
+        snapshot.sequence = self.sequence;
+        published.snapshot = Arc::new(snapshot);
+    }
+
+    /// Publishes the refused spent coins as `refusals` says, the rest of
+    /// the snapshot unchanged.
+    pub(crate) fn publish_swiftsync_refusals(&mut self, refusals: Arc<[crate::SpentCoinsRefusal]>) {
+        if self.swiftsync_refusals == refusals {
+            return;
+        }
+        self.swiftsync_refusals = refusals.clone();
+        self.sequence += 1;
+        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
+        let mut snapshot = ChainSnapshot::clone(&published.snapshot);
+        snapshot.swiftsync_refusals = refusals;
         snapshot.sequence = self.sequence;
         published.snapshot = Arc::new(snapshot);
     }
@@ -369,6 +393,7 @@ impl ReadService {
             index_entries: index.len(),
             assumeutxo: self.assumeutxo,
             swiftsync_stored_height: self.swiftsync_stored_height,
+            swiftsync_refusals: self.swiftsync_refusals.clone(),
             sequence: self.sequence,
         });
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);

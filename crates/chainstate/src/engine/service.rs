@@ -404,7 +404,7 @@ impl Chainstate {
                 answer_control(&reply, self.prune_on_request(height))
             }
             EngineCommand::SpentCoins { hash, coins, source } => {
-                let taken = self.swiftsync_spent_coins(&hash, coins)?;
+                let taken = self.swiftsync_spent_coins(&hash, coins, source)?;
                 Ok(Handled::Notice(EngineNotice::SpentCoinsOffered { source, hash, taken }))
             }
             EngineCommand::EndSwiftSyncWait => {

@@ -12,18 +12,19 @@
 //! `-assumevalid` block, two weeks of work deep; `invalidateblock` refuses
 //! to go below it).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use ibex_primitives::{BlockHash, SpentCoinBuf};
 
-use super::{ChainEvent, Chainstate};
+use super::{BlockSource, ChainEvent, Chainstate};
 use crate::error::ChainstateError;
 use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
-    LivePass, PassEnd, PassSetup, RunBlock, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode,
-    SwiftSyncPlan,
+    LivePass, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure,
+    SwiftSyncMode, SwiftSyncPlan,
 };
 
 /// A plan handed to the engine and how far its blocks are stored.
@@ -41,6 +42,10 @@ pub(crate) struct SwiftSyncState {
     live: Option<LivePass>,
     /// When it started.
     started: Option<Instant>,
+    /// Spent coins refused so far (published to the network side, which
+    /// asks other peers; at most `SPENT_COINS_REFUSALS_PER_PASS_MAX` a
+    /// pass before the attempt ends).
+    refusals: Vec<SpentCoinsRefusal>,
 }
 
 /// A best header younger than this is the network's present (Core's
@@ -61,6 +66,7 @@ impl Chainstate {
             waiting_logged: false,
             live: None,
             started: None,
+            refusals: Vec::new(),
         });
         // Readers (the network side) see the plan pending from now on.
         self.shared.reads.publish_swiftsync(Some(0));
@@ -277,10 +283,18 @@ impl Chainstate {
             // Blocks stored before the pass started, or missed.
             self.hand_stored_blocks(terminal);
         }
+        if all_stored && self.live_pass().is_some_and(LivePass::all_handed) {
+            // Every block is out: wait for the workers to settle them, so
+            // that no refusal comes after the judgement.
+            if let Some(live) = self.live_pass() {
+                live.settle();
+            }
+        }
+        if !self.reopen_refused_blocks()? {
+            return Ok(Some(true));
+        }
         let finish = self
-            .swiftsync
-            .as_ref()
-            .and_then(|state| state.live.as_ref())
+            .live_pass()
             .is_some_and(|live| live.stopped() || (all_stored && live.all_handed()));
         if !finish {
             return Ok(None);
@@ -355,19 +369,56 @@ impl Chainstate {
         ChainTimes::new(times)
     }
 
-    /// Coins claimed for the inputs of block `hash` (BIP 455, from a peer),
-    /// one per input after the coinbase in block order, for a fully
-    /// validating plan: the block is accounted once it and its coins both
-    /// came. Whether they were taken (not when no such pass runs, the
+    /// The pass, while one runs.
+    fn live_pass(&self) -> Option<&LivePass> {
+        self.swiftsync.as_ref().and_then(|state| state.live.as_ref())
+    }
+
+    /// Takes the pass's refusals of spent coins (`crate::swiftsync`'s
+    /// `refusals`): their blocks wait for coins again, and the refusals
+    /// are logged and published for the network side. False when one
+    /// ended the attempt (a block refused too often: given up).
+    fn reopen_refused_blocks(&mut self) -> Result<bool, ChainstateError> {
+        let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
+        let Some(live) = state.live.as_mut() else { return Ok(true) };
+        let refusals = match live.reopen_refused() {
+            Ok(refusals) => refusals,
+            Err(failure) => {
+                self.give_up_swiftsync(failure)?;
+                return Ok(false);
+            }
+        };
+        if refusals.is_empty() {
+            return Ok(true);
+        }
+        state.refusals.extend(refusals.iter().cloned());
+        let published: Arc<[SpentCoinsRefusal]> = state.refusals.as_slice().into();
+        self.shared.reads.publish_swiftsync_refusals(published);
+        for refusal in refusals {
+            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::SpentCoinsRefused(refusal)));
+        }
+        Ok(true)
+    }
+
+    /// Coins claimed for the inputs of block `hash` (BIP 455, from
+    /// `source`), one per input after the coinbase in block order, for a
+    /// fully validating plan: the block is accounted once it and its coins
+    /// both came. Whether they were taken (not when no such pass runs, the
     /// block is not one of it, or it was accounted already). Claims are
-    /// not trusted: a wrong one fails the block's checks or the aggregate,
-    /// and the attempt is given up. When they complete the pass, it ends
-    /// here (the chain jumps to `H`, or the attempt is given up).
+    /// not trusted: coins the block's checks refuse are published as
+    /// refused and the block waits for others (`crate::swiftsync`'s
+    /// `refusals`); a lie no rule catches unbalances the aggregate, and
+    /// the attempt is given up. When they complete the pass, it ends here
+    /// (the chain jumps to `H`, or the attempt is given up).
     pub fn swiftsync_spent_coins(
         &mut self,
         hash: &BlockHash,
         coins: Vec<SpentCoinBuf>,
+        source: BlockSource,
     ) -> Result<bool, ChainstateError> {
+        if !self.reopen_refused_blocks()? {
+            return Ok(false);
+        }
         let Some(id) = self.shared.index.get(hash) else { return Ok(false) };
         let height = self.shared.index.entry(id).height;
         let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) else {
@@ -376,7 +427,7 @@ impl Chainstate {
         if self.shared.index.ancestor(live.terminal(), height) != Some(id) {
             return Ok(false);
         }
-        let taken = live.hand_coins(height, *hash, coins);
+        let taken = live.hand_coins(height, *hash, coins, source);
         if taken && live.all_handed() {
             self.activate_best_chain()?;
         }
@@ -477,6 +528,7 @@ impl Chainstate {
     fn drop_swiftsync(&mut self) {
         self.swiftsync = None;
         self.shared.reads.publish_swiftsync(None);
+        self.shared.reads.publish_swiftsync_refusals(Arc::default());
     }
 
     /// Raises genesis to `terminal` to "connected" (Core's

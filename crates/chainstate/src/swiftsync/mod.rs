@@ -51,6 +51,7 @@
 //! nothing under another salt, and the salt is never written down).
 
 pub mod full;
+mod refusals;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -63,6 +64,9 @@ use ibex_consensus::BlockError;
 use ibex_primitives::hints::{HintsError, HintsFile};
 use ibex_primitives::BlockHash;
 
+pub use refusals::{
+    SpentCoinsRefusal, SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX,
+};
 pub(crate) use run::{LivePass, PassEnd, PassSetup, RunBlock};
 
 /// How blocks below the terminal height are checked.
@@ -279,6 +283,9 @@ pub enum SwiftSyncEvent {
         /// was accounted, in milliseconds.
         tables_ms: u64,
     },
+    /// A peer's spent coins for a block were refused by the block's
+    /// checks: the block waits for another peer's.
+    SpentCoinsRefused(SpentCoinsRefusal),
     /// The attempt was given up; the node syncs the usual way.
     GivenUp {
         /// Why.
@@ -297,7 +304,12 @@ pub enum SwiftSyncEvent {
 impl SwiftSyncEvent {
     /// Whether it is logged as a warning.
     pub fn is_warning(&self) -> bool {
-        matches!(self, SwiftSyncEvent::GivenUp { .. } | SwiftSyncEvent::UnfinishedDiscarded)
+        matches!(
+            self,
+            SwiftSyncEvent::GivenUp { .. }
+                | SwiftSyncEvent::UnfinishedDiscarded
+                | SwiftSyncEvent::SpentCoinsRefused(_)
+        )
     }
 }
 
@@ -325,6 +337,14 @@ impl std::fmt::Display for SwiftSyncEvent {
                 *elapsed_ms as f64 / 1000.0,
                 *tables_ms as f64 / 1000.0
             ),
+            SwiftSyncEvent::SpentCoinsRefused(refusal) => write!(
+                formatter,
+                "[swiftsync] spent coins of block {} ({}) from {} refused, asking another peer: {}",
+                refusal.height,
+                refusal.hash,
+                source_name(refusal.source),
+                refusal.failure
+            ),
             SwiftSyncEvent::GivenUp { failure } => write!(
                 formatter,
                 "[swiftsync] given up, syncing without hints: {failure}"
@@ -337,5 +357,14 @@ impl std::fmt::Display for SwiftSyncEvent {
                 "[swiftsync] discarded the coins of an attempt that did not finish; it starts again",
             ),
         }
+    }
+}
+
+/// Who sent coins, as the log names it (Core's `peer=N`).
+fn source_name(source: crate::engine::BlockSource) -> String {
+    match source {
+        crate::engine::BlockSource::Peer(id) => format!("peer={id}"),
+        crate::engine::BlockSource::File => "a file".to_owned(),
+        crate::engine::BlockSource::Local => "a local caller".to_owned(),
     }
 }

@@ -20,11 +20,14 @@ use ibex_primitives::params::is_bip30_repeat;
 use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
 
 use super::full::{account_with_coins, ChainTimes};
+use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
+use super::refusals::{SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX};
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::{read_one, BlockFiles, BlockToRead};
 use crate::coins::coin::Coin;
 use crate::coins::database::staged::{CoinBuckets, CoinRun};
 use crate::coins::database::CoinsDatabase;
+use crate::engine::BlockSource;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
 use crate::prepared::PreparedBlock;
@@ -51,8 +54,9 @@ pub(crate) struct RunBlock {
 struct PassJob {
     block: RunBlock,
     parsed: Option<PreparedBlock>,
-    /// The coins claimed for its inputs (the fully validating mode).
-    spent: Option<Vec<SpentCoinBuf>>,
+    /// The coins claimed for its inputs (the fully validating mode), and
+    /// who sent them.
+    spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
 }
 
 /// What the pass needs, shared by its workers.
@@ -86,6 +90,8 @@ struct PassContext {
     /// Set by a worker that failed (the others stop) or when the pass is
     /// dropped.
     stop: AtomicBool,
+    /// Blocks handed over and not settled, and the coins refused.
+    jobs_out: JobsOut,
 }
 
 /// What the pass found, once the proof held.
@@ -138,8 +144,12 @@ pub(crate) struct LivePass {
     /// height (read back from their files once the coins come).
     held_blocks: HashMap<u32, RunBlock>,
     /// And coins waiting for their blocks, by height, with the block hash
-    /// they were claimed for.
-    held_coins: HashMap<u32, (BlockHash, Vec<SpentCoinBuf>)>,
+    /// they were claimed for and who sent them.
+    held_coins: HashMap<u32, (BlockHash, Vec<SpentCoinBuf>, BlockSource)>,
+    /// Refusals of the coins of the block at a height, by height.
+    refusals_by_height: HashMap<u32, u32>,
+    /// Refusals in all.
+    refusal_count: usize,
 }
 
 impl std::fmt::Debug for LivePass {
@@ -168,8 +178,13 @@ impl LivePass {
         let buckets = CoinBuckets::create(&setup.database, coin_count, setup.run_bytes_max)?;
         let terminal_height = setup.hints.terminal_height();
         let worker_count = setup.worker_count.max(1);
-        let context =
-            Arc::new(PassContext { setup, hasher, buckets, stop: AtomicBool::new(false) });
+        let context = Arc::new(PassContext {
+            setup,
+            hasher,
+            buckets,
+            stop: AtomicBool::new(false),
+            jobs_out: JobsOut::default(),
+        });
         let (sender, receiver) = sync_channel(worker_count * JOBS_WAITING_PER_WORKER_MAX);
         let receiver = Arc::new(Mutex::new(receiver));
         let mut workers = Vec::with_capacity(worker_count);
@@ -190,6 +205,8 @@ impl LivePass {
             handed_count: 0,
             held_blocks: HashMap::new(),
             held_coins: HashMap::new(),
+            refusals_by_height: HashMap::new(),
+            refusal_count: 0,
         }))
     }
 
@@ -215,7 +232,7 @@ impl LivePass {
         let mut spent = None;
         if self.context.setup.mode == SwiftSyncMode::FullyValidating {
             match self.held_coins.remove(&block.height) {
-                Some((hash, coins)) if hash == block.hash => spent = Some(coins),
+                Some((hash, coins, source)) if hash == block.hash => spent = Some((coins, source)),
                 // Coins claimed for another block at this height (a
                 // header chain that moved) are dropped. The block waits
                 // unparsed: the coins may come after many more blocks, and
@@ -231,27 +248,28 @@ impl LivePass {
     }
 
     /// Coins claimed for the inputs of block `hash` at `height`, in block
-    /// order: handed over with the block once it came too. Whether they
-    /// were taken (not when the block was accounted already, or the pass
-    /// is in the assumevalid mode).
+    /// order, sent by `source`: handed over with the block once it came
+    /// too. Whether they were taken (not when the block was accounted
+    /// already, or the pass is in the assumevalid mode).
     pub(crate) fn hand_coins(
         &mut self,
         height: u32,
         hash: BlockHash,
         coins: Vec<SpentCoinBuf>,
+        source: BlockSource,
     ) -> bool {
         if self.context.setup.mode != SwiftSyncMode::FullyValidating || !self.wants(height) {
             return false;
         }
         match self.held_blocks.remove(&height) {
             Some(block) if block.hash == hash => {
-                self.send(PassJob { block, parsed: None, spent: Some(coins) });
+                self.send(PassJob { block, parsed: None, spent: Some((coins, source)) });
             }
             held => {
                 if let Some(held) = held {
                     self.held_blocks.insert(height, held);
                 }
-                self.held_coins.insert(height, (hash, coins));
+                self.held_coins.insert(height, (hash, coins, source));
             }
         }
         true
@@ -263,7 +281,9 @@ impl LivePass {
         // A blocking send: it waits while every worker is busy and fails
         // once all of them have returned (a failure or the shutdown stops
         // each after its current block, which drops the receiver).
+        self.context.jobs_out.handed();
         if sender.send(job).is_err() {
+            self.context.jobs_out.settled();
             return;
         }
         self.handed[block.height as usize - 1] = true;
@@ -289,6 +309,43 @@ impl LivePass {
     /// Whether a worker stopped the pass (a failure, or the shutdown).
     pub(crate) fn stopped(&self) -> bool {
         self.context.stop.load(Ordering::Relaxed)
+    }
+
+    /// Waits until every block handed over was accounted or refused (or
+    /// the pass stopped).
+    pub(crate) fn settle(&self) {
+        self.context.jobs_out.settle(&self.context.stop);
+    }
+
+    /// The coins the workers refused since the last call
+    /// (`super::refusals`): each block waits for coins again, its height
+    /// wanted. A block refused too often, or too many refusals, end the
+    /// pass with the last failure.
+    pub(crate) fn reopen_refused(&mut self) -> Result<Vec<SpentCoinsRefusal>, SwiftSyncFailure> {
+        let mut reopened = Vec::new();
+        for RefusedJob { block, source, failure } in self.context.jobs_out.take_refused() {
+            let count = self.refusals_by_height.entry(block.height).or_insert(0);
+            *count += 1;
+            self.refusal_count += 1;
+            if *count >= SPENT_COINS_REFUSALS_PER_BLOCK_MAX
+                || self.refusal_count > SPENT_COINS_REFUSALS_PER_PASS_MAX
+            {
+                return Err(failure);
+            }
+            if let Some(handed) = self.handed.get_mut(block.height as usize - 1) {
+                if std::mem::replace(handed, false) {
+                    self.handed_count -= 1;
+                }
+            }
+            self.held_blocks.insert(block.height, block);
+            reopened.push(SpentCoinsRefusal {
+                height: block.height,
+                hash: block.hash,
+                source,
+                failure,
+            });
+        }
+        Ok(reopened)
     }
 
     /// Waits for the workers, merges their sums, judges them at `H`, and
@@ -394,7 +451,21 @@ fn account_blocks(context: &PassContext, receiver: &Mutex<Receiver<PassJob>>) ->
         }
         let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(job) = job else { break };
+        let (block, source) = (job.block, job.spent.as_ref().map(|(_, source)| *source));
         let step = account_one(context, job, &mut totals, &mut run, &mut buffers, &mut indices);
+        let step = match (step, source) {
+            // Coins the block's checks refuse: the peer's fault, and the
+            // block waits for another's (`super::refusals`).
+            (Ok(Err(failure)), Some(source)) if failure.blames_spent_coins() => {
+                context.jobs_out.refuse(RefusedJob { block, source, failure });
+                Ok(Ok(()))
+            }
+            (step, _) => step,
+        };
+        if !matches!(step, Ok(Ok(()))) {
+            context.stop.store(true, Ordering::Relaxed);
+        }
+        context.jobs_out.settled();
         match step {
             Ok(Ok(())) => {}
             Ok(Err(failure)) => {
@@ -447,7 +518,7 @@ fn account_one(
     }
     let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
     let account = match &job.spent {
-        Some(spent) => {
+        Some((spent, _)) => {
             match account_with_coins(
                 &to_account,
                 spent,

@@ -10,7 +10,7 @@ use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
 
 use super::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
 use crate::engine::read_api::coin_set::chain_to_height;
-use crate::engine::{ChainControlError, ChainEvent, Chainstate};
+use crate::engine::{BlockSource, ChainControlError, ChainEvent, Chainstate};
 use crate::hints_writer::build_hints;
 use crate::snapshot::roll_back_to_target;
 use crate::test_chain::{accept, chainstate_options};
@@ -257,9 +257,12 @@ fn spent_coins_of(synced: &Chainstate) -> Vec<(BlockHash, Vec<SpentCoinBuf>)> {
         .collect()
 }
 
+/// The peer every coin of [`fully_validating`] comes from.
+const FIRST_PEER: BlockSource = BlockSource::Peer(1);
+
 /// A chainstate under `root` holding `blocks`, with no `-assumevalid`, a
-/// fully validating plan over `hints`, given `coins` (in reverse order:
-/// the pass takes them in any); the events.
+/// fully validating plan over `hints`, given `coins` by [`FIRST_PEER`]
+/// (in reverse order: the pass takes them in any); the events.
 fn fully_validating(
     root: &Path,
     blocks: &[Vec<u8>],
@@ -275,10 +278,22 @@ fn fully_validating(
     chainstate.activate_best_chain().unwrap();
     assert_eq!(chainstate.tip().unwrap().1, 0, "the pass waits for the coins");
     for (hash, spent) in coins.iter().rev() {
-        assert!(chainstate.swiftsync_spent_coins(hash, spent.clone()).unwrap());
+        assert!(chainstate.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
     }
     chainstate.activate_best_chain().unwrap();
     (chainstate, events)
+}
+
+/// The refusals of spent coins among `events`: block, sender, failure.
+fn refusals(events: &Events) -> Vec<(BlockHash, BlockSource, SwiftSyncFailure)> {
+    let events = events.lock().unwrap();
+    let refusals = events.iter().filter_map(|event| match event {
+        SwiftSyncEvent::SpentCoinsRefused(refusal) => {
+            Some((refusal.hash, refusal.source, refusal.failure.clone()))
+        }
+        _ => None,
+    });
+    refusals.collect()
 }
 
 fn given_up(events: &Events) -> Option<SwiftSyncFailure> {
@@ -312,7 +327,7 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
         "{events:?}"
     );
     // Coins for an accounted block are not taken again.
-    assert!(!swift.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone()).unwrap());
+    assert!(!swift.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone(), FIRST_PEER).unwrap());
     let at = |height: u32| swift.chain().at(height).unwrap();
     assert!(swift.read_undo(at(TERMINAL_HEIGHT)).is_err());
     assert!(swift.read_undo(at(TERMINAL_HEIGHT + 1)).is_ok());
@@ -342,27 +357,51 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
     assert_eq!(serialized_hash(&lied), expected);
     drop(lied);
 
-    // A claimed script the input does not satisfy fails the block's scripts.
+    // A claimed script the input does not satisfy fails the block's
+    // scripts: the coins are refused, blaming their sender, and the block
+    // waits for another peer's; honest coins then complete the proof.
     let mut script = coins.clone();
     script[block].1[input].script_pubkey = vec![0x00];
-    let (lied, events) = fully_validating(&root.path().join("script"), &blocks, &hints, &script);
+    let (mut lied, events) =
+        fully_validating(&root.path().join("script"), &blocks, &hints, &script);
+    let refused = refusals(&events);
     assert!(
-        matches!(given_up(&events), Some(SwiftSyncFailure::Script { .. })),
-        "{:?}",
-        given_up(&events)
+        matches!(refused.as_slice(), [(hash, FIRST_PEER, SwiftSyncFailure::Script { .. })] if *hash == coins[block].0),
+        "{refused:?}"
     );
+    assert_eq!(given_up(&events), None);
+    assert_eq!(lied.tip().unwrap().1, 0, "the pass waits for the refused block's coins");
+    let (hash, honest) = &coins[block];
+    assert!(lied.swiftsync_spent_coins(hash, honest.clone(), BlockSource::Peer(2)).unwrap());
+    assert_eq!(given_up(&events), None);
+    assert_eq!(lied.tip().unwrap().1, chain_blocks);
+    assert!(matches!(events.lock().unwrap().last(), Some(SwiftSyncEvent::Completed { .. })));
     assert_eq!(serialized_hash(&lied), expected);
     drop(lied);
 
-    // One coin short: the block cannot be checked.
+    // One coin short, from three peers in turn: a block refused three
+    // times is taken to be invalid itself, and the attempt is given up.
     let mut short = coins.clone();
     short[block].1.pop();
-    let (_, events) = fully_validating(&root.path().join("short"), &blocks, &hints, &short);
+    let (mut lied, events) = fully_validating(&root.path().join("short"), &blocks, &hints, &short);
+    let (hash, claimed) = &short[block];
+    for peer in 2..=crate::SPENT_COINS_REFUSALS_PER_BLOCK_MAX {
+        assert_eq!(given_up(&events), None, "refusal {peer}");
+        let source = BlockSource::Peer(u64::from(peer));
+        assert!(lied.swiftsync_spent_coins(hash, claimed.clone(), source).unwrap());
+    }
+    let refused = refusals(&events);
+    assert_eq!(refused.len() as u32, crate::SPENT_COINS_REFUSALS_PER_BLOCK_MAX - 1);
+    assert!(refused.iter().all(|(refused, _, failure)| refused == hash
+        && matches!(failure, SwiftSyncFailure::FullBlock { .. })));
     assert!(
         matches!(given_up(&events), Some(SwiftSyncFailure::FullBlock { .. })),
         "{:?}",
         given_up(&events)
     );
+    assert_eq!(lied.tip().unwrap().1, chain_blocks, "the blocks are connected the usual way");
+    assert_eq!(serialized_hash(&lied), expected);
+    drop(lied);
 
     // A block whose coins never come: the pass waits, until no more come.
     let (mut waiting, events) =

@@ -56,6 +56,15 @@ pub enum Misbehavior {
         /// The block's hash.
         hash: BlockHash,
     },
+    /// Its spent coins for a block (BIP 455 `bspent`) failed the block's
+    /// checks: a lie, or coins served for an invalid block (an honest peer
+    /// serves coins only for a block it connected). Core has no BIP 455;
+    /// punished as an invalid block is.
+    #[error("spent coins of block {hash} refused")]
+    SpentCoinsRefused {
+        /// The block.
+        hash: BlockHash,
+    },
 }
 
 impl Misbehavior {
@@ -72,6 +81,9 @@ impl Misbehavior {
             Misbehavior::InvalidHeader { .. } => "invalid header received".to_owned(),
             Misbehavior::MutatedBlock { .. } => "mutated block".to_owned(),
             Misbehavior::InvalidBlock { .. } => String::new(),
+            Misbehavior::SpentCoinsRefused { hash } => {
+                format!("spent coins of block {hash} fail its checks")
+            }
         }
     }
 

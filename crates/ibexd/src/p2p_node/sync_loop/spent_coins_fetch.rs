@@ -19,23 +19,32 @@
 //! - A request unanswered for [`SPENT_COINS_REQUEST_TIMEOUT`] disconnects
 //!   the peer (as Core's block download timeout does) and is asked again
 //!   of another; a peer's requests go when it does.
-//! - With every block of the plan stored and no serving peer for
+//! - Coins the block's checks refuse (the engine publishes each refusal,
+//!   `ibex_chainstate::SpentCoinsRefusal`) are the sender's fault: a lie,
+//!   or coins for an invalid block, which an honest peer never serves. The
+//!   sender is punished as for an invalid block (Core's `Misbehaving`:
+//!   disconnected and discouraged unless spared), never asked for that
+//!   block again, and the block's coins are asked of another peer. The
+//!   engine ends the attempt once a block was refused
+//!   `SPENT_COINS_REFUSALS_PER_BLOCK_MAX` times.
+//! - With every block of the plan stored and no serving peer (or none
+//!   left that was not refused the first block still wanted) for
 //!   [`NO_SERVING_PEER_WAIT`], the engine is told no more coins come: the
 //!   plan is given up and the blocks are connected the usual way.
 //!
 //! The draft gives the asker no way to check an answer against the block
-//! before the block is there: a peer that lies about a coin makes the
-//! attempt fail at its end (the aggregate), one that sends the wrong
-//! number makes the block's accounting fail; either way the blocks are
+//! before the block is there: the block's checks refuse a wrong count or a
+//! lie a rule or script catches, once both are in; a lie no rule catches
+//! makes the attempt fail at its end (the aggregate), and the blocks are
 //! then connected the usual way, at the cost of the time spent.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::{BlockSource, EngineCommand};
+use ibex_chainstate::{BlockSource, EngineCommand, SpentCoinsRefusal};
 use ibex_p2p::messages::spent_coins::{GetSpentCoins, SpentCoins};
 use ibex_p2p::net::DisconnectReason as NetReason;
-use ibex_p2p::sync::{DisconnectReason as SyncReason, PeerId};
+use ibex_p2p::sync::{DisconnectReason as SyncReason, Misbehavior, PeerId};
 use ibex_p2p::NetworkMessage;
 use ibex_primitives::BlockHash;
 
@@ -78,10 +87,17 @@ pub struct SpentCoinsFetch {
     offered: HashMap<BlockHash, u32>,
     /// Heights whose coins the pass did not take, and when to ask again.
     retry_at: HashMap<u32, Instant>,
-    /// Since when every block was stored with no serving peer.
+    /// Since when every block was stored with no serving peer to ask.
     unserved_since: Option<Instant>,
     /// The engine was told no more coins come.
     wait_ended: bool,
+    /// Refusals of the engine's list acted on (the list only grows while
+    /// a plan lasts).
+    refusals_seen: usize,
+    /// Peers whose coins for a block were refused: never asked for it
+    /// again (at most `SPENT_COINS_REFUSALS_PER_PASS_MAX` entries in all,
+    /// as the engine's list).
+    refused_by: HashMap<BlockHash, Vec<PeerId>>,
 }
 
 impl SpentCoinsFetch {
@@ -96,6 +112,8 @@ impl SpentCoinsFetch {
             retry_at: HashMap::new(),
             unserved_since: None,
             wait_ended: false,
+            refusals_seen: 0,
+            refused_by: HashMap::new(),
         }
     }
 
@@ -104,11 +122,45 @@ impl SpentCoinsFetch {
     /// that their answers, already on their way, are not taken for
     /// unrequested ones (which would disconnect honest peers); the engine
     /// drops coins of blocks off its chain.
+    /// What peers refused stays known too: it is by block.
     fn restart_for(&mut self, terminal: Option<BlockHash>) {
         let pending = std::mem::take(&mut self.pending);
+        let refused_by = std::mem::take(&mut self.refused_by);
+        let refusals_seen = self.refusals_seen;
         *self = SpentCoinsFetch::new(self.terminal_height);
         self.pending = pending;
+        self.refused_by = refused_by;
+        self.refusals_seen = refusals_seen;
         self.terminal = terminal;
+    }
+
+    /// Acts on the refusals of `published` not seen yet: each block's
+    /// coins are wanted again, from another peer. The peers to punish.
+    fn absorb_refusals(&mut self, published: &[SpentCoinsRefusal]) -> Vec<(PeerId, BlockHash)> {
+        let fresh = published.get(self.refusals_seen..).unwrap_or_default();
+        self.refusals_seen = published.len();
+        let mut punish = Vec::new();
+        for refusal in fresh {
+            if let Some(slot) =
+                refusal.height.checked_sub(1).and_then(|at| self.taken.get_mut(at as usize))
+            {
+                *slot = false;
+            }
+            self.retry_at.remove(&refusal.height);
+            if let BlockSource::Peer(id) = refusal.source {
+                let refused = self.refused_by.entry(refusal.hash).or_default();
+                if !refused.contains(&PeerId(id)) {
+                    refused.push(PeerId(id));
+                }
+                punish.push((PeerId(id), refusal.hash));
+            }
+        }
+        punish
+    }
+
+    /// Whether `peer` may be asked for the coins of `hash`.
+    fn may_ask(&self, peer: PeerId, hash: &BlockHash) -> bool {
+        self.refused_by.get(hash).is_none_or(|refused| !refused.contains(&peer))
     }
 
     fn first_untaken(&self) -> Option<u32> {
@@ -145,6 +197,7 @@ impl SyncLoop {
             return;
         }
         let now = Instant::now();
+        self.punish_refused_spent_coins(&snapshot.swiftsync_refusals);
         self.expire_spent_coins_requests(now);
         let servers: Vec<PeerId> = self
             .peers
@@ -152,14 +205,28 @@ impl SyncLoop {
             .filter(|(_, state)| state.serves_spent_coins)
             .map(|(peer, _)| *peer)
             .collect();
+        let all_stored = stored_height >= terminal_height;
         if servers.is_empty() {
-            self.wait_for_serving_peers(stored_height >= terminal_height, now);
+            self.wait_for_serving_peers(all_stored.then_some(Unserved::NoServer), now);
             return;
         }
-        if let Some(fetch) = self.spent_coins_fetch.as_mut() {
-            fetch.unserved_since = None;
+        let refused_by_all = self.request_spent_coins(&servers, best_hash, stored_height, now);
+        let unserved = refused_by_all.filter(|_| all_stored).map(Unserved::AllRefused);
+        self.wait_for_serving_peers(unserved, now);
+    }
+
+    /// Acts on the engine's new refusals: the blocks' coins are wanted
+    /// again, and each sender is punished as for an invalid block.
+    fn punish_refused_spent_coins(&mut self, published: &[SpentCoinsRefusal]) {
+        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        if published.len() == fetch.refusals_seen {
+            return;
         }
-        self.request_spent_coins(&servers, best_hash, stored_height, now);
+        // A peer spared the disconnect (a manual connection) keeps its
+        // other requests: their answers are still checked by their blocks.
+        for (peer, hash) in fetch.absorb_refusals(published) {
+            self.misbehaving(peer, Misbehavior::SpentCoinsRefused { hash });
+        }
     }
 
     /// Drops requests unanswered for too long and disconnects the peers
@@ -188,41 +255,48 @@ impl SyncLoop {
         }
     }
 
-    /// No peer serves: once every block is stored and that lasted, the
-    /// engine is told no coins will come.
-    fn wait_for_serving_peers(&mut self, all_stored: bool, now: Instant) {
+    /// No peer to ask (`unserved`, once every block is stored): once that
+    /// lasted, the engine is told no coins will come.
+    fn wait_for_serving_peers(&mut self, unserved: Option<Unserved>, now: Instant) {
         let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
-        if !all_stored {
+        let Some(unserved) = unserved else {
             fetch.unserved_since = None;
             return;
-        }
+        };
         let since = *fetch.unserved_since.get_or_insert(now);
         if now.duration_since(since) >= NO_SERVING_PEER_WAIT {
             fetch.wait_ended = true;
-            self.logger.log(&format!(
-                "[swiftsync] no peer serves spent coins (BIP 455) for {} s: syncing without hints",
-                NO_SERVING_PEER_WAIT.as_secs()
-            ));
+            let seconds = NO_SERVING_PEER_WAIT.as_secs();
+            self.logger.log(&match unserved {
+                Unserved::NoServer => format!(
+                    "[swiftsync] no peer serves spent coins (BIP 455) for {seconds} s: syncing without hints"
+                ),
+                Unserved::AllRefused(hash) => format!(
+                    "[swiftsync] every peer serving spent coins (BIP 455) had those of block {hash} refused, for {seconds} s: syncing without hints"
+                ),
+            });
             self.engine.push(EngineCommand::EndSwiftSyncWait);
         }
     }
 
-    /// Sends requests for the wanted blocks to the least busy servers.
+    /// Sends requests for the wanted blocks to the least busy servers not
+    /// refused for them. The first block still wanted when every server
+    /// was refused for it.
     fn request_spent_coins(
         &mut self,
         servers: &[PeerId],
         best_hash: BlockHash,
         stored_height: u32,
         now: Instant,
-    ) {
-        let Some(fetch) = self.spent_coins_fetch.as_ref() else { return };
-        let Some(first) = fetch.first_untaken() else { return };
+    ) -> Option<BlockHash> {
+        let fetch = self.spent_coins_fetch.as_ref()?;
+        let first = fetch.first_untaken()?;
         let room: usize = servers
             .iter()
             .map(|peer| SPENT_COINS_REQUESTS_PER_PEER_MAX.saturating_sub(fetch.requests_of(*peer)))
             .sum();
         if room == 0 {
-            return;
+            return None;
         }
         // At most a window past the first height still wanted too: after a
         // restart every block is stored, and the coins held waiting stay
@@ -233,24 +307,32 @@ impl SyncLoop {
             .min(first.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
             .max(first);
         let view = self.reader.unsettled(QUERY_TIMEOUT);
-        let Some(chain) = view.best_chain_blocks(first - 1, last).ok().flatten() else { return };
+        let chain = view.best_chain_blocks(first - 1, last).ok().flatten()?;
         let terminal = view.ancestor(&best_hash, fetch.terminal_height).ok().flatten();
         let terminal_hash = terminal.map(|block| block.hash);
-        let Some(fetch) = self.spent_coins_fetch.as_mut() else { return };
+        let fetch = self.spent_coins_fetch.as_mut()?;
         if terminal_hash.is_some() && terminal_hash != fetch.terminal {
             fetch.restart_for(terminal_hash);
         }
         let mut load: Vec<(usize, PeerId)> =
             servers.iter().map(|peer| (fetch.requests_of(*peer), *peer)).collect();
+        let mut refused_by_all = None;
         let heights = (chain.first_height..).zip(&chain.blocks);
         for (height, (hash, _)) in heights.take_while(|(height, _)| *height <= last) {
             if !fetch.is_wanted(height, hash, now) {
                 continue;
             }
+            if !servers.iter().any(|peer| fetch.may_ask(*peer, hash)) {
+                refused_by_all = refused_by_all.or(Some(*hash));
+                continue;
+            }
             load.sort_unstable();
-            let Some((count, peer)) = load.first_mut() else { break };
+            let Some((count, peer)) = load.iter_mut().find(|(_, peer)| fetch.may_ask(*peer, hash))
+            else {
+                continue;
+            };
             if *count >= SPENT_COINS_REQUESTS_PER_PEER_MAX {
-                break;
+                continue;
             }
             let request = GetSpentCoins { block_hash: *hash, cutoff_height: 0 };
             if self.network.send(*peer, NetworkMessage::GetSpentCoins(request)).is_err() {
@@ -260,6 +342,7 @@ impl SyncLoop {
             fetch.pending.insert(*hash, Request { peer: *peer, height, sent_at: now });
             *count += 1;
         }
+        refused_by_all
     }
 
     /// A `bspent` from `peer`: taken when it answers a request of ours to
@@ -313,9 +396,19 @@ impl SyncLoop {
     }
 
     fn disconnect_for_spent_coins(&mut self, peer: PeerId, reason: SyncReason) {
+        self.spent_coins_peer_gone(peer);
         self.logger.log(&format!("{}, disconnecting {peer}", reason.core_log_message()));
         let _ = self.network.disconnect(peer, NetReason::Sync(reason));
     }
+}
+
+/// Why no peer can be asked for the coins still wanted.
+#[derive(Debug, Clone, Copy)]
+enum Unserved {
+    /// No connected peer serves spent coins.
+    NoServer,
+    /// Every one that does was refused for this block's.
+    AllRefused(BlockHash),
 }
 
 #[cfg(test)]
@@ -341,5 +434,41 @@ mod tests {
         // Still asked: another block at height 3 is wanted, the one asked is not.
         assert!(!fetch.is_wanted(3, &asked, now));
         assert!(fetch.is_wanted(3, &BlockHash([3; 32]), now));
+    }
+
+    fn refusal(height: u32, hash: BlockHash, peer: u64) -> SpentCoinsRefusal {
+        SpentCoinsRefusal {
+            height,
+            hash,
+            source: BlockSource::Peer(peer),
+            failure: ibex_chainstate::SwiftSyncFailure::SpentCoinsMissing { height, hash },
+        }
+    }
+
+    #[test]
+    fn a_refused_block_is_wanted_again_from_peers_not_refused_for_it() {
+        let mut fetch = SpentCoinsFetch::new(10);
+        let now = Instant::now();
+        let (refused, other) = (BlockHash([4; 32]), BlockHash([5; 32]));
+        fetch.taken[3] = true;
+        fetch.taken[4] = true;
+        assert!(!fetch.is_wanted(4, &refused, now));
+        let mut published = vec![refusal(4, refused, 7)];
+        assert_eq!(fetch.absorb_refusals(&published), vec![(PeerId(7), refused)]);
+        assert!(fetch.is_wanted(4, &refused, now), "asked again");
+        assert!(!fetch.is_wanted(5, &other, now), "the others stay taken");
+        assert!(!fetch.may_ask(PeerId(7), &refused));
+        assert!(fetch.may_ask(PeerId(8), &refused));
+        assert!(fetch.may_ask(PeerId(7), &other), "refused for that block only");
+        // The list only grows: what was seen is not acted on twice.
+        assert!(fetch.absorb_refusals(&published).is_empty());
+        fetch.taken[3] = true;
+        published.push(refusal(4, refused, 8));
+        assert_eq!(fetch.absorb_refusals(&published), vec![(PeerId(8), refused)]);
+        assert!(!fetch.may_ask(PeerId(7), &refused) && !fetch.may_ask(PeerId(8), &refused));
+        // A new terminal block keeps what peers were refused (by block).
+        fetch.restart_for(Some(BlockHash([9; 32])));
+        assert!(!fetch.may_ask(PeerId(8), &refused));
+        assert!(fetch.absorb_refusals(&published).is_empty());
     }
 }
