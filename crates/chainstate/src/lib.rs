@@ -20,6 +20,7 @@
 //! [`ChainReader::read_stored_undo`]).
 
 mod block_read_ahead;
+mod block_source;
 pub mod budget;
 pub(crate) mod coins;
 pub(crate) mod connect;

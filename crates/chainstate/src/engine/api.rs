@@ -27,17 +27,7 @@ use super::Chainstate;
 use crate::error::ChainstateError;
 use crate::prepared::PreparedBlock;
 
-/// Where an offered block came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockSource {
-    /// A block file: the node's own (`-reindex`, its position known) or an
-    /// external one (`-loadblock`).
-    File,
-    /// A peer, by the P2P layer's identifier.
-    Peer(u64),
-    /// A local submission (RPC).
-    Local,
-}
+pub use crate::block_source::BlockSource;
 
 impl Chainstate {
     /// Offers a block from `source`: accepts it and, if it was new, moves

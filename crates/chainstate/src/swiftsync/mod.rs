@@ -342,7 +342,7 @@ impl std::fmt::Display for SwiftSyncEvent {
                 "[swiftsync] spent coins of block {} ({}) from {} refused, asking another peer: {}",
                 refusal.height,
                 refusal.hash,
-                source_name(refusal.source),
+                refusal.source,
                 refusal.failure
             ),
             SwiftSyncEvent::GivenUp { failure } => write!(
@@ -357,14 +357,5 @@ impl std::fmt::Display for SwiftSyncEvent {
                 "[swiftsync] discarded the coins of an attempt that did not finish; it starts again",
             ),
         }
-    }
-}
-
-/// Who sent coins, as the log names it (Core's `peer=N`).
-fn source_name(source: crate::engine::BlockSource) -> String {
-    match source {
-        crate::engine::BlockSource::Peer(id) => format!("peer={id}"),
-        crate::engine::BlockSource::File => "a file".to_owned(),
-        crate::engine::BlockSource::Local => "a local caller".to_owned(),
     }
 }

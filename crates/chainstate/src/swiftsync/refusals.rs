@@ -33,7 +33,7 @@ use ibex_primitives::BlockHash;
 
 use super::run::RunBlock;
 use super::SwiftSyncFailure;
-use crate::engine::BlockSource;
+use crate::block_source::BlockSource;
 
 /// Refusals of one block's coins after which the block is taken to be
 /// invalid and the attempt ends (each refusal comes from another peer:
