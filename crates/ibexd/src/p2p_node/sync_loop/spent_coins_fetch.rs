@@ -85,8 +85,12 @@ pub struct SpentCoinsFetch {
     pending: HashMap<BlockHash, Request>,
     /// Coins handed to the engine and not answered yet, by block.
     offered: HashMap<BlockHash, u32>,
-    /// Heights whose coins the pass did not take, and when to ask again.
-    retry_at: HashMap<u32, Instant>,
+    /// Blocks whose coins the pass did not take, and when to ask again:
+    /// by block, so that after a new terminal block an answer for the old
+    /// chain's block does not hold back the new one's at its height. Only
+    /// times still ahead are kept (one passed means "ask"), so the map
+    /// holds at most the last [`RETRY_AFTER`]'s answers.
+    retry_at: HashMap<BlockHash, Instant>,
     /// Since when every block was stored with no serving peer to ask.
     unserved_since: Option<Instant>,
     /// The engine was told no more coins come.
@@ -146,7 +150,7 @@ impl SpentCoinsFetch {
             {
                 *slot = false;
             }
-            self.retry_at.remove(&refusal.height);
+            self.retry_at.remove(&refusal.hash);
             if let BlockSource::Peer(id) = refusal.source {
                 let refused = self.refused_by.entry(refusal.hash).or_default();
                 if !refused.contains(&PeerId(id)) {
@@ -176,7 +180,7 @@ impl SpentCoinsFetch {
         taken == Some(&false)
             && !self.pending.contains_key(hash)
             && !self.offered.contains_key(hash)
-            && self.retry_at.get(&height).is_none_or(|at| now >= *at)
+            && self.retry_at.get(hash).is_none_or(|at| now >= *at)
     }
 }
 
@@ -314,6 +318,7 @@ impl SyncLoop {
         if terminal_hash.is_some() && terminal_hash != fetch.terminal {
             fetch.restart_for(terminal_hash);
         }
+        fetch.retry_at.retain(|_, at| *at > now);
         let mut load: Vec<(usize, PeerId)> =
             servers.iter().map(|peer| (fetch.requests_of(*peer), *peer)).collect();
         let mut refused_by_all = None;
@@ -338,7 +343,7 @@ impl SyncLoop {
             if self.network.send(*peer, NetworkMessage::GetSpentCoins(request)).is_err() {
                 continue;
             }
-            fetch.retry_at.remove(&height);
+            fetch.retry_at.remove(hash);
             fetch.pending.insert(*hash, Request { peer: *peer, height, sent_at: now });
             *count += 1;
         }
@@ -384,7 +389,7 @@ impl SyncLoop {
                 *slot = true;
             }
         } else {
-            fetch.retry_at.insert(height, Instant::now() + RETRY_AFTER);
+            fetch.retry_at.insert(hash, Instant::now() + RETRY_AFTER);
         }
     }
 
@@ -423,7 +428,7 @@ mod tests {
         fetch.pending.insert(asked, Request { peer: PeerId(7), height: 3, sent_at: now });
         fetch.offered.insert(offered, 4);
         fetch.taken[0] = true;
-        fetch.retry_at.insert(5, now);
+        fetch.retry_at.insert(BlockHash([5; 32]), now);
         let terminal = Some(BlockHash([9; 32]));
         fetch.restart_for(terminal);
         assert_eq!(fetch.terminal, terminal);
@@ -434,6 +439,13 @@ mod tests {
         // Still asked: another block at height 3 is wanted, the one asked is not.
         assert!(!fetch.is_wanted(3, &asked, now));
         assert!(fetch.is_wanted(3, &BlockHash([3; 32]), now));
+        // Coins of the old chain's block not taken wait to be asked again;
+        // the new chain's block at the same height does not wait for them.
+        fetch.pending.clear();
+        fetch.retry_at.insert(asked, now + RETRY_AFTER);
+        assert!(!fetch.is_wanted(3, &asked, now));
+        assert!(fetch.is_wanted(3, &BlockHash([3; 32]), now));
+        assert!(fetch.is_wanted(3, &asked, now + RETRY_AFTER));
     }
 
     fn refusal(height: u32, hash: BlockHash, peer: u64) -> SpentCoinsRefusal {
