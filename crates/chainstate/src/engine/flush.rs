@@ -61,7 +61,12 @@ const FLUSH_ROOM_POLL_INTERVAL: Duration = Duration::from_millis(1);
 impl Chainstate {
     /// Writes everything: files, index, coins (as of the current tip), and
     /// waits until it is written (shutdown, tests).
+    /// At the shutdown, a SwiftSync pass still running keeps a
+    /// checkpoint first (`crate::swiftsync`).
     pub fn flush(&mut self, reason: FlushReason, mode: FlushMode) -> Result<(), ChainstateError> {
+        if reason == FlushReason::Shutdown {
+            self.suspend_swiftsync()?;
+        }
         if let Some(background) = self.background.as_mut() {
             background.flush(&mut self.shared, reason, mode)?;
         }

@@ -46,6 +46,7 @@ impl Chainstate {
             mock_time_seconds: None,
             flush_crash_ratio: 0,
             in_initial_download: true,
+            swiftsync_checkpoint_kept: false,
             importing_files: false,
         };
         let snapshot_base =

@@ -23,10 +23,16 @@ impl CoinsChain {
     /// to the coins' best block.
     pub(crate) fn recover(&mut self, shared: &mut Shared) -> Result<(), ChainstateError> {
         let database = self.connector.cache().database().clone();
-        if database.holds_staged()? {
-            database.discard_staged()?;
-            let event = crate::swiftsync::SwiftSyncEvent::UnfinishedDiscarded;
-            shared.emit(ChainEvent::SwiftSync(event));
+        // A checkpoint a shutdown kept stays for the plan to resume from
+        // (`crate::swiftsync`'s `checkpoint`); coins staged without one go.
+        if let Some(record) = database.staging_record()? {
+            if crate::swiftsync::PassCheckpoint::decode(&record).is_some() {
+                shared.swiftsync_checkpoint_kept = true;
+            } else {
+                database.discard_staged()?;
+                let event = crate::swiftsync::SwiftSyncEvent::UnfinishedDiscarded;
+                shared.emit(ChainEvent::SwiftSync(event));
+            }
         }
         if let Some(heads) = database.head_blocks()? {
             self.replay(shared, heads)?;

@@ -23,8 +23,8 @@ use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
-    LivePass, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure,
-    SwiftSyncMode, SwiftSyncPlan,
+    hints_digest, LivePass, PassCheckpoint, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal,
+    SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPlan,
 };
 
 /// A plan handed to the engine and how far its blocks are stored.
@@ -161,6 +161,7 @@ impl Chainstate {
             drop(live);
             self.active.connector.cache().database().discard_staged()?;
         }
+        self.discard_kept_checkpoint()?;
         self.drop_swiftsync();
         self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::GivenUp { failure }));
         Ok(())
@@ -173,6 +174,7 @@ impl Chainstate {
         let Some(terminal_height) =
             self.swiftsync.as_ref().map(|state| state.plan.terminal_height())
         else {
+            self.discard_kept_checkpoint()?;
             return Ok(true);
         };
         // The genesis block is connected as usual (it creates no coin): the
@@ -187,6 +189,7 @@ impl Chainstate {
         }
         let height = self.active.chain.height().unwrap_or(0);
         if height > 0 || self.snapshot.is_some() {
+            self.discard_kept_checkpoint()?;
             self.drop_swiftsync();
             self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::NotNeeded { height }));
             return Ok(true);
@@ -323,6 +326,8 @@ impl Chainstate {
             SwiftSyncMode::AssumeValid => ChainTimes::default(),
             SwiftSyncMode::FullyValidating => self.chain_times(terminal),
         };
+        let terminal_hash = self.shared.index.entry(terminal).hash;
+        let resume = self.take_kept_checkpoint(terminal_hash, &plan)?;
         let setup = PassSetup {
             files: self.shared.persistence.block_files(),
             hints: plan.shared_hints(),
@@ -333,21 +338,25 @@ impl Chainstate {
             interrupt: self.shared.interrupt.clone(),
             mode: plan.mode(),
             times,
+            terminal_hash,
         };
-        let live = match LivePass::start(setup, terminal)? {
+        let live = match LivePass::start(setup, terminal, resume)? {
             Ok(live) => live,
             Err(failure) => {
                 self.give_up_swiftsync(failure)?;
                 return Ok(false);
             }
         };
-        let entry = self.shared.index.entry(terminal);
-        let (terminal_hash, terminal_height) = (entry.hash, entry.height);
+        let terminal_height = self.shared.index.entry(terminal).height;
         self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::Started {
             terminal: terminal_hash,
             terminal_height,
             worker_count,
         }));
+        if let Some(accounted_count) = live.resumed_count() {
+            let event = SwiftSyncEvent::Resumed { accounted_count, terminal_height };
+            self.emit(ChainEvent::SwiftSync(event));
+        }
         if let Some(state) = self.swiftsync.as_mut() {
             state.live = Some(live);
             state.started = Some(Instant::now());
@@ -495,6 +504,11 @@ impl Chainstate {
         match live.finish()? {
             // The staged coins stay marked: the next open discards them.
             PassEnd::Interrupted => Ok(()),
+            PassEnd::Suspended { accounted_count } => {
+                let event = SwiftSyncEvent::Suspended { accounted_count, terminal_height };
+                self.emit(ChainEvent::SwiftSync(event));
+                Ok(())
+            }
             PassEnd::Failed(failure) => {
                 database.discard_staged()?;
                 self.give_up_swiftsync(failure)?;
@@ -522,6 +536,53 @@ impl Chainstate {
                 Ok(())
             }
         }
+    }
+
+    /// The shutdown: a pass still running ends here, keeping a checkpoint
+    /// to resume from when it is in the assumevalid mode (or, every block
+    /// handed over, ends as usual).
+    pub(crate) fn suspend_swiftsync(&mut self) -> Result<(), ChainstateError> {
+        let Some(state) = self.swiftsync.as_mut() else { return Ok(()) };
+        let Some(live) = state.live.take() else { return Ok(()) };
+        let terminal = live.terminal();
+        self.end_pass(live, terminal)
+    }
+
+    /// The checkpoint the last shutdown kept, when it is for `plan`'s hints
+    /// and `terminal`, in the assumevalid mode; any other is discarded
+    /// (its coins with it).
+    fn take_kept_checkpoint(
+        &mut self,
+        terminal: BlockHash,
+        plan: &SwiftSyncPlan,
+    ) -> Result<Option<PassCheckpoint>, ChainstateError> {
+        if !std::mem::take(&mut self.shared.swiftsync_checkpoint_kept) {
+            return Ok(None);
+        }
+        let database = self.active.connector.cache().database().clone();
+        let record = database.staging_record()?;
+        let checkpoint = record.as_deref().and_then(PassCheckpoint::decode).filter(|checkpoint| {
+            plan.mode() == SwiftSyncMode::AssumeValid
+                && checkpoint.terminal == terminal
+                && checkpoint.accounted.len() == plan.terminal_height() as usize
+                && checkpoint.hints_digest == hints_digest(plan.hints())
+        });
+        if checkpoint.is_none() {
+            database.discard_staged()?;
+            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::UnfinishedDiscarded));
+        }
+        Ok(checkpoint)
+    }
+
+    /// Discards a checkpoint kept at the last shutdown that no pass
+    /// resumed (no plan, or one given up or not needed): before any block
+    /// is connected into the same database.
+    fn discard_kept_checkpoint(&mut self) -> Result<(), ChainstateError> {
+        if std::mem::take(&mut self.shared.swiftsync_checkpoint_kept) {
+            self.active.connector.cache().database().discard_staged()?;
+            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::UnfinishedDiscarded));
+        }
+        Ok(())
     }
 
     /// Forgets the plan (done with, or given up) and stops its pass.

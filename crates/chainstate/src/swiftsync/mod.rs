@@ -48,8 +48,12 @@
 //! the `'S'` record (`crate::coins::database::staged`): a crash leaves
 //! coins no block names, which the next open discards; the attempt then
 //! starts again from block 1 with a new salt (the partial aggregate means
-//! nothing under another salt, and the salt is never written down).
+//! nothing under another salt). A shutdown in the middle of an
+//! assumevalid-mode pass keeps a checkpoint instead (sums, salt, the
+//! heights accounted, the bucket files' lengths), from which the next
+//! start with the same hints resumes ([`checkpoint`]).
 
+mod checkpoint;
 pub mod full;
 mod refusals;
 mod run;
@@ -64,6 +68,7 @@ use ibex_consensus::BlockError;
 use ibex_primitives::hints::{HintsError, HintsFile};
 use ibex_primitives::BlockHash;
 
+pub(crate) use checkpoint::{hints_digest, PassCheckpoint};
 pub use refusals::{
     SpentCoinsRefusal, SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX,
 };
@@ -299,6 +304,20 @@ pub enum SwiftSyncEvent {
     /// A start found the coins of an attempt that did not finish and
     /// discarded them.
     UnfinishedDiscarded,
+    /// The node stopped in the middle of a pass and kept a checkpoint.
+    Suspended {
+        /// Blocks accounted so far.
+        accounted_count: u32,
+        /// The terminal height.
+        terminal_height: u32,
+    },
+    /// A pass resumed from the checkpoint an earlier shutdown kept.
+    Resumed {
+        /// Blocks accounted before.
+        accounted_count: u32,
+        /// The terminal height.
+        terminal_height: u32,
+    },
 }
 
 impl SwiftSyncEvent {
@@ -352,6 +371,14 @@ impl std::fmt::Display for SwiftSyncEvent {
             SwiftSyncEvent::NotNeeded { height } => write!(
                 formatter,
                 "[swiftsync] not used: the chain is at height {height} already"
+            ),
+            SwiftSyncEvent::Suspended { accounted_count, terminal_height } => write!(
+                formatter,
+                "[swiftsync] checkpoint kept: {accounted_count} of {terminal_height} blocks accounted; the next start with the same hints resumes from it"
+            ),
+            SwiftSyncEvent::Resumed { accounted_count, terminal_height } => write!(
+                formatter,
+                "[swiftsync] resuming from the checkpoint of the last shutdown: {accounted_count} of {terminal_height} blocks accounted before"
             ),
             SwiftSyncEvent::UnfinishedDiscarded => formatter.write_str(
                 "[swiftsync] discarded the coins of an attempt that did not finish; it starts again",

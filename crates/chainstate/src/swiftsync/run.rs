@@ -19,6 +19,7 @@ use ibex_primitives::hints::{HintsFile, OutpointAggregate, OutpointHasher, AGGRE
 use ibex_primitives::params::is_bip30_repeat;
 use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
 
+use super::checkpoint::{hints_digest, PassCheckpoint};
 use super::full::{account_with_coins, ChainTimes};
 use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
 use super::refusals::{SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX};
@@ -26,7 +27,7 @@ use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::{read_one, BlockFiles, BlockToRead};
 use crate::block_source::BlockSource;
 use crate::coins::coin::Coin;
-use crate::coins::database::staged::{CoinBuckets, CoinRun};
+use crate::coins::database::staged::{CoinBuckets, CoinRun, STAGING_MARKER};
 use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
@@ -80,6 +81,8 @@ pub(crate) struct PassSetup {
     pub(crate) mode: SwiftSyncMode,
     /// The terminal chain's median times past (the fully validating mode).
     pub(crate) times: ChainTimes,
+    /// The terminal block (named in a checkpoint).
+    pub(crate) terminal_hash: BlockHash,
 }
 
 /// The workers' shared state.
@@ -114,6 +117,12 @@ pub(crate) enum PassEnd {
     Failed(SwiftSyncFailure),
     /// The node is shutting down.
     Interrupted,
+    /// The node is shutting down, and the pass kept a checkpoint with this
+    /// many blocks accounted (`super::checkpoint`).
+    Suspended {
+        /// Blocks accounted.
+        accounted_count: u32,
+    },
 }
 
 /// One worker's sums.
@@ -126,6 +135,23 @@ struct WorkerTotals {
     input_count: u64,
     /// Coinbase transaction ids BIP30 asks to be unique.
     coinbases: Vec<Txid>,
+    /// Heights of the blocks accounted.
+    accounted: Vec<u32>,
+    /// The worker stopped with blocks still queued (the shutdown, or
+    /// another worker's failure).
+    cut_short: bool,
+}
+
+impl WorkerTotals {
+    fn merge(&mut self, other: WorkerTotals) {
+        self.aggregate.merge(&other.aggregate);
+        self.kept_value = self.kept_value.saturating_add(other.kept_value);
+        self.coin_count += other.coin_count;
+        self.input_count += other.input_count;
+        self.coinbases.extend(other.coinbases);
+        self.accounted.extend(other.accounted);
+        self.cut_short |= other.cut_short;
+    }
 }
 
 type WorkerEnd = Result<Result<WorkerTotals, PassEnd>, ChainstateError>;
@@ -150,6 +176,13 @@ pub(crate) struct LivePass {
     refusals_by_height: HashMap<u32, u32>,
     /// Refusals in all.
     refusal_count: usize,
+    /// The aggregate's salt (kept in a checkpoint).
+    salt: [u8; AGGREGATE_SALT_BYTES],
+    /// The sums of a checkpoint resumed from (its blocks are handed over
+    /// already).
+    resumed: WorkerTotals,
+    /// The blocks that checkpoint had accounted, when the pass resumed.
+    resumed_count: Option<u32>,
 }
 
 impl std::fmt::Debug for LivePass {
@@ -163,20 +196,62 @@ impl std::fmt::Debug for LivePass {
 
 impl LivePass {
     /// Stages into `setup.database` (marked first) and starts the workers
-    /// of a pass to `terminal`.
+    /// of a pass to `terminal`; or, from `resume`, goes on with the coins
+    /// staged and the sums kept at a shutdown (the caller checked that it
+    /// is for the same hints and terminal block).
     pub(crate) fn start(
         setup: PassSetup,
         terminal: EntryId,
+        resume: Option<PassCheckpoint>,
     ) -> Result<Result<LivePass, SwiftSyncFailure>, ChainstateError> {
-        let mut salt = [0u8; AGGREGATE_SALT_BYTES];
-        if getrandom::fill(&mut salt).is_err() {
-            return Ok(Err(SwiftSyncFailure::NoRandomness));
-        }
-        let hasher = OutpointHasher::new(&salt);
-        setup.database.begin_staging()?;
-        let coin_count = setup.hints.unspent_count();
-        let buckets = CoinBuckets::create(&setup.database, coin_count, setup.run_bytes_max)?;
         let terminal_height = setup.hints.terminal_height();
+        let mut salt = [0u8; AGGREGATE_SALT_BYTES];
+        let mut resumed = WorkerTotals::default();
+        let mut handed = vec![false; terminal_height as usize];
+        let mut resumed_count = None;
+        // The checkpoint's bucket files, cut back to its lengths; files
+        // missing or short (not ours to trust blindly either) make the
+        // attempt start again.
+        let reopened = match resume {
+            Some(checkpoint) if checkpoint.accounted.len() == handed.len() => {
+                match CoinBuckets::reopen(&setup.database, &checkpoint.bucket_lengths) {
+                    Ok(buckets) => Some((checkpoint, buckets)),
+                    Err(_) => {
+                        setup.database.discard_staged()?;
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let buckets = match reopened {
+            Some((checkpoint, buckets)) => {
+                salt = checkpoint.salt;
+                let heights = (1..).zip(&checkpoint.accounted).filter(|(_, accounted)| **accounted);
+                let accounted: Vec<u32> = heights.map(|(height, _)| height).collect();
+                resumed_count = Some(accounted.len() as u32);
+                resumed = WorkerTotals {
+                    aggregate: checkpoint.aggregate,
+                    kept_value: checkpoint.kept_value,
+                    coin_count: checkpoint.coin_count,
+                    input_count: checkpoint.input_count,
+                    coinbases: checkpoint.coinbases,
+                    accounted,
+                    cut_short: false,
+                };
+                handed = checkpoint.accounted;
+                buckets
+            }
+            None => {
+                if getrandom::fill(&mut salt).is_err() {
+                    return Ok(Err(SwiftSyncFailure::NoRandomness));
+                }
+                setup.database.begin_staging()?;
+                let coin_count = setup.hints.unspent_count();
+                CoinBuckets::create(&setup.database, coin_count, setup.run_bytes_max)?
+            }
+        };
+        let hasher = OutpointHasher::new(&salt);
         let worker_count = setup.worker_count.max(1);
         let context = Arc::new(PassContext {
             setup,
@@ -201,13 +276,22 @@ impl LivePass {
             sender: Some(sender),
             workers,
             terminal,
-            handed: vec![false; terminal_height as usize],
-            handed_count: 0,
+            handed_count: handed.iter().filter(|handed| **handed).count() as u32,
+            handed,
             held_blocks: HashMap::new(),
             held_coins: HashMap::new(),
             refusals_by_height: HashMap::new(),
             refusal_count: 0,
+            salt,
+            resumed,
+            resumed_count,
         }))
+    }
+
+    /// The blocks the checkpoint it resumed from had accounted (`None`:
+    /// it started afresh).
+    pub(crate) fn resumed_count(&self) -> Option<u32> {
+        self.resumed_count
     }
 
     /// The terminal block its heights belong to.
@@ -352,20 +436,14 @@ impl LivePass {
     /// writes the staged coins into the database when the proof holds.
     pub(crate) fn finish(mut self) -> Result<PassEnd, ChainstateError> {
         self.sender = None;
-        let mut total = WorkerTotals::default();
+        let mut total = std::mem::take(&mut self.resumed);
         let mut ended = None;
         let mut fault = None;
         for worker in std::mem::take(&mut self.workers) {
             // A panicking worker is a bug; re-raise it here.
             let end = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             match end {
-                Ok(Ok(worker)) => {
-                    total.aggregate.merge(&worker.aggregate);
-                    total.kept_value = total.kept_value.saturating_add(worker.kept_value);
-                    total.coin_count += worker.coin_count;
-                    total.input_count += worker.input_count;
-                    total.coinbases.extend(worker.coinbases);
-                }
+                Ok(Ok(worker)) => total.merge(worker),
                 // A failure outranks an interruption it caused.
                 Ok(Err(end)) => {
                     if !matches!(ended, Some(PassEnd::Failed(_))) {
@@ -381,12 +459,15 @@ impl LivePass {
         if let Some(end) = ended {
             return Ok(end);
         }
-        if !self.all_handed() {
-            return Ok(PassEnd::Interrupted);
+        if total.cut_short || !self.all_handed() {
+            return self.suspend(total);
         }
         let setup = &self.context.setup;
         let mut end = judge(total, setup.hints.terminal_height(), &setup.params);
         if let PassEnd::Proven(totals) = &mut end {
+            // The bucket files go as they are read: a checkpoint kept
+            // from an earlier shutdown no longer holds.
+            setup.database.write_staging_record(&STAGING_MARKER)?;
             let started = std::time::Instant::now();
             let written = self.context.buckets.write_into(&setup.database, setup.worker_count)?;
             totals.tables_ms = started.elapsed().as_millis() as u64;
@@ -395,6 +476,42 @@ impl LivePass {
             assert_eq!(written, totals.coin_count, "staged coins lost between buckets and tables");
         }
         Ok(end)
+    }
+}
+
+impl LivePass {
+    /// Keeps a checkpoint of a pass the shutdown cut short, from `total`
+    /// (every worker's sums, its blocks' coins in the bucket files): in
+    /// the assumevalid mode only (`super::checkpoint`).
+    fn suspend(&self, total: WorkerTotals) -> Result<PassEnd, ChainstateError> {
+        let setup = &self.context.setup;
+        if setup.mode != SwiftSyncMode::AssumeValid {
+            return Ok(PassEnd::Interrupted);
+        }
+        // Every worker's heights and those of a checkpoint resumed from.
+        let mut accounted = vec![false; self.handed.len()];
+        for height in total.accounted {
+            if let Some(slot) = height.checked_sub(1).and_then(|at| accounted.get_mut(at as usize))
+            {
+                *slot = true;
+            }
+        }
+        let bucket_lengths = self.context.buckets.sync_lengths()?;
+        let accounted_count = accounted.iter().filter(|accounted| **accounted).count() as u32;
+        let checkpoint = PassCheckpoint {
+            terminal: setup.terminal_hash,
+            hints_digest: hints_digest(&setup.hints),
+            salt: self.salt,
+            aggregate: total.aggregate,
+            kept_value: total.kept_value,
+            coin_count: total.coin_count,
+            input_count: total.input_count,
+            coinbases: total.coinbases,
+            accounted,
+            bucket_lengths,
+        };
+        setup.database.write_staging_record(&checkpoint.encode())?;
+        Ok(PassEnd::Suspended { accounted_count })
     }
 }
 
@@ -447,13 +564,19 @@ fn account_blocks(context: &PassContext, receiver: &Mutex<Receiver<PassJob>>) ->
     loop {
         if context.stop.load(Ordering::Relaxed) || interrupted() {
             context.stop.store(true, Ordering::Relaxed);
-            return Ok(Err(PassEnd::Interrupted));
+            totals.cut_short = true;
+            break;
         }
         let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok(job) = job else { break };
         let (block, source) = (job.block, job.spent.as_ref().map(|(_, source)| *source));
         let step = account_one(context, job, &mut totals, &mut run, &mut buffers, &mut indices);
         let step = match (step, source) {
+            // The block's sums are in.
+            (Ok(Ok(())), _) => {
+                totals.accounted.push(block.height);
+                Ok(Ok(()))
+            }
             // Coins the block's checks refuse: the peer's fault, and the
             // block waits for another's (`super::refusals`).
             (Ok(Err(failure)), Some(source)) if failure.blames_spent_coins() => {
