@@ -13,7 +13,7 @@
 //! to go below it).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ibex_primitives::{BlockHash, SpentCoinBuf};
 
@@ -23,9 +23,11 @@ use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
-    hints_digest, LivePass, PassCheckpoint, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal,
-    SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPlan,
+    LivePass, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure,
+    SwiftSyncMode, SwiftSyncPlan,
 };
+
+mod checkpoint;
 
 /// A plan handed to the engine and how far its blocks are stored.
 #[derive(Debug)]
@@ -46,7 +48,16 @@ pub(crate) struct SwiftSyncState {
     /// asks other peers; at most `SPENT_COINS_REFUSALS_PER_PASS_MAX` a
     /// pass before the attempt ends).
     refusals: Vec<SpentCoinsRefusal>,
+    /// How often the assumevalid mode's pass keeps a checkpoint.
+    checkpoint_interval: Duration,
 }
+
+/// How often the assumevalid mode's pass keeps a checkpoint while it runs
+/// (`crate::swiftsync`'s `checkpoint`): a crash costs at most this much of
+/// the pass. Each costs a drain of the blocks handed out (milliseconds)
+/// and a sync of the bucket files written since the last (on mainnet's
+/// ~10 GB over a pass of an hour or more, ~1 GB each).
+pub const SWIFTSYNC_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5 * 60);
 
 /// A best header younger than this is the network's present (Core's
 /// `MAX_TIP_AGE`-like day used for headers sync).
@@ -67,6 +78,7 @@ impl Chainstate {
             live: None,
             started: None,
             refusals: Vec::new(),
+            checkpoint_interval: SWIFTSYNC_CHECKPOINT_INTERVAL,
         });
         // Readers (the network side) see the plan pending from now on.
         self.shared.reads.publish_swiftsync(Some(0));
@@ -300,6 +312,7 @@ impl Chainstate {
             .live_pass()
             .is_some_and(|live| live.stopped() || (all_stored && live.all_handed()));
         if !finish {
+            self.keep_checkpoint_if_due()?;
             return Ok(None);
         }
         let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.take()) else {
@@ -339,6 +352,10 @@ impl Chainstate {
             mode: plan.mode(),
             times,
             terminal_hash,
+            checkpoint_interval: self
+                .swiftsync
+                .as_ref()
+                .map_or(SWIFTSYNC_CHECKPOINT_INTERVAL, |state| state.checkpoint_interval),
         };
         let live = match LivePass::start(setup, terminal, resume)? {
             Ok(live) => live,
@@ -536,53 +553,6 @@ impl Chainstate {
                 Ok(())
             }
         }
-    }
-
-    /// The shutdown: a pass still running ends here, keeping a checkpoint
-    /// to resume from when it is in the assumevalid mode (or, every block
-    /// handed over, ends as usual).
-    pub(crate) fn suspend_swiftsync(&mut self) -> Result<(), ChainstateError> {
-        let Some(state) = self.swiftsync.as_mut() else { return Ok(()) };
-        let Some(live) = state.live.take() else { return Ok(()) };
-        let terminal = live.terminal();
-        self.end_pass(live, terminal)
-    }
-
-    /// The checkpoint the last shutdown kept, when it is for `plan`'s hints
-    /// and `terminal`, in the assumevalid mode; any other is discarded
-    /// (its coins with it).
-    fn take_kept_checkpoint(
-        &mut self,
-        terminal: BlockHash,
-        plan: &SwiftSyncPlan,
-    ) -> Result<Option<PassCheckpoint>, ChainstateError> {
-        if !std::mem::take(&mut self.shared.swiftsync_checkpoint_kept) {
-            return Ok(None);
-        }
-        let database = self.active.connector.cache().database().clone();
-        let record = database.staging_record()?;
-        let checkpoint = record.as_deref().and_then(PassCheckpoint::decode).filter(|checkpoint| {
-            plan.mode() == SwiftSyncMode::AssumeValid
-                && checkpoint.terminal == terminal
-                && checkpoint.accounted.len() == plan.terminal_height() as usize
-                && checkpoint.hints_digest == hints_digest(plan.hints())
-        });
-        if checkpoint.is_none() {
-            database.discard_staged()?;
-            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::UnfinishedDiscarded));
-        }
-        Ok(checkpoint)
-    }
-
-    /// Discards a checkpoint kept at the last shutdown that no pass
-    /// resumed (no plan, or one given up or not needed): before any block
-    /// is connected into the same database.
-    fn discard_kept_checkpoint(&mut self) -> Result<(), ChainstateError> {
-        if std::mem::take(&mut self.shared.swiftsync_checkpoint_kept) {
-            self.active.connector.cache().database().discard_staged()?;
-            self.emit(ChainEvent::SwiftSync(SwiftSyncEvent::UnfinishedDiscarded));
-        }
-        Ok(())
     }
 
     /// Forgets the plan (done with, or given up) and stops its pass.

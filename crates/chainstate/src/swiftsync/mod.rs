@@ -51,7 +51,7 @@
 //! nothing under another salt). A shutdown in the middle of an
 //! assumevalid-mode pass keeps a checkpoint instead (sums, salt, the
 //! heights accounted, the bucket files' lengths), from which the next
-//! start with the same hints resumes ([`checkpoint`]).
+//! start with the same hints resumes (`checkpoint`).
 
 mod checkpoint;
 pub mod full;
@@ -59,6 +59,7 @@ mod refusals;
 mod run;
 #[cfg(test)]
 mod tests;
+mod worker;
 
 use std::sync::Arc;
 
@@ -311,7 +312,15 @@ pub enum SwiftSyncEvent {
         /// The terminal height.
         terminal_height: u32,
     },
-    /// A pass resumed from the checkpoint an earlier shutdown kept.
+    /// A pass kept a checkpoint while it runs.
+    Checkpointed {
+        /// Blocks accounted so far.
+        accounted_count: u32,
+        /// The terminal height.
+        terminal_height: u32,
+    },
+    /// A pass resumed from the last checkpoint (a shutdown's or one kept
+    /// while it ran).
     Resumed {
         /// Blocks accounted before.
         accounted_count: u32,
@@ -376,9 +385,13 @@ impl std::fmt::Display for SwiftSyncEvent {
                 formatter,
                 "[swiftsync] checkpoint kept: {accounted_count} of {terminal_height} blocks accounted; the next start with the same hints resumes from it"
             ),
+            SwiftSyncEvent::Checkpointed { accounted_count, terminal_height } => write!(
+                formatter,
+                "[swiftsync] checkpoint: {accounted_count} of {terminal_height} blocks accounted"
+            ),
             SwiftSyncEvent::Resumed { accounted_count, terminal_height } => write!(
                 formatter,
-                "[swiftsync] resuming from the checkpoint of the last shutdown: {accounted_count} of {terminal_height} blocks accounted before"
+                "[swiftsync] resuming from the last checkpoint: {accounted_count} of {terminal_height} blocks accounted before"
             ),
             SwiftSyncEvent::UnfinishedDiscarded => formatter.write_str(
                 "[swiftsync] discarded the coins of an attempt that did not finish; it starts again",

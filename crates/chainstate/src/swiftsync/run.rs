@@ -8,26 +8,25 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ibex_blockstore::BlockPosition;
-use ibex_consensus::check_block_on_network;
-use ibex_consensus::swiftsync::{account_block, supply_limit_through, BlockToAccount};
-use ibex_primitives::hints::{HintsFile, OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES};
-use ibex_primitives::params::is_bip30_repeat;
-use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
+use ibex_consensus::swiftsync::supply_limit_through;
+use ibex_primitives::hints::{HintsFile, OutpointHasher, AGGREGATE_SALT_BYTES};
+use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
 
 use super::checkpoint::{hints_digest, PassCheckpoint};
-use super::full::{account_with_coins, ChainTimes};
+use super::full::ChainTimes;
 use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
 use super::refusals::{SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX};
+use super::worker::{account_blocks, PassJob, WorkerEnd, WorkerSlot, WorkerTotals};
 use super::{SwiftSyncFailure, SwiftSyncMode};
-use crate::block_read_ahead::{read_one, BlockFiles, BlockToRead};
+use crate::block_read_ahead::BlockFiles;
 use crate::block_source::BlockSource;
-use crate::coins::coin::Coin;
-use crate::coins::database::staged::{CoinBuckets, CoinRun, STAGING_MARKER};
+use crate::coins::database::staged::{CoinBuckets, STAGING_MARKER};
 use crate::coins::database::CoinsDatabase;
 use crate::error::ChainstateError;
 use crate::index::EntryId;
@@ -48,16 +47,6 @@ pub(crate) struct RunBlock {
     pub(crate) hash: BlockHash,
     /// Where it is stored.
     pub(crate) position: BlockPosition,
-}
-
-/// A block handed to the workers: parsed already (just accepted, and
-/// checked then), or to read back from its file.
-struct PassJob {
-    block: RunBlock,
-    parsed: Option<PreparedBlock>,
-    /// The coins claimed for its inputs (the fully validating mode), and
-    /// who sent them.
-    spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
 }
 
 /// What the pass needs, shared by its workers.
@@ -83,18 +72,22 @@ pub(crate) struct PassSetup {
     pub(crate) times: ChainTimes,
     /// The terminal block (named in a checkpoint).
     pub(crate) terminal_hash: BlockHash,
+    /// How often the assumevalid mode keeps a checkpoint while it runs.
+    pub(crate) checkpoint_interval: Duration,
 }
 
 /// The workers' shared state.
-struct PassContext {
-    setup: PassSetup,
-    hasher: OutpointHasher,
-    buckets: CoinBuckets,
+pub(super) struct PassContext {
+    pub(super) setup: PassSetup,
+    pub(super) hasher: OutpointHasher,
+    pub(super) buckets: CoinBuckets,
     /// Set by a worker that failed (the others stop) or when the pass is
     /// dropped.
-    stop: AtomicBool,
+    pub(super) stop: AtomicBool,
     /// Blocks handed over and not settled, and the coins refused.
-    jobs_out: JobsOut,
+    pub(super) jobs_out: JobsOut,
+    /// Each worker's sums and coins not appended yet.
+    slots: Vec<Mutex<WorkerSlot>>,
 }
 
 /// What the pass found, once the proof held.
@@ -125,37 +118,6 @@ pub(crate) enum PassEnd {
     },
 }
 
-/// One worker's sums.
-#[derive(Debug, Default)]
-struct WorkerTotals {
-    aggregate: OutpointAggregate,
-    /// Unspent plus burnt value, in satoshis.
-    kept_value: u128,
-    coin_count: u64,
-    input_count: u64,
-    /// Coinbase transaction ids BIP30 asks to be unique.
-    coinbases: Vec<Txid>,
-    /// Heights of the blocks accounted.
-    accounted: Vec<u32>,
-    /// The worker stopped with blocks still queued (the shutdown, or
-    /// another worker's failure).
-    cut_short: bool,
-}
-
-impl WorkerTotals {
-    fn merge(&mut self, other: WorkerTotals) {
-        self.aggregate.merge(&other.aggregate);
-        self.kept_value = self.kept_value.saturating_add(other.kept_value);
-        self.coin_count += other.coin_count;
-        self.input_count += other.input_count;
-        self.coinbases.extend(other.coinbases);
-        self.accounted.extend(other.accounted);
-        self.cut_short |= other.cut_short;
-    }
-}
-
-type WorkerEnd = Result<Result<WorkerTotals, PassEnd>, ChainstateError>;
-
 /// A pass in progress: its workers and which heights were handed over.
 pub(crate) struct LivePass {
     context: Arc<PassContext>,
@@ -183,6 +145,10 @@ pub(crate) struct LivePass {
     resumed: WorkerTotals,
     /// The blocks that checkpoint had accounted, when the pass resumed.
     resumed_count: Option<u32>,
+    /// When the last checkpoint was kept (or the pass started).
+    last_checkpoint: Instant,
+    /// How often one is kept.
+    checkpoint_interval: Duration,
 }
 
 impl std::fmt::Debug for LivePass {
@@ -253,12 +219,14 @@ impl LivePass {
         };
         let hasher = OutpointHasher::new(&salt);
         let worker_count = setup.worker_count.max(1);
+        let checkpoint_interval = setup.checkpoint_interval;
         let context = Arc::new(PassContext {
             setup,
             hasher,
             buckets,
             stop: AtomicBool::new(false),
             jobs_out: JobsOut::default(),
+            slots: (0..worker_count).map(|_| Mutex::default()).collect(),
         });
         let (sender, receiver) = sync_channel(worker_count * JOBS_WAITING_PER_WORKER_MAX);
         let receiver = Arc::new(Mutex::new(receiver));
@@ -267,7 +235,7 @@ impl LivePass {
             let (context, receiver) = (context.clone(), receiver.clone());
             let worker = std::thread::Builder::new()
                 .name(format!("ibex-swiftsync-{number}"))
-                .spawn(move || account_blocks(&context, &receiver))
+                .spawn(move || account_blocks(&context, &context.slots[number], &receiver))
                 .map_err(|source| ChainstateError::SwiftSyncThread { worker: number, source })?;
             workers.push(worker);
         }
@@ -285,6 +253,8 @@ impl LivePass {
             salt,
             resumed,
             resumed_count,
+            last_checkpoint: Instant::now(),
+            checkpoint_interval,
         }))
     }
 
@@ -484,10 +454,51 @@ impl LivePass {
     /// (every worker's sums, its blocks' coins in the bucket files): in
     /// the assumevalid mode only (`super::checkpoint`).
     fn suspend(&self, total: WorkerTotals) -> Result<PassEnd, ChainstateError> {
-        let setup = &self.context.setup;
-        if setup.mode != SwiftSyncMode::AssumeValid {
+        if self.context.setup.mode != SwiftSyncMode::AssumeValid {
             return Ok(PassEnd::Interrupted);
         }
+        let accounted_count = self.write_checkpoint(total)?;
+        Ok(PassEnd::Suspended { accounted_count })
+    }
+
+    /// Sets how often it keeps a checkpoint (tests).
+    #[cfg(test)]
+    pub(crate) fn set_checkpoint_interval(&mut self, interval: Duration) {
+        self.checkpoint_interval = interval;
+    }
+
+    /// Whether the assumevalid mode's pass is due a checkpoint.
+    pub(crate) fn checkpoint_due(&self) -> bool {
+        let setup = &self.context.setup;
+        setup.mode == SwiftSyncMode::AssumeValid
+            && self.last_checkpoint.elapsed() >= self.checkpoint_interval
+            && !self.stopped()
+    }
+
+    /// Keeps a checkpoint while the pass runs (a crash then costs the
+    /// blocks accounted since, not the pass): waits for the blocks handed
+    /// over to settle (every worker idle), appends each worker's coins to
+    /// the buckets and writes the sums of all. The blocks accounted;
+    /// `None` when the pass stopped meanwhile.
+    pub(crate) fn checkpoint(&mut self) -> Result<Option<u32>, ChainstateError> {
+        self.settle();
+        if self.stopped() {
+            return Ok(None);
+        }
+        let mut total = self.resumed.clone();
+        for slot in &self.context.slots {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            self.context.buckets.append(&mut slot.run)?;
+            total.merge(slot.totals.clone());
+        }
+        self.last_checkpoint = Instant::now();
+        self.write_checkpoint(total).map(Some)
+    }
+
+    /// Syncs the bucket files and writes `total` (with the heights it
+    /// names accounted) as the checkpoint; the blocks accounted.
+    fn write_checkpoint(&self, total: WorkerTotals) -> Result<u32, ChainstateError> {
+        let setup = &self.context.setup;
         // Every worker's heights and those of a checkpoint resumed from.
         let mut accounted = vec![false; self.handed.len()];
         for height in total.accounted {
@@ -511,7 +522,7 @@ impl LivePass {
             bucket_lengths,
         };
         setup.database.write_staging_record(&checkpoint.encode())?;
-        Ok(PassEnd::Suspended { accounted_count })
+        Ok(accounted_count)
     }
 }
 
@@ -551,147 +562,4 @@ fn judge(mut total: WorkerTotals, terminal_height: u32, params: &Params) -> Pass
         input_count: total.input_count,
         tables_ms: 0,
     })
-}
-
-/// One worker: jobs until the engine closes the channel or the pass stops.
-fn account_blocks(context: &PassContext, receiver: &Mutex<Receiver<PassJob>>) -> WorkerEnd {
-    let mut totals = WorkerTotals::default();
-    let mut run = CoinRun::default();
-    let mut buffers = BlockBuffers::default();
-    let mut indices = Vec::new();
-    let interrupted =
-        || context.setup.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed));
-    loop {
-        if context.stop.load(Ordering::Relaxed) || interrupted() {
-            context.stop.store(true, Ordering::Relaxed);
-            totals.cut_short = true;
-            break;
-        }
-        let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(job) = job else { break };
-        let (block, source) = (job.block, job.spent.as_ref().map(|(_, source)| *source));
-        let step = account_one(context, job, &mut totals, &mut run, &mut buffers, &mut indices);
-        let step = match (step, source) {
-            // The block's sums are in.
-            (Ok(Ok(())), _) => {
-                totals.accounted.push(block.height);
-                Ok(Ok(()))
-            }
-            // Coins the block's checks refuse: the peer's fault, and the
-            // block waits for another's (`super::refusals`).
-            (Ok(Err(failure)), Some(source)) if failure.blames_spent_coins() => {
-                context.jobs_out.refuse(RefusedJob { block, source, failure });
-                Ok(Ok(()))
-            }
-            (step, _) => step,
-        };
-        if !matches!(step, Ok(Ok(()))) {
-            context.stop.store(true, Ordering::Relaxed);
-        }
-        context.jobs_out.settled();
-        match step {
-            Ok(Ok(())) => {}
-            Ok(Err(failure)) => {
-                context.stop.store(true, Ordering::Relaxed);
-                return Ok(Err(PassEnd::Failed(failure)));
-            }
-            Err(error) => {
-                context.stop.store(true, Ordering::Relaxed);
-                return Err(error);
-            }
-        }
-        if run.bytes() >= context.setup.run_bytes_max {
-            context.buckets.append(&mut run)?;
-        }
-    }
-    context.buckets.append(&mut run)?;
-    Ok(Ok(totals))
-}
-
-/// Checks and accounts `job`'s block into `totals` and `run`.
-fn account_one(
-    context: &PassContext,
-    job: PassJob,
-    totals: &mut WorkerTotals,
-    run: &mut CoinRun,
-    buffers: &mut BlockBuffers,
-    indices: &mut Vec<u32>,
-) -> Result<Result<(), SwiftSyncFailure>, ChainstateError> {
-    let setup = &context.setup;
-    let (height, hash) = (job.block.height, job.block.hash);
-    let prepared = match job.parsed {
-        Some(parsed) => parsed,
-        None => {
-            let to_read = BlockToRead { id: job.block.id, hash, position: job.block.position };
-            let prepared = read_one(&setup.files, to_read, buffers).0?;
-            // Core's `ConnectBlock` runs `CheckBlock` again on a block read
-            // back (a block just accepted was checked on its way in).
-            let check =
-                check_block_on_network(prepared.view(), prepared.txids(), &hash, &setup.params);
-            if let Err(reason) = check {
-                return Ok(Err(SwiftSyncFailure::CheckBlock { height, hash, reason }));
-            }
-            prepared
-        }
-    };
-    let view = prepared.view();
-    let txids = prepared.txids();
-    if let Err(failure) = setup.hints.unspent_indices(height, indices) {
-        return Ok(Err(failure.into()));
-    }
-    let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
-    let account = match &job.spent {
-        Some((spent, _)) => {
-            match account_with_coins(
-                &to_account,
-                spent,
-                &setup.params,
-                &setup.times,
-                &context.hasher,
-            )? {
-                Ok(account) => account,
-                Err(failure) => return Ok(Err(failure)),
-            }
-        }
-        None if setup.mode == SwiftSyncMode::FullyValidating => {
-            // `LivePass::hand` holds back a block without its coins in this
-            // mode; one that got through anyway fails the attempt (never an
-            // accounting without the coins' checks).
-            return Ok(Err(SwiftSyncFailure::SpentCoinsMissing { height, hash }));
-        }
-        None => match account_block(&to_account, &context.hasher) {
-            Ok(account) => account,
-            Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
-        },
-    };
-    totals.aggregate.merge(&account.aggregate);
-    let kept = u128::from(account.unspent_value) + u128::from(account.unspendable_value);
-    totals.kept_value = totals.kept_value.saturating_add(kept);
-    totals.input_count += view.input_count().saturating_sub(1) as u64;
-    for output in &account.unspent {
-        let out_of_range = || SwiftSyncFailure::ValueOutOfRange { height, hash };
-        let Ok(amount) = Amount::from_sat(output.value) else { return Ok(Err(out_of_range())) };
-        let Ok(coin) = Coin::new(amount, output.script_pubkey, height, output.is_coinbase) else {
-            return Ok(Err(out_of_range()));
-        };
-        run.push(&output.outpoint, &coin);
-    }
-    totals.coin_count += account.unspent.len() as u64;
-    if bip30_needs_unique_coinbase(&setup.params, height, &hash) {
-        if let Some(txid) = txids.first() {
-            totals.coinbases.push(*txid);
-        }
-    }
-    Ok(Ok(()))
-}
-
-/// Whether BIP30 could bite a coinbase of block `height`: where BIP34
-/// does not bind every block, coinbases below the BIP34 height may repeat
-/// (the two repeats Core knows are let through, as `ConnectBlock` does).
-/// Non-coinbase transactions cannot repeat without spending an output
-/// twice, which the aggregate shows.
-fn bip30_needs_unique_coinbase(params: &Params, height: u32, hash: &BlockHash) -> bool {
-    !params.bip34_from_first_block()
-        && height < params.bip34_height
-        && !is_bip30_repeat(height, hash)
 }

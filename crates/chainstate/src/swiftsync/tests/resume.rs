@@ -1,0 +1,189 @@
+//! Checkpoints of the assumevalid mode's pass: kept at a shutdown and
+//! while the pass runs, resumed by the next start with the same hints,
+//! discarded by any other.
+
+use std::path::Path;
+
+use super::*;
+
+#[test]
+fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
+    const STORED_FIRST: usize = 100;
+    let root = tempfile::tempdir().unwrap();
+    let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
+    let tip = tip_hash(&blocks);
+    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
+    usual.activate_best_chain().unwrap();
+    let expected = serialized_hash(&usual);
+    let hints = hints_of(&usual);
+    drop(usual);
+    let headers: Vec<ibex_primitives::Header> = blocks
+        .iter()
+        .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
+        .collect();
+    let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
+    // A node given every header and the blocks to height 99, stopped while
+    // its pass waits for the rest: a checkpoint is kept.
+    let suspend_at = |directory: &Path| {
+        let (mut cut, _) = opened(directory, tip);
+        cut.offer_headers(&headers).unwrap();
+        for bytes in &blocks[..STORED_FIRST] {
+            accept(&mut cut, bytes);
+        }
+        cut.set_swiftsync(plan());
+        cut.activate_best_chain().unwrap();
+        cut.flush(crate::FlushReason::Shutdown, crate::coins::cache::FlushMode::KeepCoins).unwrap();
+        cut.cache().database().buckets_directory()
+    };
+
+    // Every header, the blocks to height 99: the pass accounts those, and
+    // the shutdown keeps a checkpoint.
+    let directory = root.path().join("resumed");
+    let (mut cut, events) = opened(&directory, tip);
+    cut.offer_headers(&headers).unwrap();
+    for bytes in &blocks[..STORED_FIRST] {
+        accept(&mut cut, bytes);
+    }
+    cut.set_swiftsync(plan());
+    cut.activate_best_chain().unwrap();
+    assert_eq!(cut.tip().unwrap().1, 0);
+    cut.flush(crate::FlushReason::Shutdown, crate::coins::cache::FlushMode::KeepCoins).unwrap();
+    let accounted = STORED_FIRST as u32 - 1;
+    assert!(
+        matches!(events.lock().unwrap().last(), Some(SwiftSyncEvent::Suspended { accounted_count, terminal_height: TERMINAL_HEIGHT }) if *accounted_count == accounted),
+        "{:?}",
+        events.lock().unwrap()
+    );
+    drop(cut);
+
+    // The next start with the same hints goes on from it.
+    let (mut again, events) = opened(&directory, tip);
+    assert!(events.lock().unwrap().is_empty(), "the checkpoint is kept at open");
+    again.set_swiftsync(plan());
+    for bytes in &blocks {
+        accept(&mut again, bytes);
+    }
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == accounted)),
+        "{seen:?}"
+    );
+    assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
+    assert_eq!(serialized_hash(&again), expected);
+    assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
+    again.flush(crate::FlushReason::Shutdown, crate::coins::cache::FlushMode::KeepCoins).unwrap();
+    drop(again);
+
+    // A checkpoint for other hints is discarded, and the attempt starts
+    // again (and here gives up on those hints, ending on the same set).
+    let directory = root.path().join("other-hints");
+    suspend_at(&directory);
+    let (mut other, events) = opened(&directory, tip);
+    other.set_swiftsync(SwiftSyncPlan::new(
+        HintsFile::parse(altered_hints(&hints, true), None).unwrap(),
+    ));
+    for bytes in &blocks {
+        accept(&mut other, bytes);
+    }
+    other.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert_eq!(seen.first(), Some(&SwiftSyncEvent::UnfinishedDiscarded), "{seen:?}");
+    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })));
+    assert_eq!(serialized_hash(&other), expected);
+    drop(other);
+
+    // Without a plan, the next start discards it before connecting.
+    let directory = root.path().join("no-plan");
+    suspend_at(&directory);
+    let (mut plain, events) = opened(&directory, tip);
+    for bytes in &blocks {
+        accept(&mut plain, bytes);
+    }
+    plain.activate_best_chain().unwrap();
+    assert_eq!(events.lock().unwrap().clone(), [SwiftSyncEvent::UnfinishedDiscarded]);
+    assert_eq!(serialized_hash(&plain), expected);
+    assert!(!plain.cache().database().holds_staged().unwrap());
+    drop(plain);
+
+    // A bucket file lost: the checkpoint cannot be resumed, the attempt
+    // starts again and ends on the same set.
+    let directory = root.path().join("lost-bucket");
+    let buckets = suspend_at(&directory);
+    std::fs::remove_file(buckets.join("bucket-0")).unwrap();
+    let (mut lost, events) = opened(&directory, tip);
+    lost.set_swiftsync(plan());
+    for bytes in &blocks {
+        accept(&mut lost, bytes);
+    }
+    lost.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })), "{seen:?}");
+    assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
+    assert_eq!(serialized_hash(&lost), expected);
+}
+
+#[test]
+fn a_crash_after_a_checkpoint_kept_while_the_pass_ran_resumes_from_it() {
+    const STORED_FIRST: usize = 100;
+    let root = tempfile::tempdir().unwrap();
+    let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
+    let tip = tip_hash(&blocks);
+    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
+    usual.activate_best_chain().unwrap();
+    let expected = serialized_hash(&usual);
+    let hints = hints_of(&usual);
+    drop(usual);
+    let headers: Vec<ibex_primitives::Header> = blocks
+        .iter()
+        .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
+        .collect();
+    let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
+
+    // A checkpoint as soon as the pass runs (blocks 1-99 stored), then no
+    // more; blocks to 150 accounted after it; then a crash (dropped, no
+    // shutdown), with a torn append at the end of every bucket file.
+    let directory = root.path().join("crashed");
+    let (mut node, events) = opened(&directory, tip);
+    node.offer_headers(&headers).unwrap();
+    for bytes in &blocks[..STORED_FIRST] {
+        accept(&mut node, bytes);
+    }
+    node.set_swiftsync(plan());
+    node.set_swiftsync_checkpoint_interval(std::time::Duration::ZERO);
+    node.activate_best_chain().unwrap();
+    let accounted = STORED_FIRST as u32 - 1;
+    assert!(
+        events.lock().unwrap().iter().any(|event| matches!(event, SwiftSyncEvent::Checkpointed { accounted_count, .. } if *accounted_count == accounted)),
+        "{:?}",
+        events.lock().unwrap()
+    );
+    node.set_swiftsync_checkpoint_interval(std::time::Duration::from_secs(3_600));
+    for bytes in &blocks[STORED_FIRST..=150] {
+        accept(&mut node, bytes);
+    }
+    node.activate_best_chain().unwrap();
+    let buckets = node.cache().database().buckets_directory();
+    drop(node);
+    for entry in std::fs::read_dir(&buckets).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&[0x40, 0, 0, 0, 0, 0, 0, 0, 0x22, 0x43]);
+        std::fs::write(&path, bytes).unwrap();
+    }
+
+    let (mut again, events) = opened(&directory, tip);
+    again.set_swiftsync(plan());
+    for bytes in &blocks {
+        accept(&mut again, bytes);
+    }
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == accounted)),
+        "{seen:?}"
+    );
+    assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
+    assert_eq!(serialized_hash(&again), expected);
+    assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
+}

@@ -1,0 +1,225 @@
+//! A pass worker: takes the blocks the engine hands over, in whatever
+//! order, checks and accounts each into its own sums and coins
+//! ([`WorkerSlot`]), and appends the coins to the buckets once they fill
+//! its share of `-dbcache`.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::{Mutex, PoisonError};
+
+use ibex_consensus::check_block_on_network;
+use ibex_consensus::swiftsync::{account_block, BlockToAccount};
+use ibex_primitives::hints::OutpointAggregate;
+use ibex_primitives::params::is_bip30_repeat;
+use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
+
+use super::full::account_with_coins;
+use super::refusals::RefusedJob;
+use super::run::{PassContext, PassEnd, RunBlock};
+use super::{SwiftSyncFailure, SwiftSyncMode};
+use crate::block_read_ahead::{read_one, BlockToRead};
+use crate::block_source::BlockSource;
+use crate::coins::coin::Coin;
+use crate::coins::database::staged::CoinRun;
+use crate::error::ChainstateError;
+use crate::prepared::PreparedBlock;
+
+/// A block handed to the workers: parsed already (just accepted, and
+/// checked then), or to read back from its file.
+pub(super) struct PassJob {
+    pub(super) block: RunBlock,
+    pub(super) parsed: Option<PreparedBlock>,
+    /// The coins claimed for its inputs (the fully validating mode), and
+    /// who sent them.
+    pub(super) spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
+}
+
+/// One worker's sums.
+#[derive(Debug, Default, Clone)]
+pub(super) struct WorkerTotals {
+    pub(super) aggregate: OutpointAggregate,
+    /// Unspent plus burnt value, in satoshis.
+    pub(super) kept_value: u128,
+    pub(super) coin_count: u64,
+    pub(super) input_count: u64,
+    /// Coinbase transaction ids BIP30 asks to be unique.
+    pub(super) coinbases: Vec<Txid>,
+    /// Heights of the blocks accounted.
+    pub(super) accounted: Vec<u32>,
+    /// The worker stopped with blocks still queued (the shutdown, or
+    /// another worker's failure).
+    pub(super) cut_short: bool,
+}
+
+impl WorkerTotals {
+    /// Adds `other`'s sums and heights.
+    pub(super) fn merge(&mut self, other: WorkerTotals) {
+        self.aggregate.merge(&other.aggregate);
+        self.kept_value = self.kept_value.saturating_add(other.kept_value);
+        self.coin_count += other.coin_count;
+        self.input_count += other.input_count;
+        self.coinbases.extend(other.coinbases);
+        self.accounted.extend(other.accounted);
+        self.cut_short |= other.cut_short;
+    }
+}
+
+pub(super) type WorkerEnd = Result<Result<WorkerTotals, PassEnd>, ChainstateError>;
+
+/// What a worker holds between blocks: its sums and the coins it has not
+/// appended to the buckets yet. Behind a lock the worker takes for each
+/// block and the engine only while every worker is idle (a checkpoint,
+/// once the blocks handed over are settled), so it is never contended.
+#[derive(Debug, Default)]
+pub(super) struct WorkerSlot {
+    pub(super) totals: WorkerTotals,
+    pub(super) run: CoinRun,
+}
+
+/// One worker: jobs until the engine closes the channel or the pass stops.
+pub(super) fn account_blocks(
+    context: &PassContext,
+    slot: &Mutex<WorkerSlot>,
+    receiver: &Mutex<Receiver<PassJob>>,
+) -> WorkerEnd {
+    let mut buffers = BlockBuffers::default();
+    let mut indices = Vec::new();
+    let interrupted =
+        || context.setup.interrupt.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed));
+    loop {
+        if context.stop.load(Ordering::Relaxed) || interrupted() {
+            context.stop.store(true, Ordering::Relaxed);
+            slot.lock().unwrap_or_else(PoisonError::into_inner).totals.cut_short = true;
+            break;
+        }
+        let job = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = job else { break };
+        let (block, source) = (job.block, job.spent.as_ref().map(|(_, source)| *source));
+        let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let WorkerSlot { totals, run } = &mut *held;
+        let step = account_one(context, job, totals, run, &mut buffers, &mut indices);
+        let step = match (step, source) {
+            // The block's sums are in.
+            (Ok(Ok(())), _) => {
+                totals.accounted.push(block.height);
+                Ok(Ok(()))
+            }
+            // Coins the block's checks refuse: the peer's fault, and the
+            // block waits for another's (`super::refusals`).
+            (Ok(Err(failure)), Some(source)) if failure.blames_spent_coins() => {
+                context.jobs_out.refuse(RefusedJob { block, source, failure });
+                Ok(Ok(()))
+            }
+            (step, _) => step,
+        };
+        if !matches!(step, Ok(Ok(()))) {
+            context.stop.store(true, Ordering::Relaxed);
+        }
+        context.jobs_out.settled();
+        match step {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => {
+                context.stop.store(true, Ordering::Relaxed);
+                return Ok(Err(PassEnd::Failed(failure)));
+            }
+            Err(error) => {
+                context.stop.store(true, Ordering::Relaxed);
+                return Err(error);
+            }
+        }
+        if run.bytes() >= context.setup.run_bytes_max {
+            context.buckets.append(run)?;
+        }
+    }
+    let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    context.buckets.append(&mut held.run)?;
+    Ok(Ok(std::mem::take(&mut held.totals)))
+}
+
+/// Checks and accounts `job`'s block into `totals` and `run`.
+fn account_one(
+    context: &PassContext,
+    job: PassJob,
+    totals: &mut WorkerTotals,
+    run: &mut CoinRun,
+    buffers: &mut BlockBuffers,
+    indices: &mut Vec<u32>,
+) -> Result<Result<(), SwiftSyncFailure>, ChainstateError> {
+    let setup = &context.setup;
+    let (height, hash) = (job.block.height, job.block.hash);
+    let prepared = match job.parsed {
+        Some(parsed) => parsed,
+        None => {
+            let to_read = BlockToRead { id: job.block.id, hash, position: job.block.position };
+            let prepared = read_one(&setup.files, to_read, buffers).0?;
+            // Core's `ConnectBlock` runs `CheckBlock` again on a block read
+            // back (a block just accepted was checked on its way in).
+            let check =
+                check_block_on_network(prepared.view(), prepared.txids(), &hash, &setup.params);
+            if let Err(reason) = check {
+                return Ok(Err(SwiftSyncFailure::CheckBlock { height, hash, reason }));
+            }
+            prepared
+        }
+    };
+    let view = prepared.view();
+    let txids = prepared.txids();
+    if let Err(failure) = setup.hints.unspent_indices(height, indices) {
+        return Ok(Err(failure.into()));
+    }
+    let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
+    let account = match &job.spent {
+        Some((spent, _)) => {
+            match account_with_coins(
+                &to_account,
+                spent,
+                &setup.params,
+                &setup.times,
+                &context.hasher,
+            )? {
+                Ok(account) => account,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        }
+        None if setup.mode == SwiftSyncMode::FullyValidating => {
+            // `LivePass::hand` holds back a block without its coins in this
+            // mode; one that got through anyway fails the attempt (never an
+            // accounting without the coins' checks).
+            return Ok(Err(SwiftSyncFailure::SpentCoinsMissing { height, hash }));
+        }
+        None => match account_block(&to_account, &context.hasher) {
+            Ok(account) => account,
+            Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
+        },
+    };
+    totals.aggregate.merge(&account.aggregate);
+    let kept = u128::from(account.unspent_value) + u128::from(account.unspendable_value);
+    totals.kept_value = totals.kept_value.saturating_add(kept);
+    totals.input_count += view.input_count().saturating_sub(1) as u64;
+    for output in &account.unspent {
+        let out_of_range = || SwiftSyncFailure::ValueOutOfRange { height, hash };
+        let Ok(amount) = Amount::from_sat(output.value) else { return Ok(Err(out_of_range())) };
+        let Ok(coin) = Coin::new(amount, output.script_pubkey, height, output.is_coinbase) else {
+            return Ok(Err(out_of_range()));
+        };
+        run.push(&output.outpoint, &coin);
+    }
+    totals.coin_count += account.unspent.len() as u64;
+    if bip30_needs_unique_coinbase(&setup.params, height, &hash) {
+        if let Some(txid) = txids.first() {
+            totals.coinbases.push(*txid);
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Whether BIP30 could bite a coinbase of block `height`: where BIP34
+/// does not bind every block, coinbases below the BIP34 height may repeat
+/// (the two repeats Core knows are let through, as `ConnectBlock` does).
+/// Non-coinbase transactions cannot repeat without spending an output
+/// twice, which the aggregate shows.
+fn bip30_needs_unique_coinbase(params: &Params, height: u32, hash: &BlockHash) -> bool {
+    !params.bip34_from_first_block()
+        && height < params.bip34_height
+        && !is_bip30_repeat(height, hash)
+}
