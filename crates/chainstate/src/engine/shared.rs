@@ -53,9 +53,9 @@ pub(crate) struct Shared {
     /// An import reads block files (`-reindex`, `-loadblock`): nothing is
     /// pruned meanwhile.
     pub(crate) importing_files: bool,
-    /// The active coins database holds a SwiftSync checkpoint kept at the
-    /// last shutdown (`crate::swiftsync`'s `checkpoint`): a pass with the
-    /// same hints resumes from it; anything else discards it first.
+    /// The active coins database holds a SwiftSync checkpoint the last run
+    /// kept (`crate::swiftsync`'s `checkpoint`): a pass with the same hints
+    /// resumes from it; anything else discards it first.
     pub(crate) swiftsync_checkpoint_kept: bool,
 }
 

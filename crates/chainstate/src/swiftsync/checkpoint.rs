@@ -1,24 +1,25 @@
-//! An assumevalid-mode attempt kept across a shutdown: when the node stops
-//! in the middle of a pass, the workers finish the blocks they hold, write
-//! their coins to the bucket files and hand back their sums; the files are
-//! synced and a checkpoint (what follows) replaces the `'S'` marker in one
-//! durable write. The next start, given the same hints file and the same
-//! terminal block, resumes from it: the blocks it accounted are not handed
-//! over again, the sums start from its, the bucket files are cut back to
-//! the lengths it recorded (`coins::database::staged`'s `resume`). Any
-//! other start discards the coins, as for an attempt that kept no
-//! checkpoint.
+//! An assumevalid-mode attempt kept across a shutdown or a crash. Every
+//! few minutes while the pass runs (once the blocks handed out have
+//! settled, every worker idle), and when the node stops in the middle of
+//! it (each worker finishing the block it holds), the workers' coins are
+//! appended to the bucket files and their sums taken; the files are synced
+//! and a checkpoint (what follows) replaces the `'S'` record in one durable
+//! write. The next start, given the same hints file and the same terminal
+//! block, resumes from the last one: the blocks it accounted are not
+//! handed over again, the sums start from its, the bucket files are cut
+//! back to the lengths it recorded (`coins::database::staged`'s `resume`),
+//! so whatever a crash appended after it counts nowhere. Any other start
+//! discards the coins, as for an attempt that kept no checkpoint.
 //!
 //! The salt is written down with it. It keeps the aggregate's hashes
 //! unpredictable to whoever wrote the hints or sends the blocks; the
 //! node's own disk is not among them.
 //!
-//! A crash (`kill -9`) after a resume finds the same checkpoint, and the
-//! blocks accounted since are accounted again. A crash before any
-//! checkpoint leaves the marker, and the attempt starts again from the
-//! first block. The fully validating mode keeps no checkpoint: its
-//! blocks' spent coins would all be fetched again, as the fetch starts
-//! from the first height.
+//! A crash (`kill -9`) finds the last checkpoint, and the blocks
+//! accounted since are accounted again. A crash before the first leaves
+//! the plain marker, and the attempt starts again from the first block.
+//! The fully validating mode keeps no checkpoint: its blocks' spent coins
+//! would all be fetched again, as the fetch starts from the first height.
 //!
 //! # Size
 //! 220 bytes, a bit per height (116 kB for mainnet's 930,000), 8 bytes a

@@ -48,10 +48,10 @@
 //! the `'S'` record (`crate::coins::database::staged`): a crash leaves
 //! coins no block names, which the next open discards; the attempt then
 //! starts again from block 1 with a new salt (the partial aggregate means
-//! nothing under another salt). A shutdown in the middle of an
-//! assumevalid-mode pass keeps a checkpoint instead (sums, salt, the
-//! heights accounted, the bucket files' lengths), from which the next
-//! start with the same hints resumes (`checkpoint`).
+//! nothing under another salt). An assumevalid-mode pass keeps a
+//! checkpoint every few minutes and at a shutdown (sums, salt, the heights
+//! accounted, the bucket files' lengths), from which the next start with
+//! the same hints resumes (`checkpoint`).
 
 mod checkpoint;
 pub mod full;

@@ -163,7 +163,7 @@ impl std::fmt::Debug for LivePass {
 impl LivePass {
     /// Stages into `setup.database` (marked first) and starts the workers
     /// of a pass to `terminal`; or, from `resume`, goes on with the coins
-    /// staged and the sums kept at a shutdown (the caller checked that it
+    /// staged and the sums a checkpoint kept (the caller checked that it
     /// is for the same hints and terminal block).
     pub(crate) fn start(
         setup: PassSetup,
@@ -175,8 +175,8 @@ impl LivePass {
         let mut resumed = WorkerTotals::default();
         let mut handed = vec![false; terminal_height as usize];
         let mut resumed_count = None;
-        // The checkpoint's bucket files, cut back to its lengths; files
-        // missing or short (not ours to trust blindly either) make the
+        // The checkpoint's bucket files, cut back to its lengths; a file
+        // missing or shorter than recorded (a disk that lost it) makes the
         // attempt start again.
         let reopened = match resume {
             Some(checkpoint) if checkpoint.accounted.len() == handed.len() => {
@@ -436,7 +436,7 @@ impl LivePass {
         let mut end = judge(total, setup.hints.terminal_height(), &setup.params);
         if let PassEnd::Proven(totals) = &mut end {
             // The bucket files go as they are read: a checkpoint kept
-            // from an earlier shutdown no longer holds.
+            // earlier no longer holds.
             setup.database.write_staging_record(&STAGING_MARKER)?;
             let started = std::time::Instant::now();
             let written = self.context.buckets.write_into(&setup.database, setup.worker_count)?;

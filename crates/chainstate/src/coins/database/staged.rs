@@ -28,7 +28,7 @@
 //! durable before the first run: from then on, a database with `'S'`
 //! holds coins of an attempt that did not finish, and the next open
 //! discards them ([`CoinsDatabase::discard_staged`]), bucket files with
-//! them, unless `'S'` holds a checkpoint a shutdown kept (`resume`: the
+//! them, unless `'S'` holds a checkpoint (`resume`: the
 //! bucket files synced and their lengths recorded), which a pass with the
 //! same hints resumes from. The attempt ends with one write that sets the
 //! best block and erases `'S'` (and a finished flush's leftover `'H'`:

@@ -51,9 +51,9 @@ impl Chainstate {
         self.end_pass(live, terminal)
     }
 
-    /// The checkpoint the last shutdown kept, when it is for `plan`'s hints
-    /// and `terminal`, in the assumevalid mode; any other is discarded
-    /// (its coins with it).
+    /// The checkpoint the last run kept (at its shutdown or while its pass
+    /// ran), when it is for `plan`'s hints and `terminal`, in the
+    /// assumevalid mode; any other is discarded (its coins with it).
     pub(super) fn take_kept_checkpoint(
         &mut self,
         terminal: BlockHash,
@@ -77,9 +77,9 @@ impl Chainstate {
         Ok(checkpoint)
     }
 
-    /// Discards a checkpoint kept at the last shutdown that no pass
-    /// resumed (no plan, or one given up or not needed): before any block
-    /// is connected into the same database.
+    /// Discards a checkpoint the last run kept that no pass resumed (no
+    /// plan, or one given up or not needed): before any block is connected
+    /// into the same database.
     pub(super) fn discard_kept_checkpoint(&mut self) -> Result<(), ChainstateError> {
         if std::mem::take(&mut self.shared.swiftsync_checkpoint_kept) {
             self.active.connector.cache().database().discard_staged()?;

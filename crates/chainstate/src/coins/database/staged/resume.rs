@@ -1,4 +1,4 @@
-//! Keeping a SwiftSync attempt's staged coins across a shutdown
+//! Keeping a SwiftSync attempt's staged coins across a shutdown or a crash
 //! (`crate::swiftsync::checkpoint`): the `'S'` record then holds the
 //! attempt's checkpoint instead of the plain marker, and each bucket file
 //! is synced and its length recorded in it. A start that resumes cuts each
