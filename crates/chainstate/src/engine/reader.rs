@@ -98,7 +98,7 @@ pub struct ChainSnapshot {
     pub swiftsync_stored_height: Option<u32>,
     /// Spent coins a fully validating SwiftSync pass refused (BIP 455
     /// answers its blocks' checks failed), oldest first, at most
-    /// [`crate::SPENT_COINS_REFUSALS_PER_PASS_MAX`]: the network side
+    /// [`crate::SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX`]: the network side
     /// punishes each sender and asks another peer. Emptied when the plan
     /// ends.
     pub swiftsync_refusals: Arc<[crate::SpentCoinsRefusal]>,
@@ -326,12 +326,7 @@ impl ReadService {
             return;
         }
         self.swiftsync_stored_height = stored_height;
-        self.sequence += 1;
-        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
-        let mut snapshot = ChainSnapshot::clone(&published.snapshot);
-        snapshot.swiftsync_stored_height = stored_height;
-        snapshot.sequence = self.sequence;
-        published.snapshot = Arc::new(snapshot);
+        self.republish(|snapshot| snapshot.swiftsync_stored_height = stored_height);
     }
 
     /// Publishes the refused spent coins as `refusals` says, the rest of
@@ -341,10 +336,16 @@ impl ReadService {
             return;
         }
         self.swiftsync_refusals = refusals.clone();
+        self.republish(|snapshot| snapshot.swiftsync_refusals = refusals);
+    }
+
+    /// Publishes the current snapshot with `change` made to it and a new
+    /// sequence number.
+    fn republish(&mut self, change: impl FnOnce(&mut ChainSnapshot)) {
         self.sequence += 1;
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
         let mut snapshot = ChainSnapshot::clone(&published.snapshot);
-        snapshot.swiftsync_refusals = refusals;
+        change(&mut snapshot);
         snapshot.sequence = self.sequence;
         published.snapshot = Arc::new(snapshot);
     }
@@ -356,12 +357,7 @@ impl ReadService {
             return;
         }
         self.assumeutxo = summary;
-        self.sequence += 1;
-        let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);
-        let mut snapshot = ChainSnapshot::clone(&published.snapshot);
-        snapshot.assumeutxo = summary;
-        snapshot.sequence = self.sequence;
-        published.snapshot = Arc::new(snapshot);
+        self.republish(|snapshot| snapshot.assumeutxo = summary);
     }
 
     /// Publishes `tip` as the settled tip (the active chain's hashes are

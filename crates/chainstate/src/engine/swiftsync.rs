@@ -45,8 +45,8 @@ pub(crate) struct SwiftSyncState {
     /// When it started.
     started: Option<Instant>,
     /// Spent coins refused so far (published to the network side, which
-    /// asks other peers; at most `SPENT_COINS_REFUSALS_PER_PASS_MAX` a
-    /// pass before the attempt ends).
+    /// asks other peers; at most `SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX`
+    /// before the attempt ends, over every pass of the plan).
     refusals: Vec<SpentCoinsRefusal>,
     /// How often the assumevalid mode's pass keeps a checkpoint.
     checkpoint_interval: Duration,
@@ -407,7 +407,7 @@ impl Chainstate {
     fn reopen_refused_blocks(&mut self) -> Result<bool, ChainstateError> {
         let Some(state) = self.swiftsync.as_mut() else { return Ok(true) };
         let Some(live) = state.live.as_mut() else { return Ok(true) };
-        let refusals = match live.reopen_refused() {
+        let refusals = match live.reopen_refused(state.refusals.len()) {
             Ok(refusals) => refusals,
             Err(failure) => {
                 self.give_up_swiftsync(failure)?;

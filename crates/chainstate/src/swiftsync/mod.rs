@@ -71,7 +71,7 @@ use ibex_primitives::BlockHash;
 
 pub(crate) use checkpoint::{hints_digest, PassCheckpoint};
 pub use refusals::{
-    SpentCoinsRefusal, SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX,
+    SpentCoinsRefusal, SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX,
 };
 pub(crate) use run::{LivePass, PassEnd, PassSetup, RunBlock};
 

@@ -10,8 +10,8 @@
 //! waits for coins again) and publishes the refusal, and the network side
 //! punishes the peer and asks another. A block refused
 //! [`SPENT_COINS_REFUSALS_PER_BLOCK_MAX`] times is taken to be invalid
-//! itself, and more than [`SPENT_COINS_REFUSALS_PER_PASS_MAX`] refusals in
-//! one pass mean too many lying peers for the attempt to pay off: either
+//! itself, and more than [`SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX`] refusals in
+//! one attempt mean too many lying peers for the attempt to pay off: either
 //! ends the attempt, and the blocks are connected the usual way, which
 //! finds whatever is wrong with the chain.
 //!
@@ -39,8 +39,10 @@ use crate::block_source::BlockSource;
 /// invalid and the attempt ends (each refusal comes from another peer:
 /// the network side asks no peer twice for a block it was refused).
 pub const SPENT_COINS_REFUSALS_PER_BLOCK_MAX: u32 = 3;
-/// Refusals in one pass after which the attempt ends.
-pub const SPENT_COINS_REFUSALS_PER_PASS_MAX: usize = 1024;
+/// Refusals in one attempt (over every pass a moving header chain
+/// restarts) after which it ends: this also bounds the list published to
+/// the network side.
+pub const SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX: usize = 1024;
 
 /// How long [`JobsOut::settle`] sleeps between looks at a stopped pass.
 const SETTLE_POLL: Duration = Duration::from_millis(100);

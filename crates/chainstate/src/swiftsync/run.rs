@@ -21,7 +21,7 @@ use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
 use super::checkpoint::{hints_digest, PassCheckpoint};
 use super::full::ChainTimes;
 use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
-use super::refusals::{SPENT_COINS_REFUSALS_PER_BLOCK_MAX, SPENT_COINS_REFUSALS_PER_PASS_MAX};
+use super::refusals::{SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX};
 use super::worker::{account_blocks, PassJob, WorkerEnd, WorkerSlot, WorkerTotals};
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::BlockFiles;
@@ -136,8 +136,6 @@ pub(crate) struct LivePass {
     held_coins: HashMap<u32, (BlockHash, Vec<SpentCoinBuf>, BlockSource)>,
     /// Refusals of the coins of the block at a height, by height.
     refusals_by_height: HashMap<u32, u32>,
-    /// Refusals in all.
-    refusal_count: usize,
     /// The aggregate's salt (kept in a checkpoint).
     salt: [u8; AGGREGATE_SALT_BYTES],
     /// The sums of a checkpoint resumed from (its blocks are handed over
@@ -252,7 +250,6 @@ impl LivePass {
             held_blocks: HashMap::new(),
             held_coins: HashMap::new(),
             refusals_by_height: HashMap::new(),
-            refusal_count: 0,
             salt,
             resumed,
             resumed_count,
@@ -377,16 +374,19 @@ impl LivePass {
 
     /// The coins the workers refused since the last call
     /// (`super::refusals`): each block waits for coins again, its height
-    /// wanted. A block refused too often, or too many refusals, end the
-    /// pass with the last failure.
-    pub(crate) fn reopen_refused(&mut self) -> Result<Vec<SpentCoinsRefusal>, SwiftSyncFailure> {
+    /// wanted. A block refused too often, or more refusals than the
+    /// attempt allows counting the `refused_before` of its earlier passes,
+    /// end the pass with the last failure.
+    pub(crate) fn reopen_refused(
+        &mut self,
+        refused_before: usize,
+    ) -> Result<Vec<SpentCoinsRefusal>, SwiftSyncFailure> {
         let mut reopened = Vec::new();
         for RefusedJob { block, source, failure } in self.context.jobs_out.take_refused() {
             let count = self.refusals_by_height.entry(block.height).or_insert(0);
             *count += 1;
-            self.refusal_count += 1;
             if *count >= SPENT_COINS_REFUSALS_PER_BLOCK_MAX
-                || self.refusal_count > SPENT_COINS_REFUSALS_PER_PASS_MAX
+                || refused_before + reopened.len() >= SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX
             {
                 return Err(failure);
             }
@@ -439,8 +439,8 @@ impl LivePass {
         let setup = &self.context.setup;
         let mut end = judge(total, setup.hints.terminal_height(), &setup.params);
         if let PassEnd::Proven(totals) = &mut end {
-            // The bucket files go as they are read: a checkpoint kept
-            // earlier no longer holds.
+            // The bucket files go as they are read: a checkpoint would
+            // name files that are gone, so the plain marker replaces it.
             setup.database.write_staging_record(&STAGING_MARKER)?;
             let started = std::time::Instant::now();
             let written = self.context.buckets.write_into(&setup.database, setup.worker_count)?;

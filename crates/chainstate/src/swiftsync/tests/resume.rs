@@ -6,21 +6,40 @@ use std::path::Path;
 
 use super::*;
 
+/// Blocks stored before a checkpoint is kept (genesis included).
+const STORED_FIRST: usize = 100;
+
+/// A generated chain, the set and hints of a node that connected it the
+/// usual way, and its headers.
+struct ResumeChain {
+    root: tempfile::TempDir,
+    blocks: Vec<Vec<u8>>,
+    tip: BlockHash,
+    expected: String,
+    hints: Vec<u8>,
+    headers: Vec<ibex_primitives::Header>,
+}
+
+impl ResumeChain {
+    fn new() -> ResumeChain {
+        let root = tempfile::tempdir().unwrap();
+        let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
+        let tip = tip_hash(&blocks);
+        let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
+        usual.activate_best_chain().unwrap();
+        let expected = serialized_hash(&usual);
+        let hints = hints_of(&usual);
+        let headers = blocks
+            .iter()
+            .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
+            .collect();
+        ResumeChain { root, blocks, tip, expected, hints, headers }
+    }
+}
+
 #[test]
 fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
-    const STORED_FIRST: usize = 100;
-    let root = tempfile::tempdir().unwrap();
-    let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
-    let tip = tip_hash(&blocks);
-    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
-    usual.activate_best_chain().unwrap();
-    let expected = serialized_hash(&usual);
-    let hints = hints_of(&usual);
-    drop(usual);
-    let headers: Vec<ibex_primitives::Header> = blocks
-        .iter()
-        .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
-        .collect();
+    let ResumeChain { root, blocks, tip, expected, hints, headers } = ResumeChain::new();
     let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
     // A node given every header and the blocks to height 99, stopped while
     // its pass waits for the rest: a checkpoint is kept.
@@ -125,19 +144,7 @@ fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
 
 #[test]
 fn a_crash_after_a_checkpoint_kept_while_the_pass_ran_resumes_from_it() {
-    const STORED_FIRST: usize = 100;
-    let root = tempfile::tempdir().unwrap();
-    let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
-    let tip = tip_hash(&blocks);
-    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
-    usual.activate_best_chain().unwrap();
-    let expected = serialized_hash(&usual);
-    let hints = hints_of(&usual);
-    drop(usual);
-    let headers: Vec<ibex_primitives::Header> = blocks
-        .iter()
-        .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
-        .collect();
+    let ResumeChain { root, blocks, tip, expected, hints, headers } = ResumeChain::new();
     let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
 
     // A checkpoint as soon as the pass runs (blocks 1-99 stored), then no

@@ -99,7 +99,7 @@ pub struct SpentCoinsFetch {
     /// a plan lasts).
     refusals_seen: usize,
     /// Peers whose coins for a block were refused: never asked for it
-    /// again (at most `SPENT_COINS_REFUSALS_PER_PASS_MAX` entries in all,
+    /// again (at most `SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX` entries in all,
     /// as the engine's list).
     refused_by: HashMap<BlockHash, Vec<PeerId>>,
 }
