@@ -20,7 +20,11 @@
 //!   liar alone, it waits a minute for another serving peer, then gives
 //!   the attempt up and ends on the same set;
 //! - a serving peer that never answers `getbspent` is disconnected after
-//!   60 s and its blocks' coins are asked of another: the proof holds.
+//!   60 s and its blocks' coins are asked of another: the proof holds;
+//! - a node stopped in the middle of its pass (a peer with the first 100
+//!   blocks and their coins) keeps a checkpoint, and started again with a
+//!   peer that has everything resumes from it, asks the coins of no block
+//!   it had accounted, and ends on the same set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -309,6 +313,16 @@ fn serve_with_coins(
     chain: &ChainData,
     spent: HashMap<BlockHash, SpentCoins>,
 ) -> Serving {
+    serve_blocks_with_coins(listener, chain, chain.blocks.clone(), spent)
+}
+
+/// [`serve_with_coins`] with only `blocks` (every header).
+fn serve_blocks_with_coins(
+    listener: &std::net::TcpListener,
+    chain: &ChainData,
+    blocks: HashMap<BlockHash, Vec<u8>>,
+    spent: HashMap<BlockHash, SpentCoins>,
+) -> Serving {
     let mut peer = FakePeer::accept(listener);
     let started = Instant::now();
     loop {
@@ -322,13 +336,7 @@ fn serve_with_coins(
     let feature = FeatureMessage::new(BLOCK_SPENT_COINS_FEATURE_ID, BLOCK_SPENT_COINS_FEATURE_DATA);
     peer.send(&NetworkMessage::Feature(feature)).unwrap();
     peer.send(&NetworkMessage::Verack).unwrap();
-    Serving::start_with_spent_coins(
-        peer,
-        chain.headers(),
-        chain.blocks.clone(),
-        GetData::Answer,
-        spent,
-    )
+    Serving::start_with_spent_coins(peer, chain.headers(), blocks, GetData::Answer, spent)
 }
 
 #[test]
@@ -412,4 +420,61 @@ fn fully_validating_node(
         "-assumevalid=0".to_owned(),
     ]);
     node(datadir, &options)
+}
+
+/// Blocks the first peer of the resumed node has, genesis included.
+const FIRST_PEER_BLOCKS: usize = 101;
+
+#[test]
+fn a_pass_stopped_halfway_resumes_and_asks_only_the_coins_it_lacks() {
+    let Prepared { setup, tip_height, expected, hints, honest } = prepared("4555");
+    let chain = &setup.chain;
+    let first_blocks: HashMap<BlockHash, Vec<u8>> = chain.chain[..FIRST_PEER_BLOCKS]
+        .iter()
+        .map(|hash| (*hash, chain.blocks[hash].clone()))
+        .collect();
+    let first_coins = honest
+        .iter()
+        .filter(|(hash, _)| first_blocks.contains_key(*hash))
+        .map(|(hash, coins)| (*hash, coins.clone()))
+        .collect();
+    let first = bind_loopback();
+    let b_datadir = setup.root.path().join("b-resumed");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&first]);
+    let serving = serve_blocks_with_coins(&first, chain, first_blocks, first_coins);
+    common::swiftsync::wait_for_moment(&b_datadir, "[swiftsync] accounting", 0, &mut b_process);
+    // Time to store, check and account the blocks the peer has.
+    std::thread::sleep(Duration::from_secs(3));
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    serving.stop();
+    let log = common::debug_log(&b_datadir);
+    let kept_marker = "[swiftsync] checkpoint kept: ";
+    let kept = log.split(kept_marker).nth(1).expect("a checkpoint kept at the stop");
+    let accounted: usize = kept.split(' ').next().unwrap().parse().unwrap();
+    let whole = format!(" of {TERMINAL_HEIGHT} blocks accounted");
+    assert!(kept.starts_with(&format!("{accounted}{whole}")), "{log}");
+    assert!(accounted > 0 && accounted < FIRST_PEER_BLOCKS, "{log}");
+
+    // Started again with a peer that has everything: it resumes, and asks
+    // only the coins of the blocks not accounted.
+    let offset = common::log_bytes(&b_datadir);
+    let second = bind_loopback();
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&second]);
+    let serving = serve_with_coins(&second, chain, honest);
+    b.wait_for_height(tip_height, &mut b_process);
+    assert_eq!(coin_set(b), expected);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    let report = serving.stop();
+    let log = common::debug_log(&b_datadir).get(offset..).unwrap_or_default().to_owned();
+    let resumed = format!("[swiftsync] resuming from the last checkpoint: {accounted}{whole}");
+    assert!(log.contains(&resumed), "{log}");
+    assert!(log.contains("[swiftsync] the aggregate is zero"), "{log}");
+    let asked: std::collections::HashSet<BlockHash> =
+        report.spent_coins_requested.iter().copied().collect();
+    assert_eq!(asked.len(), TERMINAL_HEIGHT as usize - accounted, "{log}");
+    let terminal_chain = &chain.chain[1..=TERMINAL_HEIGHT as usize];
+    assert!(asked.iter().all(|hash| terminal_chain.contains(hash)));
+    let asked_of_first =
+        chain.chain[1..FIRST_PEER_BLOCKS].iter().filter(|hash| asked.contains(*hash));
+    assert_eq!(asked_of_first.count(), FIRST_PEER_BLOCKS - 1 - accounted, "{log}");
 }

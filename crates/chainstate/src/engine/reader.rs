@@ -102,6 +102,10 @@ pub struct ChainSnapshot {
     /// punishes each sender and asks another peer. Emptied when the plan
     /// ends.
     pub swiftsync_refusals: Arc<[crate::SpentCoinsRefusal]>,
+    /// The running SwiftSync pass: its terminal block and the heights it
+    /// had accounted when it started (a resumed pass). `None` while no
+    /// pass runs.
+    pub swiftsync_pass: Option<Arc<crate::SwiftSyncPassStart>>,
     /// How many times the engine has published (a reader can tell whether
     /// anything changed).
     pub sequence: u64,
@@ -281,6 +285,8 @@ pub(crate) struct ReadService {
     swiftsync_stored_height: Option<u32>,
     /// What [`ChainSnapshot::swiftsync_refusals`] says.
     swiftsync_refusals: Arc<[crate::SpentCoinsRefusal]>,
+    /// What [`ChainSnapshot::swiftsync_pass`] says.
+    swiftsync_pass: Option<Arc<crate::SwiftSyncPassStart>>,
 }
 
 impl ReadService {
@@ -297,6 +303,7 @@ impl ReadService {
             assumeutxo: None,
             swiftsync_stored_height: None,
             swiftsync_refusals: Arc::default(),
+            swiftsync_pass: None,
         }
     }
 
@@ -337,6 +344,16 @@ impl ReadService {
         }
         self.swiftsync_refusals = refusals.clone();
         self.republish(|snapshot| snapshot.swiftsync_refusals = refusals);
+    }
+
+    /// Publishes the running SwiftSync pass as `pass` says, the rest of
+    /// the snapshot unchanged.
+    pub(crate) fn publish_swiftsync_pass(&mut self, pass: Option<Arc<crate::SwiftSyncPassStart>>) {
+        if self.swiftsync_pass == pass {
+            return;
+        }
+        self.swiftsync_pass = pass.clone();
+        self.republish(|snapshot| snapshot.swiftsync_pass = pass);
     }
 
     /// Publishes the current snapshot with `change` made to it and a new
@@ -390,6 +407,7 @@ impl ReadService {
             assumeutxo: self.assumeutxo,
             swiftsync_stored_height: self.swiftsync_stored_height,
             swiftsync_refusals: self.swiftsync_refusals.clone(),
+            swiftsync_pass: self.swiftsync_pass.clone(),
             sequence: self.sequence,
         });
         let mut published = self.published.write().unwrap_or_else(PoisonError::into_inner);

@@ -24,7 +24,7 @@ use crate::prepared::PreparedBlock;
 use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
     LivePass, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure,
-    SwiftSyncMode, SwiftSyncPlan,
+    SwiftSyncMode, SwiftSyncPassStart, SwiftSyncPlan,
 };
 
 mod checkpoint;
@@ -48,11 +48,11 @@ pub(crate) struct SwiftSyncState {
     /// asks other peers; at most `SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX`
     /// before the attempt ends, over every pass of the plan).
     refusals: Vec<SpentCoinsRefusal>,
-    /// How often the assumevalid mode's pass keeps a checkpoint.
+    /// How often the pass keeps a checkpoint.
     checkpoint_interval: Duration,
 }
 
-/// How often the assumevalid mode's pass keeps a checkpoint while it runs
+/// How often the pass keeps a checkpoint while it runs
 /// (`crate::swiftsync`'s `checkpoint`): a crash costs at most this much of
 /// the pass. Each costs a drain of the blocks handed out (milliseconds)
 /// and a sync of the bucket files written since the last (on mainnet's
@@ -374,6 +374,10 @@ impl Chainstate {
             let event = SwiftSyncEvent::Resumed { accounted_count, terminal_height };
             self.emit(ChainEvent::SwiftSync(event));
         }
+        // The network side asks for no spent coins of a height accounted
+        // before (a resumed pass), and for none until it knows which.
+        let start = SwiftSyncPassStart { terminal: terminal_hash, accounted: live.handed().into() };
+        self.shared.reads.publish_swiftsync_pass(Some(Arc::new(start)));
         if let Some(state) = self.swiftsync.as_mut() {
             state.live = Some(live);
             state.started = Some(Instant::now());
@@ -519,8 +523,6 @@ impl Chainstate {
         };
         let started = self.swiftsync.as_ref().and_then(|state| state.started);
         match live.finish()? {
-            // The staged coins stay marked: the next open discards them.
-            PassEnd::Interrupted => Ok(()),
             PassEnd::Suspended { accounted_count } => {
                 let event = SwiftSyncEvent::Suspended { accounted_count, terminal_height };
                 self.emit(ChainEvent::SwiftSync(event));
@@ -560,6 +562,7 @@ impl Chainstate {
         self.swiftsync = None;
         self.shared.reads.publish_swiftsync(None);
         self.shared.reads.publish_swiftsync_refusals(Arc::default());
+        self.shared.reads.publish_swiftsync_pass(None);
     }
 
     /// Raises genesis to `terminal` to "connected" (Core's

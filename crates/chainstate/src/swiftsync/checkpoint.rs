@@ -1,4 +1,4 @@
-//! An assumevalid-mode attempt kept across a shutdown or a crash. Every
+//! A SwiftSync attempt kept across a shutdown or a crash. Every
 //! few minutes while the pass runs (once the blocks handed out have
 //! settled, every worker idle), and when the node stops in the middle of
 //! it (each worker finishing the block it holds), the workers' coins are
@@ -18,11 +18,17 @@
 //! A crash (`kill -9`) finds the last checkpoint, and the blocks
 //! accounted since are accounted again. A crash before the first leaves
 //! the plain marker, and the attempt starts again from the first block.
-//! The fully validating mode keeps no checkpoint: its blocks' spent coins
-//! would all be fetched again, as the fetch starts from the first height.
+//!
+//! Both modes keep checkpoints, each resumed only in its own mode (their
+//! aggregates hash different things: outpoints, or whole coins). In the
+//! fully validating mode the heights accounted are published when the
+//! pass starts (`crate::SwiftSyncPassStart`), so the network side asks no
+//! peer again for their spent coins (on mainnet ~75 GB for the whole
+//! chain); coins that came but whose blocks were not accounted yet are
+//! asked again.
 //!
 //! # Size
-//! 220 bytes, a bit per height (116 kB for mainnet's 930,000), 8 bytes a
+//! 221 bytes, a bit per height (116 kB for mainnet's 930,000), 8 bytes a
 //! bucket, and 32 bytes a coinbase BIP30 asks to be unique (mainnet below
 //! the BIP34 height: up to 7.3 MB).
 
@@ -30,12 +36,20 @@ use ibex_primitives::hash::sha256;
 use ibex_primitives::hints::{HintsFile, OutpointAggregate, AGGREGATE_SALT_BYTES};
 use ibex_primitives::{BlockHash, Txid};
 
-/// The first byte of a checkpoint (the plain marker is `1`).
-const CHECKPOINT_VERSION: u8 = 2;
+use super::SwiftSyncMode;
+
+/// The first byte of a checkpoint (the plain marker is `1`), followed by
+/// the mode's byte.
+const CHECKPOINT_VERSION: u8 = 3;
+/// The first byte of a checkpoint with no mode byte: the assumevalid
+/// mode's, the only one that kept checkpoints in that layout.
+const CHECKPOINT_VERSION_ASSUME_VALID: u8 = 2;
 
 /// An attempt's state at a shutdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PassCheckpoint {
+    /// How the blocks were checked.
+    pub(crate) mode: SwiftSyncMode,
     /// The terminal block.
     pub(crate) terminal: BlockHash,
     /// SHA-256 of the hints file's bytes.
@@ -69,6 +83,7 @@ impl PassCheckpoint {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(256 + self.accounted.len() / 8);
         out.push(CHECKPOINT_VERSION);
+        out.push(mode_byte(self.mode));
         out.extend_from_slice(self.terminal.as_bytes());
         out.extend_from_slice(&self.hints_digest);
         out.extend_from_slice(&self.salt);
@@ -93,9 +108,11 @@ impl PassCheckpoint {
     /// that does not decode whole (either way the coins are discarded).
     pub(crate) fn decode(bytes: &[u8]) -> Option<PassCheckpoint> {
         let mut reader = Reader { rest: bytes };
-        if reader.take::<1>()? != [CHECKPOINT_VERSION] {
-            return None;
-        }
+        let mode = match reader.take::<1>()? {
+            [CHECKPOINT_VERSION] => mode_of(reader.take::<1>()?[0])?,
+            [CHECKPOINT_VERSION_ASSUME_VALID] => SwiftSyncMode::AssumeValid,
+            _ => return None,
+        };
         let terminal = BlockHash(reader.take()?);
         let hints_digest = reader.take()?;
         let salt = reader.take()?;
@@ -117,6 +134,7 @@ impl PassCheckpoint {
             return None;
         }
         Some(PassCheckpoint {
+            mode,
             terminal,
             hints_digest,
             salt,
@@ -128,6 +146,21 @@ impl PassCheckpoint {
             accounted,
             bucket_lengths,
         })
+    }
+}
+
+fn mode_byte(mode: SwiftSyncMode) -> u8 {
+    match mode {
+        SwiftSyncMode::AssumeValid => 0,
+        SwiftSyncMode::FullyValidating => 1,
+    }
+}
+
+fn mode_of(byte: u8) -> Option<SwiftSyncMode> {
+    match byte {
+        0 => Some(SwiftSyncMode::AssumeValid),
+        1 => Some(SwiftSyncMode::FullyValidating),
+        _ => None,
     }
 }
 
@@ -165,6 +198,7 @@ mod tests {
         let hasher = ibex_primitives::hints::OutpointHasher::new(&[7; AGGREGATE_SALT_BYTES]);
         aggregate.subtract(&hasher, &[3; 36]);
         PassCheckpoint {
+            mode: SwiftSyncMode::FullyValidating,
             terminal: BlockHash([1; 32]),
             hints_digest: [2; 32],
             salt: [7; AGGREGATE_SALT_BYTES],
@@ -192,8 +226,23 @@ mod tests {
         assert_eq!(PassCheckpoint::decode(&longer), None);
         // A count beyond the record is refused before anything is made.
         let mut huge = bytes;
-        let coinbase_count_at = 1 + 32 + 32 + AGGREGATE_SALT_BYTES + 32 + 16 + 8 + 8;
+        let coinbase_count_at = 2 + 32 + 32 + AGGREGATE_SALT_BYTES + 32 + 16 + 8 + 8;
         huge[coinbase_count_at..coinbase_count_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert_eq!(PassCheckpoint::decode(&huge), None);
+    }
+
+    #[test]
+    fn the_mode_decodes_and_a_record_without_one_is_the_assumevalid_modes() {
+        let checkpoint = sample();
+        let bytes = checkpoint.encode();
+        let mut unknown_mode = bytes.clone();
+        unknown_mode[1] = 2;
+        assert_eq!(PassCheckpoint::decode(&unknown_mode), None);
+        let assume_valid = PassCheckpoint { mode: SwiftSyncMode::AssumeValid, ..checkpoint };
+        assert_eq!(PassCheckpoint::decode(&assume_valid.encode()), Some(assume_valid.clone()));
+        // The layout without a mode byte.
+        let mut without_mode = vec![CHECKPOINT_VERSION_ASSUME_VALID];
+        without_mode.extend_from_slice(&bytes[2..]);
+        assert_eq!(PassCheckpoint::decode(&without_mode), Some(assume_valid));
     }
 }

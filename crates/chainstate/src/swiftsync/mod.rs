@@ -48,10 +48,11 @@
 //! the `'S'` record (`crate::coins::database::staged`): a crash leaves
 //! coins no block names, which the next open discards; the attempt then
 //! starts again from block 1 with a new salt (the partial aggregate means
-//! nothing under another salt). An assumevalid-mode pass keeps a
-//! checkpoint every few minutes and at a shutdown (sums, salt, the heights
-//! accounted, the bucket files' lengths), from which the next start with
-//! the same hints resumes (`checkpoint`).
+//! nothing under another salt). A pass keeps a checkpoint every few
+//! minutes and at a shutdown (mode, sums, salt, the heights accounted, the
+//! bucket files' lengths), from which the next start in the same mode with
+//! the same hints resumes (`checkpoint`); the fully validating mode's fetch
+//! then asks no peer for the coins of a height accounted.
 
 mod checkpoint;
 pub mod full;
@@ -85,6 +86,19 @@ pub enum SwiftSyncMode {
     /// every rule Core's `ConnectBlock` checks, scripts included, and the
     /// aggregate over whole coins proves the claims ([`full`]).
     FullyValidating,
+}
+
+/// A running pass as the network side sees it: which spent coins it still
+/// needs (the fully validating mode fetches those of every height not
+/// accounted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwiftSyncPassStart {
+    /// The terminal block the heights belong to.
+    pub terminal: BlockHash,
+    /// Whether the block at height `h` was accounted when the pass started
+    /// (resumed from a checkpoint), at `h - 1`; one entry a height to the
+    /// terminal height.
+    pub accounted: Arc<[bool]>,
 }
 
 /// A hints file to sync with: checked whole when read, handed to the

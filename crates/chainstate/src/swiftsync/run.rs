@@ -72,7 +72,7 @@ pub(crate) struct PassSetup {
     pub(crate) times: ChainTimes,
     /// The terminal block (named in a checkpoint).
     pub(crate) terminal_hash: BlockHash,
-    /// How often the assumevalid mode keeps a checkpoint while it runs.
+    /// How often the pass keeps a checkpoint while it runs.
     pub(crate) checkpoint_interval: Duration,
 }
 
@@ -108,8 +108,6 @@ pub(crate) enum PassEnd {
     Proven(PassTotals),
     /// It did not, or a block was wrong.
     Failed(SwiftSyncFailure),
-    /// The node is shutting down.
-    Interrupted,
     /// The node is shutting down, and the pass kept a checkpoint with this
     /// many blocks accounted (`super::checkpoint`).
     Suspended {
@@ -263,6 +261,12 @@ impl LivePass {
     /// it started afresh).
     pub(crate) fn resumed_count(&self) -> Option<u32> {
         self.resumed_count
+    }
+
+    /// Whether the block at height `h` was handed over, at `h - 1` (when
+    /// it starts: the blocks a checkpoint it resumed from had accounted).
+    pub(crate) fn handed(&self) -> &[bool] {
+        &self.handed
     }
 
     /// The terminal block its heights belong to.
@@ -455,12 +459,9 @@ impl LivePass {
 
 impl LivePass {
     /// Keeps a checkpoint of a pass the shutdown cut short, from `total`
-    /// (every worker's sums, its blocks' coins in the bucket files): in
-    /// the assumevalid mode only (`super::checkpoint`).
+    /// (every worker's sums, its blocks' coins in the bucket files;
+    /// `super::checkpoint`).
     fn suspend(&self, total: WorkerTotals) -> Result<PassEnd, ChainstateError> {
-        if self.context.setup.mode != SwiftSyncMode::AssumeValid {
-            return Ok(PassEnd::Interrupted);
-        }
         let accounted_count = self.write_checkpoint(total)?;
         Ok(PassEnd::Suspended { accounted_count })
     }
@@ -471,12 +472,9 @@ impl LivePass {
         self.checkpoint_interval = interval;
     }
 
-    /// Whether the assumevalid mode's pass is due a checkpoint.
+    /// Whether the pass is due a checkpoint.
     pub(crate) fn checkpoint_due(&self) -> bool {
-        let setup = &self.context.setup;
-        setup.mode == SwiftSyncMode::AssumeValid
-            && self.last_checkpoint.elapsed() >= self.checkpoint_interval
-            && !self.stopped()
+        self.last_checkpoint.elapsed() >= self.checkpoint_interval && !self.stopped()
     }
 
     /// Keeps a checkpoint while the pass runs (a crash then costs the
@@ -514,6 +512,7 @@ impl LivePass {
         let bucket_lengths = self.context.buckets.sync_lengths()?;
         let accounted_count = accounted.iter().filter(|accounted| **accounted).count() as u32;
         let checkpoint = PassCheckpoint {
+            mode: setup.mode,
             terminal: setup.terminal_hash,
             hints_digest: *self.hints_digest.get_or_init(|| hints_digest(&setup.hints)),
             salt: self.salt,

@@ -295,7 +295,7 @@ pub enum GetData {
 }
 
 /// What a serving fake peer saw by the time it stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServingReport {
     /// The node closed the connection.
     pub closed_by_node: bool,
@@ -303,6 +303,9 @@ pub struct ServingReport {
     pub blocks_requested: usize,
     /// Blocks it sent.
     pub blocks_sent: usize,
+    /// The blocks whose spent coins (BIP 455 `getbspent`) the node asked
+    /// for, in order.
+    pub spent_coins_requested: Vec<BlockHash>,
 }
 
 /// A fake peer serving `headers` (answering `getheaders` from them) and
@@ -335,8 +338,12 @@ impl Serving {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            let mut report =
-                ServingReport { closed_by_node: false, blocks_requested: 0, blocks_sent: 0 };
+            let mut report = ServingReport {
+                closed_by_node: false,
+                blocks_requested: 0,
+                blocks_sent: 0,
+                spent_coins_requested: Vec::new(),
+            };
             while !flag.load(Ordering::Relaxed) {
                 match peer.receive() {
                     Err(Closed) => {
@@ -344,6 +351,7 @@ impl Serving {
                         break;
                     }
                     Ok(Some(NetworkMessage::GetSpentCoins(request))) => {
+                        report.spent_coins_requested.push(request.block_hash);
                         if let Some(coins) = spent.get(&request.block_hash) {
                             let _ = peer.send(&NetworkMessage::SpentCoins(coins.clone()));
                         }

@@ -1,7 +1,7 @@
 //! The engine's side of a SwiftSync checkpoint (`crate::swiftsync`'s
-//! `checkpoint`): kept while the assumevalid mode's pass runs and at the
-//! shutdown, resumed by the next pass with the same hints, discarded by
-//! any other start before a block is connected.
+//! `checkpoint`): kept while the pass runs and at the shutdown, resumed by
+//! the next pass in the same mode with the same hints, discarded by any
+//! other start before a block is connected.
 
 #[cfg(test)]
 use std::time::Duration;
@@ -10,9 +10,7 @@ use ibex_primitives::BlockHash;
 
 use crate::engine::{ChainEvent, Chainstate};
 use crate::error::ChainstateError;
-use crate::swiftsync::{
-    hints_digest, PassCheckpoint, SwiftSyncEvent, SwiftSyncMode, SwiftSyncPlan,
-};
+use crate::swiftsync::{hints_digest, PassCheckpoint, SwiftSyncEvent, SwiftSyncPlan};
 
 impl Chainstate {
     /// Keeps a checkpoint of the running pass when one is due.
@@ -29,8 +27,8 @@ impl Chainstate {
         Ok(())
     }
 
-    /// Sets how often the assumevalid mode's pass keeps a checkpoint (a
-    /// test's short interval).
+    /// Sets how often the pass keeps a checkpoint (a test's short
+    /// interval).
     #[cfg(test)]
     pub(crate) fn set_swiftsync_checkpoint_interval(&mut self, interval: Duration) {
         if let Some(state) = self.swiftsync.as_mut() {
@@ -42,8 +40,7 @@ impl Chainstate {
     }
 
     /// The shutdown: a pass still running ends here, keeping a checkpoint
-    /// to resume from when it is in the assumevalid mode (or, every block
-    /// handed over, ends as usual).
+    /// to resume from (or, every block handed over, ends as usual).
     pub(crate) fn suspend_swiftsync(&mut self) -> Result<(), ChainstateError> {
         let Some(state) = self.swiftsync.as_mut() else { return Ok(()) };
         let Some(live) = state.live.take() else { return Ok(()) };
@@ -52,8 +49,8 @@ impl Chainstate {
     }
 
     /// The checkpoint the last run kept (at its shutdown or while its pass
-    /// ran), when it is for `plan`'s hints and `terminal`, in the
-    /// assumevalid mode; any other is discarded (its coins with it).
+    /// ran), when it is for `plan`'s hints, mode and `terminal`; any other
+    /// is discarded (its coins with it).
     pub(super) fn take_kept_checkpoint(
         &mut self,
         terminal: BlockHash,
@@ -65,7 +62,7 @@ impl Chainstate {
         let database = self.active.connector.cache().database().clone();
         let record = database.staging_record()?;
         let checkpoint = record.as_deref().and_then(PassCheckpoint::decode).filter(|checkpoint| {
-            plan.mode() == SwiftSyncMode::AssumeValid
+            checkpoint.mode == plan.mode()
                 && checkpoint.terminal == terminal
                 && checkpoint.accounted.len() == plan.terminal_height() as usize
                 && checkpoint.hints_digest == hints_digest(plan.hints())

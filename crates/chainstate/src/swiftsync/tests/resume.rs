@@ -1,5 +1,5 @@
-//! Checkpoints of the assumevalid mode's pass: kept at a shutdown and
-//! while the pass runs, resumed by the next start with the same hints,
+//! Checkpoints of the pass: kept at a shutdown and while the pass runs,
+//! resumed by the next start in the same mode with the same hints,
 //! discarded by any other.
 
 use std::path::Path;
@@ -18,6 +18,8 @@ struct ResumeChain {
     expected: String,
     hints: Vec<u8>,
     headers: Vec<ibex_primitives::Header>,
+    /// What an honest BIP 455 peer serves for blocks 1 to the terminal.
+    coins: Vec<(BlockHash, Vec<SpentCoinBuf>)>,
 }
 
 impl ResumeChain {
@@ -29,17 +31,18 @@ impl ResumeChain {
         usual.activate_best_chain().unwrap();
         let expected = serialized_hash(&usual);
         let hints = hints_of(&usual);
+        let coins = spent_coins_of(&usual);
         let headers = blocks
             .iter()
             .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
             .collect();
-        ResumeChain { root, blocks, tip, expected, hints, headers }
+        ResumeChain { root, blocks, tip, expected, hints, headers, coins }
     }
 }
 
 #[test]
 fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
-    let ResumeChain { root, blocks, tip, expected, hints, headers } = ResumeChain::new();
+    let ResumeChain { root, blocks, tip, expected, hints, headers, .. } = ResumeChain::new();
     let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
     // A node given every header and the blocks to height 99, stopped while
     // its pass waits for the rest: a checkpoint is kept.
@@ -144,7 +147,7 @@ fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
 
 #[test]
 fn a_crash_after_a_checkpoint_kept_while_the_pass_ran_resumes_from_it() {
-    let ResumeChain { root, blocks, tip, expected, hints, headers } = ResumeChain::new();
+    let ResumeChain { root, blocks, tip, expected, hints, headers, .. } = ResumeChain::new();
     let plan = || SwiftSyncPlan::new(HintsFile::parse(hints.clone(), None).unwrap());
 
     // A checkpoint as soon as the pass runs (blocks 1-99 stored), then no
@@ -193,4 +196,85 @@ fn a_crash_after_a_checkpoint_kept_while_the_pass_ran_resumes_from_it() {
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&again), expected);
     assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
+}
+
+/// Coins given for the first blocks before the fully validating node stops.
+const COINS_GIVEN_FIRST: usize = 80;
+
+#[test]
+fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted() {
+    let ResumeChain { root, blocks, tip, expected, hints, coins, .. } = ResumeChain::new();
+    let file = || HintsFile::parse(hints.clone(), None).unwrap();
+    // Every block stored, the coins of the first 80 given: the pass
+    // accounts those, and the shutdown keeps a checkpoint.
+    let suspend_at = |directory: &Path| {
+        let (mut cut, events) = opened_with(directory, None);
+        for bytes in &blocks {
+            accept(&mut cut, bytes);
+        }
+        cut.set_swiftsync(SwiftSyncPlan::fully_validating(file()));
+        cut.activate_best_chain().unwrap();
+        for (hash, spent) in &coins[..COINS_GIVEN_FIRST] {
+            assert!(cut.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        }
+        cut.flush(crate::FlushReason::Shutdown, crate::coins::cache::FlushMode::KeepCoins).unwrap();
+        let seen = events.lock().unwrap().clone();
+        assert!(
+            matches!(seen.last(), Some(SwiftSyncEvent::Suspended { accounted_count, .. }) if *accounted_count == COINS_GIVEN_FIRST as u32),
+            "{seen:?}"
+        );
+    };
+
+    let directory = root.path().join("full");
+    suspend_at(&directory);
+    let (mut again, events) = opened_with(&directory, None);
+    for bytes in &blocks {
+        accept(&mut again, bytes);
+    }
+    again.set_swiftsync(SwiftSyncPlan::fully_validating(file()));
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == COINS_GIVEN_FIRST as u32)),
+        "{seen:?}"
+    );
+    // The network side is told which heights need no coins.
+    let pass = again.reader().snapshot().swiftsync_pass.clone().expect("the pass runs");
+    assert_eq!(pass.terminal, coins.last().map(|(hash, _)| *hash).unwrap());
+    assert_eq!(pass.accounted.len(), TERMINAL_HEIGHT as usize);
+    let accounted: Vec<bool> =
+        (0..TERMINAL_HEIGHT as usize).map(|at| at < COINS_GIVEN_FIRST).collect();
+    assert_eq!(*pass.accounted, *accounted);
+    // Coins of a block accounted before the stop are not taken again; the
+    // rest complete the proof.
+    assert!(!again.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone(), FIRST_PEER).unwrap());
+    for (hash, spent) in &coins[COINS_GIVEN_FIRST..] {
+        assert!(again.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+    }
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        matches!(seen.last(), Some(SwiftSyncEvent::Completed { input_count, .. }) if *input_count == coins.iter().map(|(_, spent)| spent.len() as u64).sum::<u64>()),
+        "{seen:?}"
+    );
+    assert_eq!(serialized_hash(&again), expected);
+    assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
+    assert_eq!(again.reader().snapshot().swiftsync_pass, None, "no pass runs any more");
+    drop(again);
+
+    // The assumevalid mode does not resume it (its aggregate hashes other
+    // things): discarded, and the attempt made from the first block.
+    let directory = root.path().join("full-then-assumevalid");
+    suspend_at(&directory);
+    let (mut other, events) = opened(&directory, tip);
+    other.set_swiftsync(SwiftSyncPlan::new(file()));
+    for bytes in &blocks {
+        accept(&mut other, bytes);
+    }
+    other.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert_eq!(seen.first(), Some(&SwiftSyncEvent::UnfinishedDiscarded), "{seen:?}");
+    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })), "{seen:?}");
+    assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
+    assert_eq!(serialized_hash(&other), expected);
 }

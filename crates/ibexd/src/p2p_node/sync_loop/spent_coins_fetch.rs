@@ -4,9 +4,11 @@
 //! usual download) and its coins, so the coins are asked for along the
 //! same window, from the peers that announced `feature blockspentcoinsv1`.
 //!
-//! - What is asked: every block of the best header chain from the lowest
-//!   height whose coins the pass has not taken to the plan's terminal
-//!   height, at most [`SPENT_COINS_WINDOW_BLOCKS`] past the height the
+//! - What is asked: once the engine's pass runs (it publishes its
+//!   terminal block and the heights it had accounted when it started,
+//!   from a checkpoint: those are never asked), every block of the best
+//!   header chain from the lowest height whose coins the pass has not
+//!   taken to the plan's terminal height, at most [`SPENT_COINS_WINDOW_BLOCKS`] past the height the
 //!   plan's blocks are stored to (the download window's size, so the
 //!   coins held waiting for their blocks are bounded like the blocks),
 //!   with no cutoff (every coin), [`SPENT_COINS_REQUESTS_PER_PEER_MAX`]
@@ -39,9 +41,10 @@
 //! then connected the usual way, at the cost of the time spent.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::{BlockSource, EngineCommand, SpentCoinsRefusal};
+use ibex_chainstate::{BlockSource, EngineCommand, SpentCoinsRefusal, SwiftSyncPassStart};
 use ibex_p2p::messages::spent_coins::{GetSpentCoins, SpentCoins};
 use ibex_p2p::net::DisconnectReason as NetReason;
 use ibex_p2p::sync::{DisconnectReason as SyncReason, Misbehavior, PeerId};
@@ -102,6 +105,8 @@ pub struct SpentCoinsFetch {
     /// again (at most `SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX` entries in all,
     /// as the engine's list).
     refused_by: HashMap<BlockHash, Vec<PeerId>>,
+    /// The pass whose accounted heights were marked taken.
+    adopted: Option<Arc<SwiftSyncPassStart>>,
 }
 
 impl SpentCoinsFetch {
@@ -118,7 +123,26 @@ impl SpentCoinsFetch {
             wait_ended: false,
             refusals_seen: 0,
             refused_by: HashMap::new(),
+            adopted: None,
         }
+    }
+
+    /// Marks the heights `pass` had accounted when it started as taken,
+    /// once a pass (a new pass start is a new `Arc`). Whether `pass` is
+    /// for the fetch's terminal block (else nothing is asked until the
+    /// two agree).
+    fn adopt_pass(&mut self, pass: &Arc<SwiftSyncPassStart>) -> bool {
+        if self.terminal != Some(pass.terminal) {
+            return false;
+        }
+        if self.adopted.as_ref().is_some_and(|adopted| Arc::ptr_eq(adopted, pass)) {
+            return true;
+        }
+        for (taken, accounted) in self.taken.iter_mut().zip(pass.accounted.iter()) {
+            *taken |= *accounted;
+        }
+        self.adopted = Some(pass.clone());
+        true
     }
 
     /// Counts again for a new terminal block (the header chain moved):
@@ -214,7 +238,12 @@ impl SyncLoop {
             self.wait_for_serving_peers(all_stored.then_some(Unserved::NoServer), now);
             return;
         }
-        let refused_by_all = self.request_spent_coins(&servers, best_hash, stored_height, now);
+        let Some(pass) = snapshot.swiftsync_pass.as_ref() else {
+            // No pass yet: which heights it needs is not known.
+            return;
+        };
+        let refused_by_all =
+            self.request_spent_coins(&servers, (best_hash, pass), stored_height, now);
         let unserved = refused_by_all.filter(|_| all_stored).map(Unserved::AllRefused);
         self.wait_for_serving_peers(unserved, now);
     }
@@ -289,7 +318,7 @@ impl SyncLoop {
     fn request_spent_coins(
         &mut self,
         servers: &[PeerId],
-        best_hash: BlockHash,
+        (best_hash, pass): (BlockHash, &Arc<SwiftSyncPassStart>),
         stored_height: u32,
         now: Instant,
     ) -> Option<BlockHash> {
@@ -317,6 +346,11 @@ impl SyncLoop {
         let fetch = self.spent_coins_fetch.as_mut()?;
         if terminal_hash.is_some() && terminal_hash != fetch.terminal {
             fetch.restart_for(terminal_hash);
+        }
+        if !fetch.adopt_pass(pass) {
+            // The pass runs for another terminal block than the chain the
+            // fetch sees: its coins would be dropped. Wait until they agree.
+            return None;
         }
         fetch.retry_at.retain(|_, at| *at > now);
         let mut load: Vec<(usize, PeerId)> =
@@ -446,6 +480,35 @@ mod tests {
         assert!(!fetch.is_wanted(3, &asked, now));
         assert!(fetch.is_wanted(3, &BlockHash([3; 32]), now));
         assert!(fetch.is_wanted(3, &asked, now + RETRY_AFTER));
+    }
+
+    #[test]
+    fn heights_a_resumed_pass_accounted_are_never_asked() {
+        let mut fetch = SpentCoinsFetch::new(6);
+        let now = Instant::now();
+        let terminal = BlockHash([9; 32]);
+        let accounted = [true, true, false, true, false, false];
+        let pass = Arc::new(SwiftSyncPassStart { terminal, accounted: accounted.into() });
+        // A pass for another terminal block than the chain the fetch sees.
+        fetch.restart_for(Some(BlockHash([8; 32])));
+        assert!(!fetch.adopt_pass(&pass));
+        assert_eq!(fetch.first_untaken(), Some(1));
+        fetch.restart_for(Some(terminal));
+        assert!(fetch.adopt_pass(&pass));
+        assert_eq!(fetch.first_untaken(), Some(3));
+        for (height, accounted) in (1..).zip(accounted) {
+            let hash = BlockHash([height as u8; 32]);
+            assert_eq!(fetch.is_wanted(height, &hash, now), !accounted, "height {height}");
+        }
+        // Adopted once: a refusal's reopening is not undone by the next tick.
+        fetch.taken[0] = false;
+        assert!(fetch.adopt_pass(&pass));
+        assert_eq!(fetch.first_untaken(), Some(1));
+        // A pass started again (a new `Arc`) after the chain moved back.
+        fetch.restart_for(Some(terminal));
+        let again = Arc::new(SwiftSyncPassStart::clone(&pass));
+        assert!(fetch.adopt_pass(&again));
+        assert_eq!(fetch.first_untaken(), Some(3));
     }
 
     fn refusal(height: u32, hash: BlockHash, peer: u64) -> SpentCoinsRefusal {
