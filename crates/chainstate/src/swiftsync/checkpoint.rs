@@ -36,6 +36,7 @@ use ibex_primitives::hash::sha256;
 use ibex_primitives::hints::{HintsFile, OutpointAggregate, AGGREGATE_SALT_BYTES};
 use ibex_primitives::{BlockHash, Txid};
 
+use super::worker::PassSums;
 use super::SwiftSyncMode;
 
 /// The first byte of a checkpoint (the plain marker is `1`), followed by
@@ -57,15 +58,7 @@ pub(crate) struct PassCheckpoint {
     /// The aggregate's salt.
     pub(crate) salt: [u8; AGGREGATE_SALT_BYTES],
     /// The sums of the blocks accounted.
-    pub(crate) aggregate: OutpointAggregate,
-    /// Unspent plus burnt value, in satoshis.
-    pub(crate) kept_value: u128,
-    /// Coins staged.
-    pub(crate) coin_count: u64,
-    /// Inputs accounted.
-    pub(crate) input_count: u64,
-    /// Coinbase transaction ids BIP30 asks to be unique.
-    pub(crate) coinbases: Vec<Txid>,
+    pub(super) sums: PassSums,
     /// Whether the block at height `h` was accounted, at `h - 1`.
     pub(crate) accounted: Vec<bool>,
     /// Each bucket file's length, in bytes.
@@ -87,12 +80,13 @@ impl PassCheckpoint {
         out.extend_from_slice(self.terminal.as_bytes());
         out.extend_from_slice(&self.hints_digest);
         out.extend_from_slice(&self.salt);
-        out.extend_from_slice(&self.aggregate.to_bytes());
-        out.extend_from_slice(&self.kept_value.to_le_bytes());
-        out.extend_from_slice(&self.coin_count.to_le_bytes());
-        out.extend_from_slice(&self.input_count.to_le_bytes());
-        out.extend_from_slice(&(self.coinbases.len() as u64).to_le_bytes());
-        self.coinbases.iter().for_each(|txid| out.extend_from_slice(&txid.0));
+        let sums = &self.sums;
+        out.extend_from_slice(&sums.aggregate.to_bytes());
+        out.extend_from_slice(&sums.kept_value.to_le_bytes());
+        out.extend_from_slice(&sums.coin_count.to_le_bytes());
+        out.extend_from_slice(&sums.input_count.to_le_bytes());
+        out.extend_from_slice(&(sums.coinbases.len() as u64).to_le_bytes());
+        sums.coinbases.iter().for_each(|txid| out.extend_from_slice(&txid.0));
         out.extend_from_slice(&(self.bucket_lengths.len() as u64).to_le_bytes());
         self.bucket_lengths.iter().for_each(|length| out.extend_from_slice(&length.to_le_bytes()));
         out.extend_from_slice(&(self.accounted.len() as u64).to_le_bytes());
@@ -138,11 +132,7 @@ impl PassCheckpoint {
             terminal,
             hints_digest,
             salt,
-            aggregate,
-            kept_value,
-            coin_count,
-            input_count,
-            coinbases,
+            sums: PassSums { aggregate, kept_value, coin_count, input_count, coinbases },
             accounted,
             bucket_lengths,
         })
@@ -202,11 +192,13 @@ mod tests {
             terminal: BlockHash([1; 32]),
             hints_digest: [2; 32],
             salt: [7; AGGREGATE_SALT_BYTES],
-            aggregate,
-            kept_value: u128::from(u64::MAX) + 5,
-            coin_count: 11,
-            input_count: 13,
-            coinbases: vec![Txid([4; 32]), Txid([5; 32])],
+            sums: PassSums {
+                aggregate,
+                kept_value: u128::from(u64::MAX) + 5,
+                coin_count: 11,
+                input_count: 13,
+                coinbases: vec![Txid([4; 32]), Txid([5; 32])],
+            },
             accounted: (0..19).map(|height| height % 3 == 0).collect(),
             bucket_lengths: vec![0, 99, 1 << 40, 7],
         }

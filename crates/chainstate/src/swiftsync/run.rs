@@ -22,7 +22,7 @@ use super::checkpoint::{hints_digest, PassCheckpoint};
 use super::full::ChainTimes;
 use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
 use super::refusals::{SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX};
-use super::worker::{account_blocks, PassJob, WorkerEnd, WorkerSlot, WorkerTotals};
+use super::worker::{account_blocks, PassJob, PassSums, WorkerEnd, WorkerSlot, WorkerTotals};
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::BlockFiles;
 use crate::block_source::BlockSource;
@@ -195,15 +195,7 @@ impl LivePass {
                 let heights = (1..).zip(&checkpoint.accounted).filter(|(_, accounted)| **accounted);
                 let accounted: Vec<u32> = heights.map(|(height, _)| height).collect();
                 resumed_count = Some(accounted.len() as u32);
-                resumed = WorkerTotals {
-                    aggregate: checkpoint.aggregate,
-                    kept_value: checkpoint.kept_value,
-                    coin_count: checkpoint.coin_count,
-                    input_count: checkpoint.input_count,
-                    coinbases: checkpoint.coinbases,
-                    accounted,
-                    cut_short: false,
-                };
+                resumed = WorkerTotals { sums: checkpoint.sums, accounted, cut_short: false };
                 handed = checkpoint.accounted;
                 buckets
             }
@@ -441,7 +433,7 @@ impl LivePass {
             return self.suspend(total);
         }
         let setup = &self.context.setup;
-        let mut end = judge(total, setup.hints.terminal_height(), &setup.params);
+        let mut end = judge(total.sums, setup.hints.terminal_height(), &setup.params);
         if let PassEnd::Proven(totals) = &mut end {
             // The bucket files go as they are read: a checkpoint would
             // name files that are gone, so the plain marker replaces it.
@@ -516,11 +508,7 @@ impl LivePass {
             terminal: setup.terminal_hash,
             hints_digest: *self.hints_digest.get_or_init(|| hints_digest(&setup.hints)),
             salt: self.salt,
-            aggregate: total.aggregate,
-            kept_value: total.kept_value,
-            coin_count: total.coin_count,
-            input_count: total.input_count,
-            coinbases: total.coinbases,
+            sums: total.sums,
             accounted,
             bucket_lengths,
         };
@@ -544,7 +532,7 @@ impl Drop for LivePass {
 /// The checks at `H` over the merged sums: the aggregate first, as wrong
 /// hints unbalance it and may break the others too (an output spent
 /// marked unspent counts its value twice).
-fn judge(mut total: WorkerTotals, terminal_height: u32, params: &Params) -> PassEnd {
+fn judge(mut total: PassSums, terminal_height: u32, params: &Params) -> PassEnd {
     if !total.aggregate.is_zero() {
         return PassEnd::Failed(SwiftSyncFailure::AggregateNotZero { terminal_height });
     }

@@ -34,16 +34,36 @@ pub(super) struct PassJob {
     pub(super) spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
 }
 
-/// One worker's sums.
-#[derive(Debug, Default, Clone)]
-pub(super) struct WorkerTotals {
+/// What the judgement at `H` reads, summed over blocks accounted (a
+/// worker's, the pass's, a checkpoint's).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct PassSums {
     pub(super) aggregate: OutpointAggregate,
     /// Unspent plus burnt value, in satoshis.
     pub(super) kept_value: u128,
+    /// Coins staged.
     pub(super) coin_count: u64,
+    /// Inputs accounted.
     pub(super) input_count: u64,
     /// Coinbase transaction ids BIP30 asks to be unique.
     pub(super) coinbases: Vec<Txid>,
+}
+
+impl PassSums {
+    /// Adds `other`'s sums.
+    pub(super) fn merge(&mut self, other: PassSums) {
+        self.aggregate.merge(&other.aggregate);
+        self.kept_value = self.kept_value.saturating_add(other.kept_value);
+        self.coin_count += other.coin_count;
+        self.input_count += other.input_count;
+        self.coinbases.extend(other.coinbases);
+    }
+}
+
+/// One worker's sums and the heights they cover.
+#[derive(Debug, Default, Clone)]
+pub(super) struct WorkerTotals {
+    pub(super) sums: PassSums,
     /// Heights of the blocks accounted.
     pub(super) accounted: Vec<u32>,
     /// The worker stopped with blocks still queued (the shutdown, or
@@ -54,11 +74,7 @@ pub(super) struct WorkerTotals {
 impl WorkerTotals {
     /// Adds `other`'s sums and heights.
     pub(super) fn merge(&mut self, other: WorkerTotals) {
-        self.aggregate.merge(&other.aggregate);
-        self.kept_value = self.kept_value.saturating_add(other.kept_value);
-        self.coin_count += other.coin_count;
-        self.input_count += other.input_count;
-        self.coinbases.extend(other.coinbases);
+        self.sums.merge(other.sums);
         self.accounted.extend(other.accounted);
         self.cut_short |= other.cut_short;
     }
@@ -97,7 +113,7 @@ pub(super) fn account_blocks(
         let (block, source) = (job.block, job.spent.as_ref().map(|(_, source)| *source));
         let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
         let WorkerSlot { totals, run } = &mut *held;
-        let step = account_one(context, job, totals, run, &mut buffers, &mut indices);
+        let step = account_one(context, job, &mut totals.sums, run, &mut buffers, &mut indices);
         let step = match (step, source) {
             // The block's sums are in.
             (Ok(Ok(())), _) => {
@@ -136,11 +152,11 @@ pub(super) fn account_blocks(
     Ok(Ok(std::mem::take(&mut held.totals)))
 }
 
-/// Checks and accounts `job`'s block into `totals` and `run`.
+/// Checks and accounts `job`'s block into `sums` and `run`.
 fn account_one(
     context: &PassContext,
     job: PassJob,
-    totals: &mut WorkerTotals,
+    sums: &mut PassSums,
     run: &mut CoinRun,
     buffers: &mut BlockBuffers,
     indices: &mut Vec<u32>,
@@ -192,10 +208,10 @@ fn account_one(
             Err(source) => return Ok(Err(SwiftSyncFailure::Block { hash, source })),
         },
     };
-    totals.aggregate.merge(&account.aggregate);
+    sums.aggregate.merge(&account.aggregate);
     let kept = u128::from(account.unspent_value) + u128::from(account.unspendable_value);
-    totals.kept_value = totals.kept_value.saturating_add(kept);
-    totals.input_count += view.input_count().saturating_sub(1) as u64;
+    sums.kept_value = sums.kept_value.saturating_add(kept);
+    sums.input_count += view.input_count().saturating_sub(1) as u64;
     for output in &account.unspent {
         let out_of_range = || SwiftSyncFailure::ValueOutOfRange { height, hash };
         let Ok(amount) = Amount::from_sat(output.value) else { return Ok(Err(out_of_range())) };
@@ -204,10 +220,10 @@ fn account_one(
         };
         run.push(&output.outpoint, &coin);
     }
-    totals.coin_count += account.unspent.len() as u64;
+    sums.coin_count += account.unspent.len() as u64;
     if bip30_needs_unique_coinbase(&setup.params, height, &hash) {
         if let Some(txid) = txids.first() {
-            totals.coinbases.push(*txid);
+            sums.coinbases.push(*txid);
         }
     }
     Ok(Ok(()))
