@@ -4,6 +4,8 @@
 #
 # usage: scripts/bench-swiftsync-resume.sh IBEXD SERVER_DATADIR HINTS ASSUMEVALID HEIGHT DBCACHE DELAY_S WORK [SIGNAL]
 #   SERVER_DATADIR  a synced regtest data directory, served on loopback
+#   ASSUMEVALID     the assumevalid block, or 0: the fully validating mode
+#                   (the server then serves spent coins, BIP 455)
 #   DELAY_S         seconds after `[swiftsync] accounting` when the client is signalled
 #   SIGNAL          TERM (default: a checkpoint is kept) or KILL (none)
 set -euo pipefail
@@ -11,10 +13,13 @@ ibexd=$1 server=$2 hints=$3 assumevalid=$4 height=$5 dbcache=$6 delay=$7 work=$8
 port=24559
 server_log="$server/regtest/debug.log"
 loaded_before=$(grep -c "Done loading" "$server_log" 2>/dev/null || true)
+serving=()
+if [ "$assumevalid" = 0 ]; then serving=(-peerblockspentcoins); fi
 "$ibexd" -regtest -datadir="$server" -printtoconsole=0 -server=0 -connect=0 -listen=1 \
-    -bind=127.0.0.1 -port=$port &
+    -bind=127.0.0.1 -port=$port "${serving[@]}" &
 server_pid=$!
-trap 'kill $server_pid 2>/dev/null || true' EXIT
+# Waited for, so that the next run can lock its directory.
+trap 'kill $server_pid 2>/dev/null || true; wait $server_pid 2>/dev/null || true' EXIT
 until [ "$(grep -c "Done loading" "$server_log" 2>/dev/null || true)" -gt "$loaded_before" ]; do
     sleep 0.2
 done
