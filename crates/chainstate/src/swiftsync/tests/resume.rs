@@ -278,3 +278,54 @@ fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted(
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&other), expected);
 }
+
+#[test]
+fn a_fully_validating_pass_crashed_after_a_checkpoint_resumes_from_it() {
+    let ResumeChain { root, blocks, expected, hints, coins, .. } = ResumeChain::new();
+    let plan = || SwiftSyncPlan::fully_validating(HintsFile::parse(hints.clone(), None).unwrap());
+    // A checkpoint kept while the pass runs, after the coins of the first
+    // 80 blocks; 40 more accounted after it; then a crash (no shutdown).
+    let directory = root.path().join("crashed");
+    let (mut node, events) = opened_with(&directory, None);
+    for bytes in &blocks {
+        accept(&mut node, bytes);
+    }
+    node.set_swiftsync(plan());
+    node.activate_best_chain().unwrap();
+    for (hash, spent) in &coins[..COINS_GIVEN_FIRST] {
+        assert!(node.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+    }
+    node.set_swiftsync_checkpoint_interval(std::time::Duration::ZERO);
+    node.activate_best_chain().unwrap();
+    let checkpointed = |events: &Events| {
+        events.lock().unwrap().iter().any(|event| matches!(event, SwiftSyncEvent::Checkpointed { accounted_count, .. } if *accounted_count == COINS_GIVEN_FIRST as u32))
+    };
+    assert!(checkpointed(&events), "{:?}", events.lock().unwrap());
+    node.set_swiftsync_checkpoint_interval(std::time::Duration::from_secs(3_600));
+    for (hash, spent) in &coins[COINS_GIVEN_FIRST..COINS_GIVEN_FIRST + 40] {
+        assert!(node.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+    }
+    node.activate_best_chain().unwrap();
+    drop(node);
+
+    // The 40 blocks accounted after the checkpoint want their coins again.
+    let (mut again, events) = opened_with(&directory, None);
+    for bytes in &blocks {
+        accept(&mut again, bytes);
+    }
+    again.set_swiftsync(plan());
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == COINS_GIVEN_FIRST as u32)),
+        "{seen:?}"
+    );
+    for (hash, spent) in &coins[COINS_GIVEN_FIRST..] {
+        assert!(again.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+    }
+    again.activate_best_chain().unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
+    assert_eq!(serialized_hash(&again), expected);
+    assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
+}
