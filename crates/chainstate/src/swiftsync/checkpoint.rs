@@ -36,7 +36,7 @@ use ibex_primitives::hash::sha256;
 use ibex_primitives::hints::{HintsFile, OutpointAggregate, AGGREGATE_SALT_BYTES};
 use ibex_primitives::{BlockHash, Txid};
 
-use super::worker::PassSums;
+use super::sums::PassSums;
 use super::SwiftSyncMode;
 
 /// The first byte of a checkpoint (the plain marker is `1`), followed by
@@ -58,7 +58,7 @@ pub(crate) struct PassCheckpoint {
     /// The aggregate's salt.
     pub(crate) salt: [u8; AGGREGATE_SALT_BYTES],
     /// The sums of the blocks accounted.
-    pub(super) sums: PassSums,
+    pub(crate) sums: PassSums,
     /// Whether the block at height `h` was accounted, at `h - 1`.
     pub(crate) accounted: Vec<bool>,
     /// Each bucket file's length, in bytes.

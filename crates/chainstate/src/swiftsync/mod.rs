@@ -58,6 +58,7 @@ mod checkpoint;
 pub mod full;
 mod refusals;
 mod run;
+mod sums;
 #[cfg(test)]
 mod tests;
 mod worker;

@@ -9,13 +9,13 @@ use std::sync::{Mutex, PoisonError};
 
 use ibex_consensus::check_block_on_network;
 use ibex_consensus::swiftsync::{account_block, BlockToAccount};
-use ibex_primitives::hints::OutpointAggregate;
 use ibex_primitives::params::is_bip30_repeat;
-use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf, Txid};
+use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf};
 
 use super::full::account_with_coins;
 use super::refusals::RefusedJob;
 use super::run::{PassContext, PassEnd, RunBlock};
+use super::sums::PassSums;
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::{read_one, BlockToRead};
 use crate::block_source::BlockSource;
@@ -32,32 +32,6 @@ pub(super) struct PassJob {
     /// The coins claimed for its inputs (the fully validating mode), and
     /// who sent them.
     pub(super) spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
-}
-
-/// What the judgement at `H` reads, summed over blocks accounted (a
-/// worker's, the pass's, a checkpoint's).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct PassSums {
-    pub(super) aggregate: OutpointAggregate,
-    /// Unspent plus burnt value, in satoshis.
-    pub(super) kept_value: u128,
-    /// Coins staged.
-    pub(super) coin_count: u64,
-    /// Inputs accounted.
-    pub(super) input_count: u64,
-    /// Coinbase transaction ids BIP30 asks to be unique.
-    pub(super) coinbases: Vec<Txid>,
-}
-
-impl PassSums {
-    /// Adds `other`'s sums.
-    pub(super) fn merge(&mut self, other: PassSums) {
-        self.aggregate.merge(&other.aggregate);
-        self.kept_value = self.kept_value.saturating_add(other.kept_value);
-        self.coin_count += other.coin_count;
-        self.input_count += other.input_count;
-        self.coinbases.extend(other.coinbases);
-    }
 }
 
 /// One worker's sums and the heights they cover.
