@@ -109,7 +109,8 @@ pub use metrics::{
 pub use prepared::PreparedBlock;
 pub use stages::script_queue::SCRIPT_PIPELINE_BLOCKS;
 pub use swiftsync::{
-    SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPassStart,
-    SwiftSyncPlan, SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX,
+    spent_coins_cutoff, ClaimMismatch, ClaimedSpentCoins, SpentCoinsRefusal, SwiftSyncEvent,
+    SwiftSyncFailure, SwiftSyncMode, SwiftSyncPassStart, SwiftSyncPlan,
+    SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX,
 };
 pub use undo::{BlockUndo, TransactionUndo, UndoDecodeError};

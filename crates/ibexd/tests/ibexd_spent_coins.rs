@@ -14,7 +14,8 @@
 //!   lies about a coin's height (one block too low, which no rule catches)
 //!   gives the attempt up at the end (the aggregate) and ends on the coin
 //!   set of a node that imported the chain;
-//! - one syncing from a liar (one coin short for every block that spends)
+//! - one syncing from a liar (one coin short for every block that spends
+//!   one the request asks for, created below its cutoff)
 //!   and an honest peer refuses the liar's coins block by block, punishes
 //!   it, asks the honest peer instead, and completes the proof; from the
 //!   liar alone, it waits a minute for another serving peer, then gives
@@ -285,10 +286,8 @@ fn a_peer_that_does_not_answer_is_disconnected_and_its_blocks_asked_elsewhere() 
 
 #[test]
 fn coins_refused_by_every_serving_peer_end_the_attempt_after_a_minute() {
-    let Prepared { setup, tip_height, expected, hints, mut honest } = prepared("4554");
-    for answer in honest.values_mut() {
-        answer.coins.pop();
-    }
+    let Prepared { setup, tip_height, expected, hints, honest } = prepared("4554");
+    let honest = short_of_one(&setup.chain, honest);
     let liar = bind_loopback();
     let b_datadir = setup.root.path().join("b-only-liar");
     let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&liar]);
@@ -345,9 +344,13 @@ fn a_lie_a_rule_catches_is_refused_and_asked_elsewhere_one_none_catches_costs_th
     let (block, input) = (1..=TERMINAL_HEIGHT as usize)
         .find_map(|height| {
             let coins = &honest[&setup.chain.chain[height]].coins;
-            let input = coins
-                .iter()
-                .position(|coin| !coin.coin.is_coinbase && coin.coin.height.to_u32() > 1)?;
+            // A coin the request asks for (created below the cutoff).
+            let cutoff = ibex_chainstate::spent_coins_cutoff(height as u32);
+            let input = coins.iter().position(|coin| {
+                !coin.coin.is_coinbase
+                    && coin.coin.height.to_u32() > 1
+                    && coin.coin.height.to_u32() < cutoff
+            })?;
             Some((setup.chain.chain[height], input))
         })
         .unwrap();
@@ -370,10 +373,7 @@ fn a_lie_a_rule_catches_is_refused_and_asked_elsewhere_one_none_catches_costs_th
     // One coin short for every block that spends, from a liar, beside an
     // honest peer: each block the liar answers is refused and asked of the
     // honest peer, and the proof holds.
-    let mut short = honest.clone();
-    for answer in short.values_mut() {
-        answer.coins.pop();
-    }
+    let short = short_of_one(&setup.chain, honest.clone());
     let (liar, truthful) = (bind_loopback(), bind_loopback());
     let b_datadir = setup.root.path().join("b-short");
     let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&liar, &truthful]);
@@ -389,11 +389,30 @@ fn a_lie_a_rule_catches_is_refused_and_asked_elsewhere_one_none_catches_costs_th
     assert!(log.contains("[swiftsync] the aggregate is zero"), "{log}");
     let refused = log.lines().filter(|line| line.contains("refused, asking another peer")).count();
     assert!(refused > 0, "the liar was asked for some blocks: {log}");
-    assert!(log.contains("spent coins were given"), "the refusal says why: {log}");
+    let why = "no coin sent, and none of the blocks from the cutoff up created it";
+    assert!(log.contains(why), "the refusal says why: {log}");
     // `-connect` peers are spared the disconnect (as Core spares manual
     // connections), but the punishment is logged.
     assert!(log.contains("fail its checks"), "{log}");
     assert!(log.contains("Not punishing manually connected peer"), "{log}");
+}
+
+/// `honest` without the last coin each block's request asks for (created
+/// below its cutoff), where it has one.
+fn short_of_one(
+    chain: &ChainData,
+    mut honest: HashMap<BlockHash, SpentCoins>,
+) -> HashMap<BlockHash, SpentCoins> {
+    for (height, hash) in chain.chain.iter().enumerate() {
+        let cutoff = ibex_chainstate::spent_coins_cutoff(height as u32);
+        if let Some(answer) = honest.get_mut(hash) {
+            let asked = answer.coins.iter().rposition(|coin| coin.coin.height.to_u32() < cutoff);
+            if let Some(asked) = asked {
+                answer.coins.remove(asked);
+            }
+        }
+    }
+    honest
 }
 
 fn bind_loopback() -> std::net::TcpListener {

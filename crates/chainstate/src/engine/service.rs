@@ -41,7 +41,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ibex_primitives::{BlockHash, Header, SpentCoinBuf};
+use ibex_primitives::{BlockHash, Header};
 
 use super::accept::AcceptOutcome;
 use super::api::BlockSource;
@@ -155,8 +155,8 @@ pub enum EngineCommand {
     SpentCoins {
         /// The block.
         hash: BlockHash,
-        /// One coin per input after the coinbase, in block order.
-        coins: Vec<SpentCoinBuf>,
+        /// The coins sent, by input, and the request's cutoff.
+        coins: crate::swiftsync::ClaimedSpentCoins,
         /// Who sent them.
         source: BlockSource,
     },

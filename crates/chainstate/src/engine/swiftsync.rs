@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibex_primitives::{BlockHash, SpentCoinBuf};
+use ibex_primitives::BlockHash;
 
 use super::{BlockSource, ChainEvent, Chainstate};
 use crate::error::ChainstateError;
@@ -23,11 +23,15 @@ use crate::index::{BlockStatus, EntryId};
 use crate::prepared::PreparedBlock;
 use crate::swiftsync::full::ChainTimes;
 use crate::swiftsync::{
-    LivePass, PassEnd, PassSetup, RunBlock, SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure,
-    SwiftSyncMode, SwiftSyncPassStart, SwiftSyncPlan,
+    spent_coins_cutoff, ClaimedSpentCoins, LivePass, PassEnd, PassSetup, RunBlock,
+    SpentCoinsRefusal, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncMode, SwiftSyncPassStart,
+    SwiftSyncPlan,
 };
 
 mod checkpoint;
+mod recent;
+
+use recent::recent_runs;
 
 /// A plan handed to the engine and how far its blocks are stored.
 #[derive(Debug)]
@@ -294,6 +298,11 @@ impl Chainstate {
             .as_ref()
             .and_then(|state| state.live.as_ref())
             .is_some_and(LivePass::all_handed_or_held);
+        // Blocks that waited with their coins for the blocks below them.
+        let index = &self.shared.index;
+        if let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) {
+            live.release_stored(&|block: &RunBlock, cutoff: u32| recent_runs(index, block, cutoff));
+        }
         if all_stored && !finish && !all_taken {
             // Blocks stored before the pass started, or missed.
             self.hand_stored_blocks(terminal);
@@ -443,7 +452,7 @@ impl Chainstate {
     pub fn swiftsync_spent_coins(
         &mut self,
         hash: &BlockHash,
-        coins: Vec<SpentCoinBuf>,
+        coins: ClaimedSpentCoins,
         source: BlockSource,
     ) -> Result<bool, ChainstateError> {
         if !self.reopen_refused_blocks()? {
@@ -451,13 +460,20 @@ impl Chainstate {
         }
         let Some(id) = self.shared.index.get(hash) else { return Ok(false) };
         let height = self.shared.index.entry(id).height;
+        // A cutoff further back than the recent blocks the pass reads is
+        // not one this node asks with.
+        if coins.cutoff_height != 0 && coins.cutoff_height < spent_coins_cutoff(height) {
+            return Ok(false);
+        }
+        let index = &self.shared.index;
         let Some(live) = self.swiftsync.as_mut().and_then(|state| state.live.as_mut()) else {
             return Ok(false);
         };
-        if self.shared.index.ancestor(live.terminal(), height) != Some(id) {
+        if index.ancestor(live.terminal(), height) != Some(id) {
             return Ok(false);
         }
-        let taken = live.hand_coins(height, *hash, coins, source);
+        let recent = |block: &RunBlock, cutoff: u32| recent_runs(index, block, cutoff);
+        let taken = live.hand_coins((height, *hash), coins, source, &recent);
         if taken && live.all_handed() {
             self.activate_best_chain()?;
         }
@@ -488,8 +504,9 @@ impl Chainstate {
         // File order: the reads run along the files.
         blocks
             .sort_unstable_by_key(|block| (block.position.file_number, block.position.data_offset));
+        let recent = |block: &RunBlock, cutoff: u32| recent_runs(index, block, cutoff);
         for block in blocks {
-            live.hand(block, None);
+            live.hand(block, None, &recent);
         }
     }
 
@@ -510,7 +527,8 @@ impl Chainstate {
             return Some(block);
         }
         let run_block = RunBlock { id, height: entry.height, hash: entry.hash, position };
-        live.hand(run_block, Some(block));
+        let recent = |block: &RunBlock, cutoff: u32| recent_runs(index, block, cutoff);
+        live.hand(run_block, Some(block), &recent);
         None
     }
 

@@ -55,7 +55,11 @@
 //! then asks no peer for the coins of a height accounted.
 
 mod checkpoint;
+mod claimed;
 pub mod full;
+mod holding;
+mod job;
+mod recent;
 mod refusals;
 mod run;
 mod sums;
@@ -72,10 +76,13 @@ use ibex_primitives::hints::{HintsError, HintsFile};
 use ibex_primitives::BlockHash;
 
 pub(crate) use checkpoint::{hints_digest, PassCheckpoint};
+pub use claimed::{ClaimMismatch, ClaimedSpentCoins};
+pub(crate) use job::RunBlock;
+pub use recent::{spent_coins_cutoff, RECENT_BLOCKS_CACHED_MAX, SPENT_COINS_RECENT_BLOCKS};
 pub use refusals::{
     SpentCoinsRefusal, SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX,
 };
-pub(crate) use run::{LivePass, PassEnd, PassSetup, RunBlock};
+pub(crate) use run::{LivePass, PassEnd, PassSetup};
 
 /// How blocks below the terminal height are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +226,19 @@ pub enum SwiftSyncFailure {
         hash: BlockHash,
         /// Why.
         source: FullAccountError,
+    },
+    /// Spent coins claimed for a block that do not fit the request (its
+    /// cutoff, `claimed`).
+    #[error("block {height} ({hash}), input {input}: {mismatch}")]
+    SpentCoinsClaim {
+        /// Its height.
+        height: u32,
+        /// Its hash.
+        hash: BlockHash,
+        /// The input's index among the block's inputs after the coinbase.
+        input: u32,
+        /// How.
+        mismatch: ClaimMismatch,
     },
     /// An input's script fails with the coin claimed for it.
     #[error("block {height} ({hash}): {rejection}")]

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use ibex_primitives::BlockHash;
 
-use super::run::RunBlock;
+use super::job::RunBlock;
 use super::SwiftSyncFailure;
 use crate::block_source::BlockSource;
 
@@ -130,7 +130,7 @@ impl SwiftSyncFailure {
                     | FullAccountError::CoinFromLaterBlock { .. }
                     | FullAccountError::Rejected { .. }
             ),
-            SwiftSyncFailure::Script { .. } => true,
+            SwiftSyncFailure::Script { .. } | SwiftSyncFailure::SpentCoinsClaim { .. } => true,
             _ => false,
         }
     }

@@ -13,17 +13,20 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ibex_blockstore::BlockPosition;
 use ibex_consensus::swiftsync::supply_limit_through;
 use ibex_primitives::hints::{HintsFile, OutpointHasher, AGGREGATE_SALT_BYTES};
-use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
+use ibex_primitives::{BlockHash, Params};
 
 use super::checkpoint::{hints_digest, PassCheckpoint};
+use super::claimed::ClaimedSpentCoins;
 use super::full::ChainTimes;
+use super::holding::{Holds, RecentRuns};
+use super::job::{PassJob, RunBlock};
+use super::recent::RecentBlocks;
 use super::refusals::{JobsOut, RefusedJob, SpentCoinsRefusal};
 use super::refusals::{SPENT_COINS_REFUSALS_PER_ATTEMPT_MAX, SPENT_COINS_REFUSALS_PER_BLOCK_MAX};
 use super::sums::PassSums;
-use super::worker::{account_blocks, PassJob, WorkerEnd, WorkerSlot, WorkerTotals};
+use super::worker::{account_blocks, WorkerEnd, WorkerSlot, WorkerTotals};
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::BlockFiles;
 use crate::block_source::BlockSource;
@@ -36,19 +39,6 @@ use crate::prepared::PreparedBlock;
 /// Blocks waiting for a worker per worker: the engine waits when they are
 /// all taken (a bound on the memory of blocks handed over parsed).
 const JOBS_WAITING_PER_WORKER_MAX: usize = 2;
-
-/// A stored block of the pass.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RunBlock {
-    /// Its index entry.
-    pub(crate) id: EntryId,
-    /// Its height.
-    pub(crate) height: u32,
-    /// Its hash.
-    pub(crate) hash: BlockHash,
-    /// Where it is stored.
-    pub(crate) position: BlockPosition,
-}
 
 /// What the pass needs, shared by its workers.
 pub(crate) struct PassSetup {
@@ -89,6 +79,8 @@ pub(super) struct PassContext {
     pub(super) jobs_out: JobsOut,
     /// Each worker's sums and coins not appended yet.
     slots: Vec<Mutex<WorkerSlot>>,
+    /// Recent blocks' outputs, for the coins requests left out.
+    pub(super) recent: RecentBlocks,
 }
 
 /// What the pass found, once the proof held.
@@ -127,12 +119,8 @@ pub(crate) struct LivePass {
     /// Whether the block at height `h` was handed over, at `h - 1`.
     handed: Vec<bool>,
     handed_count: u32,
-    /// The fully validating mode's blocks waiting for their coins, by
-    /// height (read back from their files once the coins come).
-    held_blocks: HashMap<u32, RunBlock>,
-    /// And coins waiting for their blocks, by height, with the block hash
-    /// they were claimed for and who sent them.
-    held_coins: HashMap<u32, (BlockHash, Vec<SpentCoinBuf>, BlockSource)>,
+    /// The fully validating mode's blocks and coins waiting.
+    holds: Holds,
     /// Refusals of the coins of the block at a height, by height.
     refusals_by_height: HashMap<u32, u32>,
     /// The aggregate's salt (kept in a checkpoint).
@@ -219,6 +207,7 @@ impl LivePass {
             stop: AtomicBool::new(false),
             jobs_out: JobsOut::default(),
             slots: (0..worker_count).map(|_| Mutex::default()).collect(),
+            recent: RecentBlocks::default(),
         });
         let (sender, receiver) = sync_channel(worker_count * JOBS_WAITING_PER_WORKER_MAX);
         let receiver = Arc::new(Mutex::new(receiver));
@@ -238,8 +227,7 @@ impl LivePass {
             terminal,
             handed_count: handed.iter().filter(|handed| **handed).count() as u32,
             handed,
-            held_blocks: HashMap::new(),
-            held_coins: HashMap::new(),
+            holds: Holds::default(),
             refusals_by_height: HashMap::new(),
             salt,
             resumed,
@@ -275,56 +263,56 @@ impl LivePass {
     /// Hands `block` (parsed already when `parsed` is given) to the
     /// workers; waits while they are all busy. Nothing when it is not
     /// wanted or a worker stopped the pass.
-    /// In the fully validating mode a block without its coins is held
-    /// until [`LivePass::hand_coins`] brings them.
-    pub(crate) fn hand(&mut self, block: RunBlock, parsed: Option<PreparedBlock>) {
+    /// In the fully validating mode a block waits for its coins
+    /// ([`LivePass::hand_coins`]) and for the blocks below it
+    /// (`recent_runs`, [`LivePass::release_stored`]).
+    pub(crate) fn hand(
+        &mut self,
+        block: RunBlock,
+        parsed: Option<PreparedBlock>,
+        recent_runs: RecentRuns<'_>,
+    ) {
         if !self.wants(block.height) || self.stopped() {
             return;
         }
-        let mut spent = None;
-        if self.context.setup.mode == SwiftSyncMode::FullyValidating {
-            match self.held_coins.remove(&block.height) {
-                Some((hash, coins, source)) if hash == block.hash => spent = Some((coins, source)),
-                // Coins claimed for another block at this height (a
-                // header chain that moved) are dropped. The block waits
-                // unparsed: the coins may come after many more blocks, and
-                // reading it back costs ~1 ms against its scripts' 100.
-                _ => {
-                    drop(parsed);
-                    self.held_blocks.insert(block.height, block);
-                    return;
-                }
+        let job = match self.context.setup.mode {
+            SwiftSyncMode::AssumeValid => {
+                Some(PassJob { block, parsed, spent: None, recent: Vec::new() })
             }
+            SwiftSyncMode::FullyValidating => self.holds.block(block, parsed, recent_runs),
+        };
+        if let Some(job) = job {
+            self.send(job);
         }
-        self.send(PassJob { block, parsed, spent });
     }
 
-    /// Coins claimed for the inputs of block `hash` at `height`, in block
-    /// order, sent by `source`: handed over with the block once it came
-    /// too. Whether they were taken (not when the block was accounted
-    /// already, or the pass is in the assumevalid mode).
+    /// Coins claimed for the inputs of block `hash` at `height`, sent by
+    /// `source`: handed over with the block once it came too (and the
+    /// blocks below it, `recent_runs`). Whether they were taken (not when
+    /// the block was accounted already, or the pass is in the assumevalid
+    /// mode).
     pub(crate) fn hand_coins(
         &mut self,
-        height: u32,
-        hash: BlockHash,
-        coins: Vec<SpentCoinBuf>,
+        (height, hash): (u32, BlockHash),
+        coins: ClaimedSpentCoins,
         source: BlockSource,
+        recent_runs: RecentRuns<'_>,
     ) -> bool {
         if self.context.setup.mode != SwiftSyncMode::FullyValidating || !self.wants(height) {
             return false;
         }
-        match self.held_blocks.remove(&height) {
-            Some(block) if block.hash == hash => {
-                self.send(PassJob { block, parsed: None, spent: Some((coins, source)) });
-            }
-            held => {
-                if let Some(held) = held {
-                    self.held_blocks.insert(height, held);
-                }
-                self.held_coins.insert(height, (hash, coins, source));
-            }
+        if let Some(job) = self.holds.coins((height, hash), coins, source, recent_runs) {
+            self.send(job);
         }
         true
+    }
+
+    /// Hands over the blocks that waited with their coins for the blocks
+    /// below them, those all stored now.
+    pub(crate) fn release_stored(&mut self, recent_runs: RecentRuns<'_>) {
+        for job in self.holds.release(recent_runs) {
+            self.send(job);
+        }
     }
 
     fn send(&mut self, job: PassJob) {
@@ -350,7 +338,7 @@ impl LivePass {
     /// Whether every block was handed over or waits for its coins here
     /// (nothing stored is left to read back).
     pub(crate) fn all_handed_or_held(&self) -> bool {
-        self.handed_count as usize + self.held_blocks.len() == self.handed.len()
+        self.handed_count as usize + self.holds.block_count() == self.handed.len()
     }
 
     /// Whether every block was handed over.
@@ -392,7 +380,7 @@ impl LivePass {
                     self.handed_count -= 1;
                 }
             }
-            self.held_blocks.insert(block.height, block);
+            self.holds.reopen(block);
             reopened.push(SpentCoinsRefusal {
                 height: block.height,
                 hash: block.hash,

@@ -8,7 +8,7 @@ use ibex_primitives::hints::{HintsFile, HintsVersion, HintsWriter};
 use ibex_primitives::txoutset::TxOutSetHashType;
 use ibex_primitives::{BlockHash, Params, SpentCoinBuf};
 
-use super::{SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
+use super::{ClaimedSpentCoins, SwiftSyncEvent, SwiftSyncFailure, SwiftSyncPlan};
 use crate::engine::read_api::coin_set::chain_to_height;
 use crate::engine::{BlockSource, ChainControlError, ChainEvent, Chainstate};
 use crate::hints_writer::build_hints;
@@ -278,7 +278,9 @@ fn fully_validating(
     chainstate.activate_best_chain().unwrap();
     assert_eq!(chainstate.tip().unwrap().1, 0, "the pass waits for the coins");
     for (hash, spent) in coins.iter().rev() {
-        assert!(chainstate.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        assert!(chainstate
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+            .unwrap());
     }
     chainstate.activate_best_chain().unwrap();
     (chainstate, events)
@@ -327,7 +329,13 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
         "{events:?}"
     );
     // Coins for an accounted block are not taken again.
-    assert!(!swift.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone(), FIRST_PEER).unwrap());
+    assert!(!swift
+        .swiftsync_spent_coins(
+            &coins[0].0,
+            ClaimedSpentCoins::every(coins[0].1.clone()),
+            FIRST_PEER
+        )
+        .unwrap());
     let at = |height: u32| swift.chain().at(height).unwrap();
     assert!(swift.read_undo(at(TERMINAL_HEIGHT)).is_err());
     assert!(swift.read_undo(at(TERMINAL_HEIGHT + 1)).is_ok());
@@ -372,7 +380,9 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
     assert_eq!(given_up(&events), None);
     assert_eq!(lied.tip().unwrap().1, 0, "the pass waits for the refused block's coins");
     let (hash, honest) = &coins[block];
-    assert!(lied.swiftsync_spent_coins(hash, honest.clone(), BlockSource::Peer(2)).unwrap());
+    assert!(lied
+        .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(honest.clone()), BlockSource::Peer(2))
+        .unwrap());
     assert_eq!(given_up(&events), None);
     assert_eq!(lied.tip().unwrap().1, chain_blocks);
     assert!(matches!(events.lock().unwrap().last(), Some(SwiftSyncEvent::Completed { .. })));
@@ -388,7 +398,9 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
     for peer in 2..=crate::SPENT_COINS_REFUSALS_PER_BLOCK_MAX {
         assert_eq!(given_up(&events), None, "refusal {peer}");
         let source = BlockSource::Peer(u64::from(peer));
-        assert!(lied.swiftsync_spent_coins(hash, claimed.clone(), source).unwrap());
+        assert!(lied
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(claimed.clone()), source)
+            .unwrap());
     }
     let refused = refusals(&events);
     assert_eq!(refused.len() as u32, crate::SPENT_COINS_REFUSALS_PER_BLOCK_MAX - 1);
@@ -417,4 +429,5 @@ fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
     assert_eq!(serialized_hash(&waiting), expected);
 }
 
+mod cutoff;
 mod resume;

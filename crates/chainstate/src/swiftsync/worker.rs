@@ -5,34 +5,25 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ibex_consensus::check_block_on_network;
 use ibex_consensus::swiftsync::{account_block, BlockToAccount};
 use ibex_primitives::params::is_bip30_repeat;
-use ibex_primitives::{Amount, BlockBuffers, BlockHash, Params, SpentCoinBuf};
+use ibex_primitives::{Amount, BlockBuffers, BlockHash, BlockView, Params, SpentCoinBuf, Txid};
 
+use super::claimed::{complete_claimed, ClaimedSpentCoins};
 use super::full::account_with_coins;
+use super::job::{PassJob, RunBlock};
+use super::recent::RecentBlock;
 use super::refusals::RefusedJob;
-use super::run::{PassContext, PassEnd, RunBlock};
+use super::run::{PassContext, PassEnd};
 use super::sums::PassSums;
 use super::{SwiftSyncFailure, SwiftSyncMode};
 use crate::block_read_ahead::{read_one, BlockToRead};
-use crate::block_source::BlockSource;
 use crate::coins::coin::Coin;
 use crate::coins::database::staged::CoinRun;
 use crate::error::ChainstateError;
-use crate::prepared::PreparedBlock;
-
-/// A block handed to the workers: parsed already (just accepted, and
-/// checked then), or to read back from its file.
-pub(super) struct PassJob {
-    pub(super) block: RunBlock,
-    pub(super) parsed: Option<PreparedBlock>,
-    /// The coins claimed for its inputs (the fully validating mode), and
-    /// who sent them.
-    pub(super) spent: Option<(Vec<SpentCoinBuf>, BlockSource)>,
-}
 
 /// One worker's sums and the heights they cover.
 #[derive(Debug, Default, Clone)]
@@ -158,11 +149,17 @@ fn account_one(
         return Ok(Err(failure.into()));
     }
     let to_account = BlockToAccount { block: view, txids, height, hash, unspent_indices: indices };
-    let account = match &job.spent {
-        Some((spent, _)) => {
+    let account = match job.spent {
+        Some((claimed, _)) => {
+            let recent = (job.recent.as_slice(), &mut *buffers);
+            let spent =
+                match completed_coins(context, recent, view, txids, (height, hash), claimed)? {
+                    Ok(spent) => spent,
+                    Err(failure) => return Ok(Err(failure)),
+                };
             match account_with_coins(
                 &to_account,
-                spent,
+                &spent,
                 &setup.params,
                 &setup.times,
                 &context.hasher,
@@ -212,4 +209,38 @@ fn bip30_needs_unique_coinbase(params: &Params, height: u32, hash: &BlockHash) -
     !params.bip34_from_first_block()
         && height < params.bip34_height
         && !is_bip30_repeat(height, hash)
+}
+
+/// The coins `claimed` for block `hash` at `height`, completed with those
+/// its request left out (`super::recent`): from the block itself and the
+/// blocks `recent_runs` names, kept by the workers or read back (with the
+/// worker's `buffers`). The block's own outputs are kept for the blocks
+/// after it.
+fn completed_coins(
+    context: &PassContext,
+    (recent_runs, buffers): (&[RunBlock], &mut BlockBuffers),
+    view: &BlockView<'_>,
+    txids: &[Txid],
+    (height, hash): (u32, BlockHash),
+    claimed: ClaimedSpentCoins,
+) -> Result<Result<Vec<SpentCoinBuf>, SwiftSyncFailure>, ChainstateError> {
+    let this_block = Arc::new(RecentBlock::of(view, txids, hash, height));
+    context.recent.insert(this_block.clone());
+    let mut recent = Vec::with_capacity(recent_runs.len());
+    for run in recent_runs {
+        let block = match context.recent.get(run.height, &run.hash) {
+            Some(block) => block,
+            None => {
+                let to_read = BlockToRead { id: run.id, hash: run.hash, position: run.position };
+                let prepared = read_one(&context.setup.files, to_read, buffers).0?;
+                let block =
+                    RecentBlock::of(prepared.view(), prepared.txids(), run.hash, run.height);
+                let block = Arc::new(block);
+                context.recent.insert(block.clone());
+                block
+            }
+        };
+        recent.push(block);
+    }
+    Ok(complete_claimed(view, txids, (height, hash), claimed, (&this_block, &recent)))
 }

@@ -327,7 +327,8 @@ impl Serving {
         Serving::start_with_spent_coins(peer, headers, blocks, get_data, HashMap::new())
     }
 
-    /// [`Serving::start`], answering `getbspent` (BIP 455) with `spent`.
+    /// [`Serving::start`], answering `getbspent` (BIP 455) with `spent`'s
+    /// coins the request's cutoff asks for.
     pub fn start_with_spent_coins(
         mut peer: FakePeer,
         headers: Vec<Header>,
@@ -352,8 +353,11 @@ impl Serving {
                     }
                     Ok(Some(NetworkMessage::GetSpentCoins(request))) => {
                         report.spent_coins_requested.push(request.block_hash);
+                        // The coins the request's cutoff asks for.
                         if let Some(coins) = spent.get(&request.block_hash) {
-                            let _ = peer.send(&NetworkMessage::SpentCoins(coins.clone()));
+                            let mut answer = coins.clone();
+                            answer.coins.retain(|coin| request.wants(coin.coin.height));
+                            let _ = peer.send(&NetworkMessage::SpentCoins(answer));
                         }
                     }
                     Ok(Some(message)) => {

@@ -215,7 +215,9 @@ fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted(
         cut.set_swiftsync(SwiftSyncPlan::fully_validating(file()));
         cut.activate_best_chain().unwrap();
         for (hash, spent) in &coins[..COINS_GIVEN_FIRST] {
-            assert!(cut.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+            assert!(cut
+                .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+                .unwrap());
         }
         cut.flush(crate::FlushReason::Shutdown, crate::coins::cache::FlushMode::KeepCoins).unwrap();
         let seen = events.lock().unwrap().clone();
@@ -247,9 +249,17 @@ fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted(
     assert_eq!(*pass.accounted, *accounted);
     // Coins of a block accounted before the stop are not taken again; the
     // rest complete the proof.
-    assert!(!again.swiftsync_spent_coins(&coins[0].0, coins[0].1.clone(), FIRST_PEER).unwrap());
+    assert!(!again
+        .swiftsync_spent_coins(
+            &coins[0].0,
+            ClaimedSpentCoins::every(coins[0].1.clone()),
+            FIRST_PEER
+        )
+        .unwrap());
     for (hash, spent) in &coins[COINS_GIVEN_FIRST..] {
-        assert!(again.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        assert!(again
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+            .unwrap());
     }
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
@@ -293,7 +303,9 @@ fn a_fully_validating_pass_crashed_after_a_checkpoint_resumes_from_it() {
     node.set_swiftsync(plan());
     node.activate_best_chain().unwrap();
     for (hash, spent) in &coins[..COINS_GIVEN_FIRST] {
-        assert!(node.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        assert!(node
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+            .unwrap());
     }
     node.set_swiftsync_checkpoint_interval(std::time::Duration::ZERO);
     node.activate_best_chain().unwrap();
@@ -303,7 +315,9 @@ fn a_fully_validating_pass_crashed_after_a_checkpoint_resumes_from_it() {
     assert!(checkpointed(&events), "{:?}", events.lock().unwrap());
     node.set_swiftsync_checkpoint_interval(std::time::Duration::from_secs(3_600));
     for (hash, spent) in &coins[COINS_GIVEN_FIRST..COINS_GIVEN_FIRST + 40] {
-        assert!(node.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        assert!(node
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+            .unwrap());
     }
     node.activate_best_chain().unwrap();
     drop(node);
@@ -321,7 +335,9 @@ fn a_fully_validating_pass_crashed_after_a_checkpoint_resumes_from_it() {
         "{seen:?}"
     );
     for (hash, spent) in &coins[COINS_GIVEN_FIRST..] {
-        assert!(again.swiftsync_spent_coins(hash, spent.clone(), FIRST_PEER).unwrap());
+        assert!(again
+            .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
+            .unwrap());
     }
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();

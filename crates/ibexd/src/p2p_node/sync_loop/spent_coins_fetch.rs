@@ -11,11 +11,16 @@
 //!   taken to the plan's terminal height, at most [`SPENT_COINS_WINDOW_BLOCKS`] past the height the
 //!   plan's blocks are stored to (the download window's size, so the
 //!   coins held waiting for their blocks are bounded like the blocks),
-//!   with no cutoff (every coin), [`SPENT_COINS_REQUESTS_PER_PEER_MAX`]
+//!   with BIP 455's cutoff ten blocks back (`ibex_chainstate`'s
+//!   `spent_coins_cutoff`: the coins created in the last ten blocks or in
+//!   the block itself are not sent; the pass takes them from those
+//!   blocks), [`SPENT_COINS_REQUESTS_PER_PEER_MAX`]
 //!   requests at a time per peer, the least busy peer first.
-//! - An answer is taken only from the peer asked, for the block asked; it
-//!   must list one coin per input, numbered 0, 1, 2, ... (the draft: a
-//!   client receiving un-requested or missing coins must disconnect). The
+//! - An answer is taken only from the peer asked, for the block asked; its
+//!   coins' input indices must increase (the draft: a client receiving
+//!   un-requested or missing coins must disconnect; which inputs may be
+//!   left out only the block tells, so the pass checks that, and refuses
+//!   the coins, as below). The
 //!   coins go to the engine, which says whether the pass took them; one it
 //!   did not take (no pass yet) is asked again [`RETRY_AFTER`] later.
 //! - A request unanswered for [`SPENT_COINS_REQUEST_TIMEOUT`] disconnects
@@ -44,7 +49,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibex_chainstate::{BlockSource, EngineCommand, SpentCoinsRefusal, SwiftSyncPassStart};
+use ibex_chainstate::{
+    spent_coins_cutoff, BlockSource, ClaimedSpentCoins, EngineCommand, SpentCoinsRefusal,
+    SwiftSyncPassStart,
+};
 use ibex_p2p::messages::spent_coins::{GetSpentCoins, SpentCoins};
 use ibex_p2p::net::DisconnectReason as NetReason;
 use ibex_p2p::sync::{DisconnectReason as SyncReason, Misbehavior, PeerId};
@@ -373,7 +381,8 @@ impl SyncLoop {
             if *count >= SPENT_COINS_REQUESTS_PER_PEER_MAX {
                 continue;
             }
-            let request = GetSpentCoins { block_hash: *hash, cutoff_height: 0 };
+            let cutoff_height = spent_coins_cutoff(height);
+            let request = GetSpentCoins { block_hash: *hash, cutoff_height };
             if self.network.send(*peer, NetworkMessage::GetSpentCoins(request)).is_err() {
                 continue;
             }
@@ -397,8 +406,11 @@ impl SyncLoop {
             self.disconnect_for_spent_coins(peer, SyncReason::SpentCoinsNotRequested { hash });
             return;
         };
-        let numbered = answer.coins.iter().zip(0u32..).all(|(coin, at)| coin.input_index == at);
-        if !numbered {
+        // Inputs in order; those left out are the pass's to fill in from
+        // the blocks, which also catches a wrong gap.
+        let increasing =
+            answer.coins.windows(2).all(|pair| pair[0].input_index < pair[1].input_index);
+        if !increasing {
             self.disconnect_for_spent_coins(peer, SyncReason::SpentCoinsIncomplete { hash });
             return;
         }
@@ -406,7 +418,10 @@ impl SyncLoop {
             fetch.pending.remove(&hash);
             fetch.offered.insert(hash, request.height);
         }
-        let coins = answer.coins.into_iter().map(|coin| coin.coin).collect();
+        let coins = ClaimedSpentCoins {
+            cutoff_height: spent_coins_cutoff(request.height),
+            coins: answer.coins.into_iter().map(|coin| (coin.input_index, coin.coin)).collect(),
+        };
         let source = BlockSource::Peer(peer.0);
         self.engine.push(EngineCommand::SpentCoins { hash, coins, source });
         self.fetch_spent_coins();
