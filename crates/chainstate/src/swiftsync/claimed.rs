@@ -14,10 +14,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use foldhash::fast::SeedableRandomState;
 use ibex_primitives::{BlockHash, BlockView, OutPoint, SpentCoinBuf, Txid};
 
 use super::recent::RecentBlock;
 use super::SwiftSyncFailure;
+use crate::coins::hasher::salted_hash_builder;
 
 /// Coins a peer claimed for the inputs of a block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,7 +82,7 @@ pub(crate) fn complete_claimed(
     let mut coins = Vec::with_capacity(input_count);
     // Earlier transactions of this block, by id: their outputs may be
     // spent here (created at `height`, above any cutoff).
-    let mut earlier = HashSet::with_capacity(txids.len());
+    let mut earlier = HashSet::with_capacity_and_hasher(txids.len(), salted_hash_builder());
     let mut input: u32 = 0;
     for (position, transaction) in block.transactions().enumerate().skip(1) {
         if let Some(txid) = txids.get(position - 1) {
@@ -115,7 +117,7 @@ pub(crate) fn complete_claimed(
 /// transactions of this block and of `recent`, newest first.
 fn recent_coin(
     outpoint: &OutPoint,
-    earlier: &HashSet<Txid>,
+    earlier: &HashSet<Txid, SeedableRandomState>,
     this_block: &RecentBlock,
     recent: &[Arc<RecentBlock>],
 ) -> Option<Option<SpentCoinBuf>> {

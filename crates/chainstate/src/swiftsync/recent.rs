@@ -24,7 +24,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use foldhash::fast::SeedableRandomState;
 use ibex_primitives::{Amount, BlockHash, BlockView, Height, OutPoint, SpentCoinBuf, Txid};
+
+use crate::coins::hasher::salted_hash_builder;
 
 /// Blocks before a block whose created coins it spends are not asked of
 /// peers (the coins it spends from itself neither).
@@ -56,7 +59,7 @@ pub(crate) struct RecentBlock {
     height: u32,
     /// A transaction id's first output in `outputs`, its output count,
     /// whether it is the coinbase.
-    transactions: HashMap<Txid, (u32, u32, bool)>,
+    transactions: HashMap<Txid, (u32, u32, bool), SeedableRandomState>,
     outputs: Vec<RecentOutput>,
     scripts: Vec<u8>,
 }
@@ -65,7 +68,10 @@ impl RecentBlock {
     /// The outputs of block `hash` at `height`, whose transaction ids are
     /// `txids`.
     pub(crate) fn of(view: &BlockView<'_>, txids: &[Txid], hash: BlockHash, height: u32) -> Self {
-        let mut transactions = HashMap::with_capacity(txids.len());
+        // Keyed foldhash, as the coins cache: a transaction id is looked
+        // up in up to 11 tables per coin left out.
+        let mut transactions =
+            HashMap::with_capacity_and_hasher(txids.len(), salted_hash_builder());
         let mut outputs = Vec::new();
         let mut scripts = Vec::new();
         for (position, (transaction, txid)) in view.transactions().zip(txids).enumerate() {

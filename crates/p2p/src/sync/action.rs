@@ -121,9 +121,10 @@ pub enum DisconnectReason {
         /// The timeout that expired.
         timeout_ms: u64,
     },
-    /// Its spent coins for a block skip or repeat inputs (BIP 455: missing
-    /// coins disconnect).
-    #[error("spent coins of block {hash} do not number the inputs in order")]
+    /// Its spent coins for a block repeat inputs or name them out of order
+    /// (BIP 455: un-requested coins disconnect; which inputs a cutoff
+    /// leaves out the block tells, and the pass checks).
+    #[error("spent coins of block {hash} do not name the inputs in order")]
     SpentCoinsIncomplete {
         /// The block.
         hash: BlockHash,
@@ -157,7 +158,7 @@ impl DisconnectReason {
                 format!("Timeout downloading spent coins of block {hash}")
             }
             DisconnectReason::SpentCoinsIncomplete { hash } => {
-                format!("Spent coins of block {hash} skip or repeat inputs")
+                format!("Spent coins of block {hash} repeat inputs or name them out of order")
             }
         }
     }
