@@ -22,6 +22,8 @@
 //!   the attempt up and ends on the same set;
 //! - a serving peer that never answers `getbspent` is disconnected after
 //!   60 s and its blocks' coins are asked of another: the proof holds;
+//! - a peer whose coins name a block's inputs out of order is
+//!   disconnected;
 //! - a node stopped in the middle of its pass (a peer with the first 100
 //!   blocks and their coins) keeps a checkpoint, and started again with a
 //!   peer that has everything resumes from it, asks the coins of no block
@@ -439,6 +441,23 @@ fn fully_validating_node(
         "-assumevalid=0".to_owned(),
     ]);
     node(datadir, &options)
+}
+
+#[test]
+fn coins_that_name_inputs_out_of_order_disconnect_their_sender() {
+    let Prepared { setup, honest, hints, .. } = prepared("4556");
+    let mut reversed = honest.clone();
+    for answer in reversed.values_mut() {
+        answer.coins.reverse();
+    }
+    let listener = bind_loopback();
+    let b_datadir = setup.root.path().join("b-reversed");
+    let (b, mut b_process) = fully_validating_node(&b_datadir, &hints, &[&listener]);
+    let serving = serve_with_coins(&listener, &setup.chain, reversed);
+    let text = "repeat inputs or name them out of order, disconnecting peer=";
+    common::wait_for_log_after(&b_datadir, text, 0, &mut b_process.0);
+    common::assumeutxo::stop(b, &mut b_process, &b_datadir);
+    assert!(serving.stop().closed_by_node, "the peer was disconnected");
 }
 
 /// Blocks the first peer of the resumed node has, genesis included.
