@@ -93,8 +93,19 @@ impl RecentBlock {
     /// The coin `outpoint` names when this block created it: `Some(None)`
     /// for a value out of range (the block fails its own checks).
     pub(crate) fn coin(&self, outpoint: &OutPoint) -> Option<Option<SpentCoinBuf>> {
+        self.coin_before(outpoint, u32::MAX)
+    }
+
+    /// [`RecentBlock::coin`] for a transaction whose outputs start before
+    /// the block's output number `outputs_before` (within a block, only an
+    /// earlier transaction's outputs may be spent).
+    pub(crate) fn coin_before(
+        &self,
+        outpoint: &OutPoint,
+        outputs_before: u32,
+    ) -> Option<Option<SpentCoinBuf>> {
         let &(first, count, is_coinbase) = self.transactions.get(&outpoint.txid)?;
-        if outpoint.vout >= count {
+        if outpoint.vout >= count || first >= outputs_before {
             return None;
         }
         let output = self.outputs.get((first + outpoint.vout) as usize)?;

@@ -242,5 +242,5 @@ fn completed_coins(
         };
         recent.push(block);
     }
-    Ok(complete_claimed(view, txids, (height, hash), claimed, (&this_block, &recent)))
+    Ok(complete_claimed(view, (height, hash), claimed, (&this_block, &recent)))
 }

@@ -27,25 +27,16 @@ struct CutoffChain {
 
 impl CutoffChain {
     fn new() -> CutoffChain {
-        let root = tempfile::tempdir().unwrap();
-        let blocks = generated_blocks(root.path(), TERMINAL_HEIGHT + 40);
-        let tip = tip_hash(&blocks);
-        let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
-        usual.activate_best_chain().unwrap();
-        let expected = serialized_hash(&usual);
-        let hints = hints_of(&usual);
+        let chain = super::resume::ResumeChain::with_blocks(TERMINAL_HEIGHT + 40);
         let coins = (1..)
-            .zip(spent_coins_of(&usual))
+            .zip(chain.coins)
             .map(|(height, (hash, spent))| {
                 let answer = answered(height, &spent);
                 (hash, spent, answer)
             })
             .collect();
-        let headers = blocks
-            .iter()
-            .map(|bytes| ibex_primitives::Header::decode(bytes[..80].try_into().unwrap()))
-            .collect();
-        CutoffChain { root, blocks, headers, expected, hints, coins }
+        let (root, blocks, headers) = (chain.root, chain.blocks, chain.headers);
+        CutoffChain { root, blocks, headers, expected: chain.expected, hints: chain.hints, coins }
     }
 
     fn plan(&self) -> SwiftSyncPlan {

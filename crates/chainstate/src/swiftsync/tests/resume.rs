@@ -11,21 +11,26 @@ const STORED_FIRST: usize = 100;
 
 /// A generated chain, the set and hints of a node that connected it the
 /// usual way, and its headers.
-struct ResumeChain {
-    root: tempfile::TempDir,
-    blocks: Vec<Vec<u8>>,
-    tip: BlockHash,
-    expected: String,
-    hints: Vec<u8>,
-    headers: Vec<ibex_primitives::Header>,
+pub(super) struct ResumeChain {
+    pub(super) root: tempfile::TempDir,
+    pub(super) blocks: Vec<Vec<u8>>,
+    pub(super) tip: BlockHash,
+    pub(super) expected: String,
+    pub(super) hints: Vec<u8>,
+    pub(super) headers: Vec<ibex_primitives::Header>,
     /// What an honest BIP 455 peer serves for blocks 1 to the terminal.
-    coins: Vec<(BlockHash, Vec<SpentCoinBuf>)>,
+    pub(super) coins: Vec<(BlockHash, Vec<SpentCoinBuf>)>,
 }
 
 impl ResumeChain {
     fn new() -> ResumeChain {
+        ResumeChain::with_blocks(CHAIN_BLOCKS)
+    }
+
+    /// A chain of `blocks_above_genesis` blocks.
+    pub(super) fn with_blocks(blocks_above_genesis: u32) -> ResumeChain {
         let root = tempfile::tempdir().unwrap();
-        let blocks = generated_blocks(root.path(), CHAIN_BLOCKS);
+        let blocks = generated_blocks(root.path(), blocks_above_genesis);
         let tip = tip_hash(&blocks);
         let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
         usual.activate_best_chain().unwrap();
