@@ -6,8 +6,8 @@ holds the chain; each round starts a fresh client that syncs from it with
 `-assumevalid` at the server's tip, once with `-swiftsync=HINTS` and once
 without (alternated, because this VM's speed drifts between minutes), and
 times it from start to the `UpdateTip` line of `--height`, with the CPU
-seconds it used (/proc). Optionally a `bitcoind` client (Core v30 or
-master) syncs the same way in the same minutes.
+seconds it used (/proc). Optionally `bitcoind` clients (Core v30 and
+master, each `--bitcoind NAME=PATH`) sync the same way in the same minutes.
 
 With `--full` every client runs with `-assumevalid=0` (every script
 checked) and the server serves spent coins (`-peerblockspentcoins`, BIP
@@ -15,7 +15,7 @@ checked) and the server serves spent coins (`-peerblockspentcoins`, BIP
 
     scripts/bench-swiftsync.py --ibexd BIN/ibexd --server DATADIR --hints FILE \\
         --assumevalid HASH --height 4100 --dbcache 100 --rounds 1 --work DIR \\
-        [--bitcoind CORE/bitcoind]
+        [--bitcoind v30=CORE30/bitcoind --bitcoind master=CORE/bitcoind]
     scripts/bench-swiftsync.py --full --ibexd BIN/ibexd --server DATADIR --hints FILE \\
         --height 2000 --dbcache 450 --rounds 2 --work DIR
 
@@ -84,12 +84,17 @@ def main() -> None:
     parser.add_argument("--dbcache", type=int, default=450)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--bitcoind")
+    parser.add_argument("--bitcoind", action="append", default=[], metavar="[NAME=]PATH",
+                        help="a Core bitcoind to time beside (repeat for several: v30=PATH master=PATH)")
     parser.add_argument("--timeout", type=float, default=7200)
     arguments = parser.parse_args()
     if arguments.full == (arguments.assumevalid is not None):
         parser.error("give either --assumevalid or --full")
     assume_valid = "0" if arguments.full else arguments.assumevalid
+    cores = {}
+    for given in arguments.bitcoind:
+        name, _, path = given.rpartition("=")
+        cores[f"bitcoind-{name}" if name else "bitcoind"] = path
 
     os.makedirs(arguments.work, exist_ok=True)
     port = free_port()
@@ -106,8 +111,7 @@ def main() -> None:
         needle = f"height={arguments.height} "
         for round_number in range(arguments.rounds):
             kinds = ["swiftsync", "ibex"] if round_number % 2 else ["ibex", "swiftsync"]
-            if arguments.bitcoind:
-                kinds.append("bitcoind")
+            kinds.extend(cores)
             for kind in kinds:
                 datadir = os.path.join(arguments.work, f"client-{kind}")
                 shutil.rmtree(datadir, ignore_errors=True)
@@ -115,8 +119,8 @@ def main() -> None:
                 common = ["-regtest", f"-datadir={datadir}", "-printtoconsole=0", "-server=0",
                           f"-connect=127.0.0.1:{port}", "-listen=0", f"-dbcache={arguments.dbcache}",
                           f"-assumevalid={assume_valid}"]
-                if kind == "bitcoind":
-                    command = [arguments.bitcoind] + common
+                if kind in cores:
+                    command = [cores[kind]] + common
                 else:
                     command = [arguments.ibexd] + common
                     if kind == "swiftsync":
@@ -144,8 +148,11 @@ def main() -> None:
     summary = {kind: sum(values) / len(values) for kind, values in walls.items()}
     if "ibex" in summary and "swiftsync" in summary:
         summary["ibex_over_swiftsync"] = round(summary["ibex"] / summary["swiftsync"], 2)
-    if "bitcoind" in summary and "swiftsync" in summary:
-        summary["bitcoind_over_swiftsync"] = round(summary["bitcoind"] / summary["swiftsync"], 2)
+    for kind in cores:
+        if kind in summary and "swiftsync" in summary:
+            summary[f"{kind}_over_swiftsync"] = round(summary[kind] / summary["swiftsync"], 2)
+        if kind in summary and "ibex" in summary:
+            summary[f"{kind}_over_ibex"] = round(summary[kind] / summary["ibex"], 2)
     print(json.dumps({"summary": summary}), flush=True)
 
 

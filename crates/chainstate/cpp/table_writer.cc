@@ -55,8 +55,8 @@ extern "C" {
 
 // Opens a writer of a table at `path` with the coins database's table
 // format: bloom filters of `bloom_bits_per_key` (whole keys when
-// `whole_key_filtering`, and fixed prefixes of `prefix_bytes`), no
-// compression. With `direct_writes`, the file is written with O_DIRECT,
+// `whole_key_filtering`, and fixed prefixes of `prefix_bytes`; none at 0
+// bits), no compression. With `direct_writes`, the file is written with O_DIRECT,
 // past the page cache (refused where the file system cannot). Null with
 // `*error` set on failure.
 ibex_table_writer* ibex_table_writer_open(const char* path, std::size_t path_bytes,
@@ -66,7 +66,10 @@ ibex_table_writer* ibex_table_writer_open(const char* path, std::size_t path_byt
                                           char** error) {
   try {
     rocksdb::BlockBasedTableOptions table;
-    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(bloom_bits_per_key));
+    // No bits a key: a table without filters (one of the last level).
+    if (bloom_bits_per_key > 0) {
+      table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(bloom_bits_per_key));
+    }
     table.whole_key_filtering = whole_key_filtering != 0;
     table.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinarySearch;
     rocksdb::Options options;

@@ -8,6 +8,9 @@
 //! - `encode_owned`: [`Block::encode`] of an owned block plus its `size()` and
 //!   `stripped_size()` (Core's WriteBlockBench also writes to a file).
 //! - `merkle_root`: the merkle root alone of 2,048 leaves (Core: MerkleRoot).
+//! - `transaction_hashes`: every txid, and the witness merkle root, one
+//!   transaction at a time (`TransactionView::txid`/`wtxid`) and two at a
+//!   time (`BlockView::txids_into`, `witness_merkle_root`).
 //! - `to_owned`: decode into owned types, parse included (Core's
 //!   DeserializeBlockTest, which builds a `CBlock`).
 //! - `to_owned_hashed`: `to_owned` plus every txid and wtxid, which Core's
@@ -135,6 +138,52 @@ fn merkle_root_2048_leaves(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// Every txid and the witness merkle root, one transaction at a time and
+/// two at a time on SHA-NI.
+fn transaction_hashes(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("transaction_hashes");
+    for height in BLOCKS {
+        let bytes = mainnet_block(height);
+        let block = BlockView::parse(&bytes).unwrap();
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        let mut txids: Vec<[u8; 32]> = Vec::new();
+        block.txids_into(&mut txids);
+        let one_at_a_time: Vec<[u8; 32]> =
+            block.transactions().map(|transaction| transaction.txid().0).collect();
+        assert_eq!(txids, one_at_a_time);
+        group.bench_function(format!("{height}/txids_one_at_a_time"), |bencher| {
+            bencher.iter(|| {
+                txids.clear();
+                txids.extend(black_box(&block).transactions().map(|tx| tx.txid().0));
+                black_box(txids.len())
+            })
+        });
+        group.bench_function(format!("{height}/txids_two_at_a_time"), |bencher| {
+            bencher.iter(|| {
+                black_box(&block).txids_into(&mut txids);
+                black_box(txids.len())
+            })
+        });
+        let witness_root = |block: &BlockView<'_>| {
+            let leaves = block
+                .transactions()
+                .enumerate()
+                .map(|(index, tx)| if index == 0 { [0; 32] } else { tx.wtxid().0 })
+                .collect();
+            ibex_primitives::merkle_root(leaves).root
+        };
+        assert_eq!(witness_root(&block), ibex_primitives::merkle::witness_merkle_root(&block));
+        group.bench_function(format!("{height}/witness_root_one_at_a_time"), |bencher| {
+            bencher.iter(|| black_box(witness_root(black_box(&block))))
+        });
+        group.bench_function(format!("{height}/witness_root_two_at_a_time"), |bencher| {
+            bencher
+                .iter(|| black_box(ibex_primitives::merkle::witness_merkle_root(black_box(&block))))
+        });
+    }
+    group.finish();
+}
+
 fn encode_owned(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("encode_owned");
     for height in BLOCKS {
@@ -199,6 +248,7 @@ criterion_group!(
     parse,
     parse_txids_merkle,
     merkle_root_2048_leaves,
+    transaction_hashes,
     encode_owned,
     to_owned,
     to_owned_hashed

@@ -8,7 +8,7 @@
 
 use crate::encode::{compact_size_len, Reader};
 use crate::error::{BlockDecodeError, Field};
-use crate::hash::{sha256_each_32_in_place, BlockHash, Txid};
+use crate::hash::{sha256_each, sha256_each_32_in_place, BlockHash, Txid};
 use crate::header::{Header, HEADER_BYTES};
 use crate::limits::WITNESS_SCALE_FACTOR;
 use crate::merkle::{merkle_root, MerkleRoot};
@@ -214,12 +214,15 @@ impl<'a> BlockView<'a> {
     }
 
     /// Every txid in block order into `txids` (cleared first), as raw bytes ready
-    /// to be merkle leaves. The first SHA-256 of each transaction runs one at a
-    /// time; the second ones (32 bytes each) run two at a time with interleaved
-    /// SHA-NI, see [`sha256_each_32_in_place`].
+    /// to be merkle leaves. Both SHA-256s of the transactions run two at a time
+    /// with interleaved SHA-NI where the CPU has it ([`sha256_each`] on the
+    /// witness-free serialisations, then [`sha256_each_32_in_place`]).
     pub fn txids_into(&self, txids: &mut Vec<[u8; 32]>) {
+        let messages: Vec<[&[u8]; 3]> =
+            self.transactions().map(|transaction| transaction.base_parts()).collect();
         txids.clear();
-        txids.extend(self.transactions().map(|transaction| transaction.txid_first_sha256()));
+        txids.resize(messages.len(), [0; 32]);
+        sha256_each(&messages, txids);
         sha256_each_32_in_place(txids);
     }
 

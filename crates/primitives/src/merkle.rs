@@ -7,7 +7,7 @@
 //! ([`sha256d_64_pair`]) roughly halves that, as Core's `SHA256D64` does.
 
 use crate::block::BlockView;
-use crate::hash::{sha256d_64, sha256d_64_pair, Hash256};
+use crate::hash::{sha256_each, sha256_each_32_in_place, sha256d_64, sha256d_64_pair, Hash256};
 use thiserror::Error;
 
 /// A merkle root and whether the tree was mutated: two equal siblings somewhere
@@ -103,11 +103,14 @@ pub enum WitnessCommitmentError {
 /// The witness merkle root: wtxids with the coinbase's replaced by zeros. The
 /// mutation flag is ignored here, as in Core.
 pub fn witness_merkle_root(block: &BlockView<'_>) -> Hash256 {
-    let leaves = block
-        .transactions()
-        .enumerate()
-        .map(|(index, transaction)| if index == 0 { [0; 32] } else { transaction.wtxid().0 })
-        .collect();
+    // The wtxids' hashes run two transactions at a time (`sha256_each`).
+    let messages: Vec<[&[u8]; 3]> =
+        block.transactions().skip(1).map(|transaction| [transaction.bytes(), &[], &[]]).collect();
+    let mut leaves = vec![[0u8; 32]; block.transaction_count()];
+    if let Some(wtxids) = leaves.get_mut(1..) {
+        sha256_each(&messages, wtxids);
+        sha256_each_32_in_place(wtxids);
+    }
     merkle_root(leaves).root
 }
 

@@ -9,10 +9,11 @@
 //! buffering hasher. Merkle nodes hash exactly 64 bytes: [`sha256d_64`] runs the
 //! three compressions (data, constant padding block, second hash) directly.
 //!
-//! Batches: [`sha256d_64_pair`] hashes two merkle nodes at once and
-//! [`sha256_each_32_in_place`] the second hash of many txids two at a time, with
-//! interleaved SHA-NI where the CPU has it (`sha_ni`, the crate's only
-//! `unsafe` code) and the single-message `sha2` path otherwise.
+//! Batches: [`sha256d_64_pair`] hashes two merkle nodes at once,
+//! [`sha256_each`] the first hash of a block's transactions (txids, wtxids)
+//! and [`sha256_each_32_in_place`] the second hash of many txids, two at a
+//! time with interleaved SHA-NI where the CPU has it (`sha_ni`, the crate's
+//! only `unsafe` code) and the single-message `sha2` path otherwise.
 
 #[cfg(target_arch = "x86_64")]
 mod sha_ni;
@@ -124,6 +125,21 @@ fn sha256_32_pair(first: &[u8; 32], second: &[u8; 32]) -> [[u8; 32]; 2] {
         return hashes;
     }
     [sha256_of_32(first), sha256_of_32(second)]
+}
+
+/// SHA-256 of each message (the concatenation of its three parts, any of
+/// them empty) into `digests`, one each in the same order: two messages at
+/// a time with interleaved SHA-NI where the CPU has it (`sha_ni::stream`),
+/// one at a time with `sha2` otherwise. Panics when the lengths differ.
+pub fn sha256_each(messages: &[[&[u8]; 3]], digests: &mut [[u8; 32]]) {
+    assert_eq!(messages.len(), digests.len(), "one digest per message");
+    #[cfg(target_arch = "x86_64")]
+    if sha_ni::sha256_each(messages, digests) {
+        return;
+    }
+    for (parts, digest) in messages.iter().zip(digests) {
+        *digest = sha256_parts(parts);
+    }
 }
 
 /// SHA-256 of the concatenation of `parts`, without concatenating them.
@@ -302,8 +318,67 @@ mod tests {
         }
     }
 
+    /// Hashes `messages` with [`sha256_each`] and with `sha2` on each
+    /// concatenation.
+    fn each_and_reference(messages: &[[&[u8]; 3]]) -> (Vec<[u8; 32]>, Vec<[u8; 32]>) {
+        let mut digests = vec![[0xee; 32]; messages.len()];
+        sha256_each(messages, &mut digests);
+        let expected = messages.iter().map(|parts| Sha256::digest(parts.concat()).into()).collect();
+        (digests, expected)
+    }
+
+    #[test]
+    fn each_message_hashes_as_alone_across_padding_edges_and_lane_changes() {
+        // Every length up to three blocks and a few more, in order: each
+        // padding case (the length in the last data block or a block of
+        // its own, a message ending on a block boundary), and lanes that
+        // end at different times and take the next message while the
+        // other goes on.
+        let data: Vec<u8> = (0..2_000u32).map(|index| (index * 7 + index / 13) as u8).collect();
+        let lengths: Vec<usize> = (0..=200).chain([255, 256, 257, 1_000, 1_999]).collect();
+        let whole: Vec<[&[u8]; 3]> =
+            lengths.iter().map(|&length| [&data[..length], &[], &[]]).collect();
+        let (digests, expected) = each_and_reference(&whole);
+        assert_eq!(digests, expected);
+        // The same bytes in three slices, split inside and across blocks.
+        let split: Vec<[&[u8]; 3]> = lengths
+            .iter()
+            .map(|&length| {
+                let (first, rest) = data[..length].split_at(length / 3);
+                let (second, third) = rest.split_at(rest.len() / 2);
+                [first, second, third]
+            })
+            .collect();
+        let (digests, _) = each_and_reference(&split);
+        assert_eq!(digests, expected);
+        for count in 0..4 {
+            let (digests, expected) = each_and_reference(&whole[..count]);
+            assert_eq!(digests, expected, "{count} messages");
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn each_message_in_parts_matches_its_concatenation(
+            messages in proptest::collection::vec(
+                (proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                 proptest::prelude::any::<u16>(), proptest::prelude::any::<u16>()),
+                0..12,
+            ),
+        ) {
+            let parts: Vec<[&[u8]; 3]> = messages
+                .iter()
+                .map(|(bytes, first_cut, second_cut)| {
+                    let first = usize::from(*first_cut) % (bytes.len() + 1);
+                    let second = first + usize::from(*second_cut) % (bytes.len() - first + 1);
+                    [&bytes[..first], &bytes[first..second], &bytes[second..]]
+                })
+                .collect();
+            let (digests, expected) = each_and_reference(&parts);
+            proptest::prop_assert_eq!(digests, expected);
+        }
 
         #[test]
         fn pair_of_64_byte_double_hashes_matches_single(

@@ -1,6 +1,7 @@
 //! Two independent SHA-256 computations interleaved on x86-64 SHA extensions
-//! (SHA-NI): merkle nodes (double SHA-256 of 64 bytes) and the second hash of
-//! txids (SHA-256 of a 32-byte digest), two at a time.
+//! (SHA-NI): merkle nodes (double SHA-256 of 64 bytes), the second hash of
+//! txids (SHA-256 of a 32-byte digest), two at a time, and the first hash of
+//! a block's transactions, two streams at a time ([`stream`]).
 //!
 //! Why `unsafe` here, and only here: SHA-NI is reached through `core::arch`
 //! intrinsics compiled for CPU features that must be checked at run time, which
@@ -37,6 +38,10 @@ use core::arch::x86_64::{
 use std::sync::OnceLock;
 
 use super::SHA256_INITIAL_STATE;
+
+mod stream;
+
+pub(super) use stream::MessageParts;
 
 /// SHA-256's round constants.
 const ROUND_CONSTANTS: [u32; 64] = [
@@ -181,6 +186,20 @@ pub(super) fn sha256_32_pair(first: &[u8; 32], second: &[u8; 32]) -> Option<[[u8
     // feature `sha256_32_pair_shani` is compiled for (sha, sse2, ssse3,
     // sse4.1); it only reads through the two array references it is given.
     Some(unsafe { sha256_32_pair_shani(first, second) })
+}
+
+/// SHA-256 of each of `messages` into `digests` (one each), two messages
+/// at a time; `false` without SHA-NI (nothing written).
+#[inline]
+pub(super) fn sha256_each(messages: &[MessageParts<'_>], digests: &mut [[u8; 32]]) -> bool {
+    if !available() {
+        return false;
+    }
+    // SAFETY: `available()` has just confirmed that this CPU supports every
+    // feature `sha256_each_shani` is compiled for (sha, sse2, ssse3,
+    // sse4.1); it reads only the given slices and writes only `digests`.
+    unsafe { stream::sha256_each_shani(messages, digests) };
+    true
 }
 
 /// The eight state words as the round instruction wants them.

@@ -21,7 +21,7 @@ use ibex_primitives::OutPoint;
 use rocksdb::IngestExternalFileOptions;
 
 use super::options::COIN_TXID_PREFIX_BYTES;
-use super::table_writer::{TableWriter, TableWrites};
+use super::table_writer::{TableFilters, TableWriter, TableWrites};
 use super::CoinsDatabase;
 use crate::coins::coin::{Coin, CoinKey};
 use crate::error::ChainstateError;
@@ -96,8 +96,11 @@ impl BulkCoinWriter<'_> {
                 let number = self.database.next_table_number();
                 let path = self.database.tables_directory().join(format!("bulk-{number}.sst"));
                 let whole_keys = self.database.whole_key_filters.load(Ordering::Relaxed);
+                // Ingested into the last level: its filters, as a
+                // compaction there would make them.
+                let filters = TableFilters::last_level(whole_keys);
                 let table =
-                    TableWriter::create(&path, whole_keys, COIN_TXID_PREFIX_BYTES, self.writes)?;
+                    TableWriter::create(&path, filters, COIN_TXID_PREFIX_BYTES, self.writes)?;
                 self.table.insert(table)
             }
         };

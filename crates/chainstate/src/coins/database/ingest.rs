@@ -41,7 +41,7 @@ use super::options::COIN_TXID_PREFIX_BYTES;
 use super::store::{
     head_blocks_record, CoinsDatabase, FlushStats, BEST_BLOCK_KEY, HEAD_BLOCKS_KEY,
 };
-use super::table_writer::{TableWriter, TableWrites};
+use super::table_writer::{TableFilters, TableWriter, TableWrites};
 use crate::coins::coin::{Coin, CoinKey};
 use crate::error::ChainstateError;
 
@@ -108,7 +108,7 @@ impl CoinsDatabase {
         let path = self.tables_directory().join(format!("flush-{number}.sst"));
         let mut table = TableWriter::create(
             &path,
-            self.whole_key_filters.load(Ordering::Relaxed),
+            TableFilters::above_last_level(self.whole_key_filters.load(Ordering::Relaxed)),
             COIN_TXID_PREFIX_BYTES,
             TableWrites::PageCache,
         )?;

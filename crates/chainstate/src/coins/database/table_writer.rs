@@ -81,6 +81,40 @@ pub enum TableWrites {
     Direct,
 }
 
+/// Which bloom filters a table carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFilters {
+    /// Over whole keys and over each key's prefix.
+    WholeKeysAndPrefixes,
+    /// Over each key's prefix only.
+    Prefixes,
+    /// None: a table of the last level, where the database builds none
+    /// either ([`super::options::LAST_LEVEL_FILTERS`]).
+    None,
+}
+
+impl TableFilters {
+    /// The filters a table of a level above the last carries: whole keys
+    /// too while the database filters on them.
+    pub fn above_last_level(whole_keys: bool) -> TableFilters {
+        if whole_keys {
+            TableFilters::WholeKeysAndPrefixes
+        } else {
+            TableFilters::Prefixes
+        }
+    }
+
+    /// The filters of a table ingested into the last level (a bulk load,
+    /// SwiftSync's staged coins), as the database's own tables there.
+    pub fn last_level(whole_keys: bool) -> TableFilters {
+        if super::options::LAST_LEVEL_FILTERS {
+            TableFilters::above_last_level(whole_keys)
+        } else {
+            TableFilters::None
+        }
+    }
+}
+
 /// A table being written: keys must be added in increasing byte order
 /// (RocksDB checks, and a key out of order is an error, not a crash).
 pub struct TableWriter {
@@ -93,24 +127,26 @@ pub struct TableWriter {
 unsafe impl Send for TableWriter {}
 
 impl TableWriter {
-    /// Creates the table file at `path` (replacing one there), with
-    /// whole-key filters or not and prefix filters over the first
-    /// `prefix_bytes` of each key, written the way `writes` says.
+    /// Creates the table file at `path` (replacing one there), with the
+    /// `filters` given (prefixes: the first `prefix_bytes` of each key),
+    /// written the way `writes` says.
     pub fn create(
         path: &Path,
-        whole_key_filtering: bool,
+        filters: TableFilters,
         prefix_bytes: usize,
         writes: TableWrites,
     ) -> Result<TableWriter, ChainstateError> {
         let bytes = path.as_os_str().as_bytes();
         let mut error = std::ptr::null_mut();
+        // No bits a key: no filter at all (the shim's convention).
+        let bits_per_key = if filters == TableFilters::None { 0.0 } else { BLOOM_BITS_PER_KEY };
         // SAFETY: `bytes` outlives the call; `error` is a valid out pointer.
         let raw = unsafe {
             ibex_table_writer_open(
                 bytes.as_ptr().cast(),
                 bytes.len(),
-                BLOOM_BITS_PER_KEY,
-                c_int::from(whole_key_filtering),
+                bits_per_key,
+                c_int::from(filters == TableFilters::WholeKeysAndPrefixes),
                 prefix_bytes,
                 c_int::from(writes == TableWrites::Direct),
                 &mut error,
@@ -129,7 +165,7 @@ impl TableWriter {
     pub fn direct_writes_work(directory: &Path) -> bool {
         let path = directory.join("ibex-direct-write-probe.sst");
         let written =
-            TableWriter::create(&path, true, 1, TableWrites::Direct).and_then(|mut table| {
+            TableWriter::create(&path, TableFilters::WholeKeysAndPrefixes, 1, TableWrites::Direct).and_then(|mut table| {
                 table.put(b"probe", b"probe")?;
                 table.finish()
             });
@@ -209,6 +245,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_table_without_filters_is_smaller_and_reads_the_same() {
+        let directory = tempfile::tempdir().unwrap();
+        let keys: Vec<[u8; 12]> = (0..20_000u32)
+            .map(|index| {
+                let mut key = [0u8; 12];
+                key[..4].copy_from_slice(&index.to_be_bytes());
+                key[4..8].copy_from_slice(&index.wrapping_mul(2_654_435_761).to_be_bytes());
+                key
+            })
+            .collect();
+        let mut sizes = Vec::new();
+        for (number, filters) in
+            [TableFilters::WholeKeysAndPrefixes, TableFilters::Prefixes, TableFilters::None]
+                .into_iter()
+                .enumerate()
+        {
+            let path = directory.path().join(format!("table-{number}.sst"));
+            let mut table = TableWriter::create(&path, filters, 4, TableWrites::PageCache).unwrap();
+            for key in &keys {
+                table.put(key, b"value").unwrap();
+            }
+            let (written, file_bytes) = table.finish().unwrap();
+            sizes.push(file_bytes);
+            let database =
+                rocksdb::DB::open_default(directory.path().join(format!("database-{number}")))
+                    .unwrap();
+            database.ingest_external_file(vec![written]).unwrap();
+            assert_eq!(database.get(keys[12_345]).unwrap().as_deref(), Some(&b"value"[..]));
+            assert_eq!(database.get([0xff; 12]).unwrap(), None);
+        }
+        // Ten bits a key: whole keys and prefixes (here unique too) ~2 x 25
+        // KB of filter, prefixes alone ~25 KB, none 0.
+        assert!(sizes[2] + 20_000 < sizes[1], "{sizes:?}");
+        assert!(sizes[1] + 20_000 < sizes[0], "{sizes:?}");
+    }
+
+    #[test]
     fn the_direct_write_probe_leaves_nothing_and_fails_where_no_table_can_be_written() {
         let directory = tempfile::tempdir().unwrap();
         // Whether the temporary directory's file system takes O_DIRECT
@@ -223,7 +296,8 @@ mod tests {
         } else {
             TableWrites::PageCache
         };
-        let mut table = TableWriter::create(&path, true, 1, writes).unwrap();
+        let mut table =
+            TableWriter::create(&path, TableFilters::WholeKeysAndPrefixes, 1, writes).unwrap();
         table.put(b"a", b"1").unwrap();
         table.put(b"b", b"2").unwrap();
         let (written, file_bytes) = table.finish().unwrap();
