@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 
-use ibex_primitives::hints::{HintNumbering, OutpointAggregate, OutpointHasher};
+use ibex_primitives::hints::{HintNumbering, OutpointAggregate, OutpointHasher, PairedAggregate};
 use ibex_primitives::{
     Amount, BlockHash, BlockView, Height, OutPoint, SpentCoin, TransactionView, Txid,
 };
@@ -130,19 +130,22 @@ pub fn account_block<'b>(
     hasher: &OutpointHasher,
 ) -> Result<BlockAccount<'b>, SwiftSyncBlockError> {
     let mut walk = BlockWalk::new(to_account);
+    // Outpoints hashed two at a time, the block's sum added once.
+    let mut paired = PairedAggregate::default();
     for ((index, transaction), txid) in
         to_account.block.transactions().enumerate().zip(to_account.txids)
     {
         if index > 0 {
             for (input_index, input) in transaction.inputs().iter().enumerate() {
                 walk.check_in_block_order(&input.previous_output().txid, index, input_index)?;
-                walk.account.aggregate.subtract(hasher, input.previous_output_bytes());
+                paired.subtract(hasher, input.previous_output_bytes());
             }
         }
-        walk.outputs(index, &transaction, txid, |aggregate, outpoint, _| {
-            aggregate.add(hasher, outpoint);
+        walk.outputs(index, &transaction, txid, |_, outpoint, _| {
+            paired.add(hasher, outpoint);
         })?;
     }
+    walk.account.aggregate.merge(&paired.finish(hasher));
     walk.finish()
 }
 

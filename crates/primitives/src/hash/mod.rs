@@ -127,6 +127,27 @@ fn sha256_32_pair(first: &[u8; 32], second: &[u8; 32]) -> [[u8; 32]; 2] {
     [sha256_of_32(first), sha256_of_32(second)]
 }
 
+/// The state after one compression of `block` from `start` (a message
+/// whose first blocks gave `start`), as the digest's bytes when `block`
+/// is the message's last, padded.
+#[inline]
+pub fn compress_from(start: &[u32; 8], block: &[u8; 64]) -> [u8; 32] {
+    let mut state = *start;
+    sha2::compress256(&mut state, &[GenericArray::from(*block)]);
+    state_to_bytes(&state)
+}
+
+/// [`compress_from`] of two blocks from the same `start`, together with
+/// interleaved SHA-NI when the CPU has it.
+#[inline]
+pub fn compress_pair_from(start: &[u32; 8], blocks: [&[u8; 64]; 2]) -> [[u8; 32]; 2] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(digests) = sha_ni::compress_pair_from(start, blocks[0], blocks[1]) {
+        return digests;
+    }
+    [compress_from(start, blocks[0]), compress_from(start, blocks[1])]
+}
+
 /// SHA-256 of each message (the concatenation of its three parts, any of
 /// them empty) into `digests`, one each in the same order: two messages at
 /// a time with interleaved SHA-NI where the CPU has it (`sha_ni::stream`),

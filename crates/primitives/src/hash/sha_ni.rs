@@ -202,6 +202,24 @@ pub(super) fn sha256_each(messages: &[MessageParts<'_>], digests: &mut [[u8; 32]
     true
 }
 
+/// One compression each of `first` and `second` from the same `start`
+/// state (two messages sharing their first blocks), or `None` without
+/// SHA-NI.
+#[inline]
+pub(super) fn compress_pair_from(
+    start: &[u32; 8],
+    first: &[u8; 64],
+    second: &[u8; 64],
+) -> Option<[[u8; 32]; 2]> {
+    if !available() {
+        return None;
+    }
+    // SAFETY: `available()` has just confirmed that this CPU supports every
+    // feature `compress_pair_from_shani` is compiled for (sha, sse2, ssse3,
+    // sse4.1); it only reads through the references it is given.
+    Some(unsafe { compress_pair_from_shani(start, first, second) })
+}
+
 /// The eight state words as the round instruction wants them.
 #[derive(Clone, Copy)]
 struct State {
@@ -394,6 +412,20 @@ unsafe fn padded_32_byte_block(data: [__m128i; 2]) -> [__m128i; 4] {
         words_from_array(PADDING_AFTER_32_BYTES[0]),
         words_from_array(PADDING_AFTER_32_BYTES[1]),
     ]
+}
+
+/// Caller must have checked the CPU features (see [`available`]).
+#[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+unsafe fn compress_pair_from_shani(
+    start: &[u32; 8],
+    first: &[u8; 64],
+    second: &[u8; 64],
+) -> [[u8; 32]; 2] {
+    let [a, b, c, d, e, f, g, h] = start.map(|word| word as i32);
+    let state = State { abef: _mm_set_epi32(a, b, e, f), cdgh: _mm_set_epi32(c, d, g, h) };
+    let mut states = [state; 2];
+    compress(&mut states, [block_words(first), block_words(second)]);
+    [state_to_bytes(states[0]), state_to_bytes(states[1])]
 }
 
 /// Caller must have checked the CPU features (see [`available`]).

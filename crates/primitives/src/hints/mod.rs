@@ -41,7 +41,7 @@ mod elias_fano;
 mod error;
 mod gap_list;
 
-pub use aggregate::{OutpointAggregate, OutpointHasher, AGGREGATE_SALT_BYTES};
+pub use aggregate::{OutpointAggregate, OutpointHasher, PairedAggregate, AGGREGATE_SALT_BYTES};
 pub use error::HintsError;
 
 use crate::encode::Reader;

@@ -165,10 +165,11 @@ impl TableWriter {
     pub fn direct_writes_work(directory: &Path) -> bool {
         let path = directory.join("ibex-direct-write-probe.sst");
         let written =
-            TableWriter::create(&path, TableFilters::WholeKeysAndPrefixes, 1, TableWrites::Direct).and_then(|mut table| {
-                table.put(b"probe", b"probe")?;
-                table.finish()
-            });
+            TableWriter::create(&path, TableFilters::WholeKeysAndPrefixes, 1, TableWrites::Direct)
+                .and_then(|mut table| {
+                    table.put(b"probe", b"probe")?;
+                    table.finish()
+                });
         let _ = std::fs::remove_file(&path);
         written.is_ok()
     }
