@@ -57,7 +57,7 @@ impl<'a> Cursor<'a> {
     /// the padding started).
     fn whole_blocks(&self) -> &'a [[u8; 64]] {
         match (self.tail, self.parts.get(self.part)) {
-            (Tail::Data, Some(part)) => part.get(self.offset..).unwrap_or_default().as_chunks().0,
+            (Tail::Data, Some(part)) => as_blocks(part.get(self.offset..).unwrap_or_default()),
             _ => &[],
         }
     }
@@ -124,6 +124,14 @@ impl<'a> Cursor<'a> {
         }
         Some(block_words(&block))
     }
+}
+
+/// `bytes` as whole 64-byte blocks, the rest left out (`<[u8]>::as_chunks`
+/// without its Rust 1.88, above the workspace's minimum version).
+fn as_blocks(bytes: &[u8]) -> &[[u8; 64]] {
+    // SAFETY: `[u8; 64]` has the alignment of `u8` and no padding, and the
+    // `len / 64` blocks lie within `bytes`, whose lifetime the result keeps.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<[u8; 64]>(), bytes.len() / 64) }
 }
 
 /// One lane: the message it hashes (its index and cursor); its state is
