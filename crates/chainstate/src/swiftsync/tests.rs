@@ -307,16 +307,10 @@ fn given_up(events: &Events) -> Option<SwiftSyncFailure> {
 
 #[test]
 fn fully_validating_swiftsync_checks_every_block_with_the_claimed_coins() {
-    let root = tempfile::tempdir().unwrap();
     // No `-assumevalid` margin is needed: scripts are checked.
     let chain_blocks = TERMINAL_HEIGHT + 40;
-    let blocks = generated_blocks(root.path(), chain_blocks);
-    let tip = tip_hash(&blocks);
-    let (mut usual, _) = accepted(&root.path().join("usual"), &blocks, tip);
-    usual.activate_best_chain().unwrap();
-    let expected = serialized_hash(&usual);
-    let hints = hints_of(&usual);
-    let coins = spent_coins_of(&usual);
+    let resume::ResumeChain { root, blocks, expected, hints, coins, .. } =
+        resume::ResumeChain::with_blocks(chain_blocks);
     let input_count: usize = coins.iter().map(|(_, spent)| spent.len()).sum();
     assert!(input_count > 50, "the chain spends coins below the terminal height");
 

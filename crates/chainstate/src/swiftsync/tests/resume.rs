@@ -6,6 +6,14 @@ use std::path::Path;
 
 use super::*;
 
+/// How many blocks the pass resumed with, if it resumed.
+fn resumed_with(seen: &[SwiftSyncEvent]) -> Option<u32> {
+    seen.iter().find_map(|event| match event {
+        SwiftSyncEvent::Resumed { accounted_count, .. } => Some(*accounted_count),
+        _ => None,
+    })
+}
+
 /// Blocks stored before a checkpoint is kept (genesis included).
 const STORED_FIRST: usize = 100;
 
@@ -92,10 +100,7 @@ fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
     }
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
-    assert!(
-        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == accounted)),
-        "{seen:?}"
-    );
+    assert_eq!(resumed_with(&seen), Some(accounted), "{seen:?}");
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&again), expected);
     assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
@@ -116,7 +121,7 @@ fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
     other.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
     assert_eq!(seen.first(), Some(&SwiftSyncEvent::UnfinishedDiscarded), "{seen:?}");
-    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })));
+    assert_eq!(resumed_with(&seen), None, "{seen:?}");
     assert_eq!(serialized_hash(&other), expected);
     drop(other);
 
@@ -145,7 +150,7 @@ fn a_pass_the_shutdown_cuts_short_resumes_from_its_checkpoint() {
     }
     lost.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
-    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })), "{seen:?}");
+    assert_eq!(resumed_with(&seen), None, "{seen:?}");
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&lost), expected);
 }
@@ -194,10 +199,7 @@ fn a_crash_after_a_checkpoint_kept_while_the_pass_ran_resumes_from_it() {
     }
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
-    assert!(
-        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == accounted)),
-        "{seen:?}"
-    );
+    assert_eq!(resumed_with(&seen), Some(accounted), "{seen:?}");
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&again), expected);
     assert_eq!(again.tip().unwrap().1, CHAIN_BLOCKS);
@@ -241,10 +243,7 @@ fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted(
     again.set_swiftsync(SwiftSyncPlan::fully_validating(file()));
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
-    assert!(
-        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == COINS_GIVEN_FIRST as u32)),
-        "{seen:?}"
-    );
+    assert_eq!(resumed_with(&seen), Some(COINS_GIVEN_FIRST as u32), "{seen:?}");
     // The network side is told which heights need no coins.
     let pass = again.reader().snapshot().swiftsync_pass.clone().expect("the pass runs");
     assert_eq!(pass.terminal, coins.last().map(|(hash, _)| *hash).unwrap());
@@ -289,7 +288,7 @@ fn a_fully_validating_pass_resumes_and_asks_no_coins_of_the_blocks_it_accounted(
     other.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
     assert_eq!(seen.first(), Some(&SwiftSyncEvent::UnfinishedDiscarded), "{seen:?}");
-    assert!(!seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { .. })), "{seen:?}");
+    assert_eq!(resumed_with(&seen), None, "{seen:?}");
     assert!(matches!(seen.last(), Some(SwiftSyncEvent::Completed { .. })), "{seen:?}");
     assert_eq!(serialized_hash(&other), expected);
 }
@@ -335,10 +334,7 @@ fn a_fully_validating_pass_crashed_after_a_checkpoint_resumes_from_it() {
     again.set_swiftsync(plan());
     again.activate_best_chain().unwrap();
     let seen = events.lock().unwrap().clone();
-    assert!(
-        seen.iter().any(|event| matches!(event, SwiftSyncEvent::Resumed { accounted_count, .. } if *accounted_count == COINS_GIVEN_FIRST as u32)),
-        "{seen:?}"
-    );
+    assert_eq!(resumed_with(&seen), Some(COINS_GIVEN_FIRST as u32), "{seen:?}");
     for (hash, spent) in &coins[COINS_GIVEN_FIRST..] {
         assert!(again
             .swiftsync_spent_coins(hash, ClaimedSpentCoins::every(spent.clone()), FIRST_PEER)
