@@ -8,9 +8,12 @@
 //!   terminal block and the heights it had accounted when it started,
 //!   from a checkpoint: those are never asked), every block of the best
 //!   header chain from the lowest height whose coins the pass has not
-//!   taken to the plan's terminal height, at most [`SPENT_COINS_WINDOW_BLOCKS`] past the height the
-//!   plan's blocks are stored to (the download window's size, so the
-//!   coins held waiting for their blocks are bounded like the blocks),
+//!   taken to the plan's terminal height, at most
+//!   [`SPENT_COINS_AHEAD_OF_STORED_BLOCKS`] past the height the plan's
+//!   blocks are stored to (the coins of a block not stored yet wait in
+//!   memory: a peer may send up to a message's 4 MB for each, so 64
+//!   heights hold at most 256 MB, an honest peer's a few MB), and at most
+//!   [`SPENT_COINS_WINDOW_BLOCKS`] past the lowest height still wanted,
 //!   with BIP 455's cutoff ten blocks back (`ibex_chainstate`'s
 //!   `spent_coins_cutoff`: the coins created in the last ten blocks or in
 //!   the block itself are not sent; the pass takes them from those
@@ -62,9 +65,24 @@ use ibex_primitives::BlockHash;
 use super::SyncLoop;
 use crate::p2p_node::engine_view::QUERY_TIMEOUT;
 
-/// Heights past the stored ones whose coins may be asked for (the block
-/// download window's size).
+/// Heights past the lowest one still wanted whose coins may be asked for
+/// (the block download window's size).
 pub const SPENT_COINS_WINDOW_BLOCKS: u32 = 1024;
+/// Heights past the stored ones whose coins may be asked for: those coins
+/// wait in memory for their blocks, at most a 4 MB message each from a
+/// lying peer. Blocks arrive in height order, about, so the coins of the
+/// next 64 are asked long before the pass can use them.
+pub const SPENT_COINS_AHEAD_OF_STORED_BLOCKS: u32 = 64;
+
+/// The highest height whose coins may be asked now, for a plan to
+/// `terminal_height` whose blocks are stored to `stored_height` and whose
+/// lowest height still wanted is `first_wanted` (never below it).
+fn last_height_to_ask(terminal_height: u32, stored_height: u32, first_wanted: u32) -> u32 {
+    terminal_height
+        .min(stored_height.saturating_add(SPENT_COINS_AHEAD_OF_STORED_BLOCKS))
+        .min(first_wanted.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
+        .max(first_wanted)
+}
 /// Requests one peer answers at a time, at most.
 pub const SPENT_COINS_REQUESTS_PER_PEER_MAX: usize = 16;
 /// How long a request may go unanswered.
@@ -340,13 +358,9 @@ impl SyncLoop {
             return None;
         }
         // At most a window past the first height still wanted too: after a
-        // restart every block is stored, and the coins held waiting stay
-        // bounded, as does this read of the chain's hashes.
-        let last = fetch
-            .terminal_height
-            .min(stored_height.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
-            .min(first.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
-            .max(first);
+        // restart every block is stored, and this read of the chain's
+        // hashes stays bounded.
+        let last = last_height_to_ask(fetch.terminal_height, stored_height, first);
         let view = self.reader.unsettled(QUERY_TIMEOUT);
         let chain = view.best_chain_blocks(first - 1, last).ok().flatten()?;
         let terminal = view.ancestor(&best_hash, fetch.terminal_height).ok().flatten();
@@ -468,6 +482,19 @@ enum Unserved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coins_are_asked_a_few_blocks_past_those_stored_and_within_the_window() {
+        // Blocks stored to 100, 101 wanted first: 64 heights past the
+        // stored ones, whatever the download window holds.
+        assert_eq!(last_height_to_ask(5_000, 100, 101), 100 + SPENT_COINS_AHEAD_OF_STORED_BLOCKS);
+        // Never past the terminal height.
+        assert_eq!(last_height_to_ask(120, 100, 101), 120);
+        // Every block stored (a restart): a window past the first wanted.
+        assert_eq!(last_height_to_ask(5_000, 5_000, 10), 10 + SPENT_COINS_WINDOW_BLOCKS);
+        // The first wanted is always asked, even above the stored ones.
+        assert_eq!(last_height_to_ask(5_000, 10, 200), 200);
+    }
 
     #[test]
     fn a_new_terminal_block_keeps_the_requests_out_and_forgets_what_was_taken() {
