@@ -9,7 +9,10 @@
 //! CPU, all of it on the thread that checks each arriving block before the
 //! next. Two messages interleaved fill the gaps of each one's round
 //! dependency chain (module docs of [`super`]): Core's two-way merkle
-//! hashing runs at ~1.7x the one-way rate on this machine kind.
+//! hashing runs at ~1.7x the one-way rate on this machine kind. Measured
+//! here (`cargo bench -p ibex-primitives --bench block --
+//! transaction_hashes`): a block's txids 1.56-1.61x as fast as one at a
+//! time, its witness root 1.5x.
 //!
 //! Both lanes stay busy until the last message: when one message ends, its
 //! lane takes the next message while the other lane goes on, so only the
