@@ -72,10 +72,16 @@ pub(crate) fn complete_claimed(
     let cutoff = claimed.cutoff_height;
     if cutoff == 0 {
         // Every coin was asked for, in input order: the accounting checks
-        // the count.
-        if let Some(at) = claimed.coins.iter().zip(0u32..).position(|((index, _), at)| *index != at)
-        {
-            return Err(mismatch(claimed.coins[at].0, ClaimMismatch::NoSuchInput));
+        // the count. Indices increase (the fetch refuses others), so the
+        // first that is not its position skips that input, or lies past
+        // the block's inputs.
+        let skipped = claimed.coins.iter().zip(0u32..).find(|((index, _), at)| index != at);
+        if let Some(((index, _), at)) = skipped {
+            return Err(if (*index as usize) < input_count {
+                mismatch(at, ClaimMismatch::Left)
+            } else {
+                mismatch(*index, ClaimMismatch::NoSuchInput)
+            });
         }
         return Ok(claimed.coins.into_iter().map(|(_, coin)| coin).collect());
     }
@@ -234,24 +240,30 @@ mod tests {
 
     #[test]
     fn without_a_cutoff_the_coins_must_name_every_input_in_order() {
-        let claimed = ClaimedSpentCoins { cutoff_height: 0, coins: vec![(1, old_coin())] };
-        let block = spending(&[old(4)], 1);
-        let coinbase = spending(&[OutPoint { txid: Txid([0; 32]), vout: u32::MAX }], 1);
-        let bytes =
-            Block { header: Header::decode(&[0u8; 80]), transactions: vec![coinbase, block] }
-                .encode();
-        let parsed = ParsedBlock::parse(bytes, &mut BlockBuffers::default()).unwrap();
-        let this_block = RecentBlock::of(parsed.view(), parsed.txids(), parsed.hash(), HEIGHT);
-        let failure =
-            complete_claimed(parsed.view(), (HEIGHT, parsed.hash()), claimed, (&this_block, &[]))
-                .unwrap_err();
-        assert!(matches!(
-            failure,
-            SwiftSyncFailure::SpentCoinsClaim {
-                input: 1,
-                mismatch: ClaimMismatch::NoSuchInput,
-                ..
-            }
-        ));
+        // One transaction spending two old coins after the coinbase.
+        let without_cutoff = |sent: &[u32]| {
+            let block = spending(&[old(4), old(5)], 1);
+            let coinbase = spending(&[OutPoint { txid: Txid([0; 32]), vout: u32::MAX }], 1);
+            let bytes =
+                Block { header: Header::decode(&[0u8; 80]), transactions: vec![coinbase, block] }
+                    .encode();
+            let parsed = ParsedBlock::parse(bytes, &mut BlockBuffers::default()).unwrap();
+            let this_block = RecentBlock::of(parsed.view(), parsed.txids(), parsed.hash(), HEIGHT);
+            let claimed = ClaimedSpentCoins {
+                cutoff_height: 0,
+                coins: sent.iter().map(|index| (*index, old_coin())).collect(),
+            };
+            let at = (HEIGHT, parsed.hash());
+            complete_claimed(parsed.view(), at, claimed, (&this_block, &[]))
+        };
+        assert_eq!(without_cutoff(&[0, 1]).unwrap().len(), 2);
+        let claim_failure = |sent: &[u32]| match without_cutoff(sent) {
+            Err(SwiftSyncFailure::SpentCoinsClaim { input, mismatch, .. }) => (input, mismatch),
+            other => panic!("{other:?}"),
+        };
+        // The first input skipped: its coin was left out.
+        assert_eq!(claim_failure(&[1]), (0, ClaimMismatch::Left));
+        // An index past the block's inputs.
+        assert_eq!(claim_failure(&[0, 2]), (2, ClaimMismatch::NoSuchInput));
     }
 }

@@ -95,6 +95,7 @@ impl OutpointHasher {
 /// the first of a pair waits for the second. [`PairedAggregate::finish`]
 /// hashes one left waiting.
 #[derive(Debug, Default)]
+#[must_use = "`finish` adds the outpoint left waiting"]
 pub struct PairedAggregate {
     sum: OutpointAggregate,
     /// An outpoint waiting for a second, and whether it is subtracted.

@@ -74,15 +74,6 @@ pub const SPENT_COINS_WINDOW_BLOCKS: u32 = 1024;
 /// next 64 are asked long before the pass can use them.
 pub const SPENT_COINS_AHEAD_OF_STORED_BLOCKS: u32 = 64;
 
-/// The highest height whose coins may be asked now, for a plan to
-/// `terminal_height` whose blocks are stored to `stored_height` and whose
-/// lowest height still wanted is `first_wanted` (never below it).
-fn last_height_to_ask(terminal_height: u32, stored_height: u32, first_wanted: u32) -> u32 {
-    terminal_height
-        .min(stored_height.saturating_add(SPENT_COINS_AHEAD_OF_STORED_BLOCKS))
-        .min(first_wanted.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
-        .max(first_wanted)
-}
 /// Requests one peer answers at a time, at most.
 pub const SPENT_COINS_REQUESTS_PER_PEER_MAX: usize = 16;
 /// How long a request may go unanswered.
@@ -232,6 +223,16 @@ impl SpentCoinsFetch {
             && !self.offered.contains_key(hash)
             && self.retry_at.get(hash).is_none_or(|at| now >= *at)
     }
+}
+
+/// The highest height whose coins may be asked now, for a plan to
+/// `terminal_height` whose blocks are stored to `stored_height` and whose
+/// lowest height still wanted is `first_wanted` (never below it).
+fn last_height_to_ask(terminal_height: u32, stored_height: u32, first_wanted: u32) -> u32 {
+    terminal_height
+        .min(stored_height.saturating_add(SPENT_COINS_AHEAD_OF_STORED_BLOCKS))
+        .min(first_wanted.saturating_add(SPENT_COINS_WINDOW_BLOCKS))
+        .max(first_wanted)
 }
 
 impl SyncLoop {
